@@ -1,0 +1,423 @@
+"""Building the session's plan from collected items: declarations into a validated graph.
+
+Input: every collected item (targets resolve against all of them) and the selected ones.
+Output: the items to run, in order, and a :class:`~pytest_depgraph.plan.Plan` — or problems,
+each a message for a person that names the test, the file and line, and what to do.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from pytest_depgraph import graph as dag
+from pytest_depgraph.graph import Edge, Graph, Kind, Origin
+from pytest_depgraph.markers import (
+    MARKER,
+    Declaration,
+    DeclarationError,
+    RawDeclaration,
+    declarations_of,
+    describe_target,
+    validate,
+)
+from pytest_depgraph.plan import Plan, edges_by_origin
+from pytest_depgraph.resolve import TargetIndex
+
+
+@dataclass
+class Problem:
+    """One bad declaration or cycle: reported as a collection error."""
+
+    message: str
+    #: node id the collection error is reported under (the declaring test's module)
+    report_nodeid: str
+    #: indices (into all collected items) of the tests that cannot run because of it
+    items: set[int] = field(default_factory=set)
+
+
+@dataclass
+class Result:
+    """What :func:`build` returns."""
+
+    items: list[pytest.Item]
+    plan: Plan
+    problems: list[Problem]
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A declaration with where it came from, before resolution."""
+
+    declaration: Declaration
+    origin: Origin
+    #: what the error message calls the declaration's site
+    site: str
+    #: declared on a class or module and inherited by the test
+    inherited: bool
+
+
+class _Builder:
+    def __init__(self, collected: Sequence[pytest.Item], rootpath: Path) -> None:
+        self.collected = list(collected)
+        self.rootpath = rootpath
+        self.position = {item: i for i, item in enumerate(self.collected)}
+        self.index = TargetIndex(
+            [item.nodeid for item in self.collected],
+            [getattr(item, "function", None) for item in self.collected],
+            [getattr(item, "cls", None) for item in self.collected],
+        )
+        self.problems: dict[str, Problem] = {}
+        self._fixture_sources: dict[tuple[int, str], tuple[list[_Source], list[Problem]]] = {}
+        self._mark_lines: dict[int, list[int]] = {}
+
+    # -- declarations ------------------------------------------------------------------------
+
+    def sources(self, position: int) -> Iterator[_Source]:
+        """Every dependency declaration that applies to one item."""
+        item = self.collected[position]
+        for node, mark in item.iter_markers_with_node(name=MARKER):
+            where = self._mark_where(node, mark)
+            raw = RawDeclaration(mark.args, mark.kwargs, where)
+            inherited = not isinstance(node, pytest.Item)
+            site = f"@pytest.mark.{MARKER} at {where}"
+            yield from self._validated(raw, Origin("marker", where), site, position, inherited)
+        function = getattr(item, "function", None)
+        for raw in declarations_of(function) if function is not None else ():
+            where = self._relative(raw.where)
+            raw = RawDeclaration(raw.args, raw.kwargs, where)
+            site = f"@depends_on at {where}"
+            yield from self._validated(raw, Origin("marker", where), site, position, False)
+        yield from self._fixture_declarations(position)
+
+    def _fixture_declarations(self, position: int) -> Iterator[_Source]:
+        item = self.collected[position]
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            return
+        for name in item.fixturenames:  # type: ignore[attr-defined]
+            for fixturedef in _used_definitions(name, info.name2fixturedefs.get(name, ())):
+                key = (id(fixturedef), name)
+                if key not in self._fixture_sources:
+                    self._fixture_sources[key] = self._fixture_sources_of(fixturedef, name)
+                sources, problems = self._fixture_sources[key]
+                for problem in problems:
+                    problem.items.add(position)
+                yield from sources
+
+    def _fixture_sources_of(
+        self, fixturedef: object, name: str
+    ) -> tuple[list[_Source], list[Problem]]:
+        func = getattr(fixturedef, "func", None)
+        sources: list[_Source] = []
+        problems: list[Problem] = []
+        if any(m.name == MARKER for m in _own_marks(func)):
+            where = self._definition_where(func)
+            problems.append(self._problem(
+                f"depgraph: {where}: @pytest.mark.{MARKER} on fixture '{name}' has no "
+                "effect: pytest ignores marks on fixtures.\n"
+                "  Use the decorator instead: `from pytest_depgraph import depends_on`, then "
+                f"`@depends_on(...)` above or below `@pytest.fixture` on '{name}'.",
+                report_nodeid=where.rsplit(":", 1)[0],
+            ))
+        for raw in declarations_of(func):
+            where = self._relative(raw.where)
+            raw = RawDeclaration(raw.args, raw.kwargs, where)
+            kind = "output" if getattr(func, "_depgraph_output", False) else "fixture"
+            site = f"@depends_on on fixture '{name}' at {where}"
+            try:
+                declaration = validate(raw)
+            except DeclarationError as error:
+                problems.append(self._problem(
+                    f"depgraph: {where}: {site}: {error}",
+                    report_nodeid=where.rsplit(":", 1)[0],
+                ))
+                continue
+            sources.append(_Source(declaration, Origin(kind, where, name), site, inherited=True))
+        return sources, problems
+
+    def _validated(
+        self, raw: RawDeclaration, origin: Origin, site: str, position: int, inherited: bool
+    ) -> Iterator[_Source]:
+        try:
+            declaration = validate(raw)
+        except DeclarationError as error:
+            item = self.collected[position]
+            problem = self._problem(
+                f"depgraph: {raw.where}: {site}: {error}\n"
+                f"  (declared for {item.nodeid}{{more}})",
+                report_nodeid=_module_of(item.nodeid),
+            )
+            problem.items.add(position)
+            return
+        yield _Source(declaration, origin, site, inherited)
+
+    # -- locations ---------------------------------------------------------------------------
+
+    def _relative(self, filename: str) -> str:
+        """``/abs/path/f.py:12`` (or a path) relative to rootdir, with forward slashes."""
+        path, sep, line = filename.rpartition(":")
+        if not sep or not line.isdigit():
+            path, sep, line = filename, "", ""
+        try:
+            rel = Path(path).resolve().relative_to(self.rootpath.resolve()).as_posix()
+        except ValueError:
+            rel = Path(path).as_posix()
+        return f"{rel}{sep}{line}"
+
+    def _definition_where(self, obj: object) -> str:
+        code = getattr(obj, "__code__", None)
+        if code is None:
+            return "<unknown>"
+        return self._relative(f"{code.co_filename}:{code.co_firstlineno}")
+
+    def _mark_where(self, node: pytest.Item | pytest.Collector, mark: pytest.Mark) -> str:
+        """``file:line`` of the decorator (or ``pytestmark``) that wrote ``mark`` on ``node``."""
+        obj = getattr(node, "obj", None)
+        path = getattr(node, "path", None)
+        if path is None:
+            return node.nodeid
+        rel = self._relative(str(path))
+        lines = self._marker_lines(node, obj, str(path))
+        if not lines:
+            return rel
+        own = [m for m in _own_marks(obj) if m.name == MARKER]
+        # decorators apply bottom-up, so the last declared mark is the top line
+        for k, candidate in enumerate(own):
+            if candidate is mark and len(own) == len(lines):
+                return f"{rel}:{lines[len(own) - 1 - k]}"
+        return f"{rel}:{lines[0]}"
+
+    def _marker_lines(self, node: object, obj: object, filename: str) -> list[int]:
+        """1-based lines that mention the marker in ``obj``'s decorators or ``pytestmark``."""
+        key = id(obj)
+        if key in self._mark_lines:
+            return self._mark_lines[key]
+        found: list[int] = []
+        if isinstance(node, pytest.Module):
+            lines = linecache.getlines(filename)
+            for number, text in enumerate(lines, 1):
+                if re.match(r"\s*pytestmark\b", text):
+                    found.append(number)
+                    break
+        else:
+            first = _first_line(obj)
+            if first:
+                lines = linecache.getlines(filename)
+                for number in range(first, min(first + 200, len(lines)) + 1):
+                    text = lines[number - 1]
+                    if re.match(r"\s*(async\s+def|def|class)\s", text):
+                        break
+                    if MARKER in text:
+                        found.append(number)
+                if not found:
+                    found.append(first)
+        self._mark_lines[key] = found
+        return found
+
+    # -- problems ----------------------------------------------------------------------------
+
+    def _problem(self, message: str, report_nodeid: str) -> Problem:
+        """The problem with this message, made once however many tests share it."""
+        problem = self.problems.get(message)
+        if problem is None:
+            problem = self.problems[message] = Problem(message, report_nodeid)
+        return problem
+
+    def unresolved(self, source: _Source, target: object, position: int) -> None:
+        item = self.collected[position]
+        text = describe_target(target)
+        key = f"{source.site}: {text}"
+        problem = self.problems.get(key)
+        if problem is None:
+            suggestions = self.index.suggest(target, item.nodeid)
+            hint = (
+                "  Did you mean " + " or ".join(repr(s) for s in suggestions) + "?\n"
+                if suggestions
+                else ""
+            )
+            message = (
+                f"depgraph: {source.origin.where}: {source.site}: target {text} matches no "
+                f"collected test (declared for {item.nodeid}{{more}}).\n"
+                f"{hint}"
+                "  Name a test in the same class or module, or give a node id relative to the "
+                "rootdir such as 'tests/test_other.py::test_name'; a test that is not collected "
+                "cannot be a dependency."
+            )
+            problem = self.problems[key] = Problem(message, _module_of(item.nodeid))
+        problem.items.add(position)
+
+    def finished_problems(self) -> list[Problem]:
+        """The problems, each message saying how many tests share it."""
+        for problem in self.problems.values():
+            more = len(problem.items) - 1
+            problem.message = problem.message.replace(
+                "{more}", f" and {more} more test{'s' if more > 1 else ''}" if more > 0 else ""
+            )
+        return list(self.problems.values())
+
+
+def _own_marks(obj: object) -> list[pytest.Mark]:
+    """The marks stored on ``obj`` itself (``pytestmark`` may be one mark or a list)."""
+    stored = getattr(obj, "pytestmark", [])
+    if not isinstance(stored, (list, tuple)):
+        stored = [stored]
+    marks = [getattr(m, "mark", m) for m in stored]
+    return [m for m in marks if isinstance(m, pytest.Mark)]
+
+
+def _first_line(obj: object) -> int:
+    code = getattr(obj, "__code__", None)
+    if code is not None:
+        return int(code.co_firstlineno)
+    try:
+        import inspect
+
+        return inspect.getsourcelines(obj)[1]  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return 0
+
+
+def _used_definitions(name: str, definitions: Sequence[object]) -> list[object]:
+    """The fixture definitions a test really uses for ``name``: the closest override, and the
+    ones it extends by requesting the same name."""
+    used: list[object] = []
+    for fixturedef in reversed(definitions):
+        used.append(fixturedef)
+        if name not in getattr(fixturedef, "argnames", ()):
+            break
+    return used
+
+
+def _module_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def build(
+    collected: Sequence[pytest.Item],
+    selected: Sequence[pytest.Item],
+    rootpath: Path,
+    *,
+    pull_dependencies: bool = True,
+) -> Result:
+    """Resolve every declaration of the selected items (and of the dependencies pulled in),
+    validate the graph, reduce it and order the items.
+
+    O(V + E) plus the reduction; targets resolve through a prefix index.
+    """
+    builder = _Builder(collected, rootpath)
+    selected_positions = [builder.position[item] for item in selected if item in builder.position]
+    in_run = set(selected_positions)
+    added: list[int] = []
+    external: list[int] = []
+    raw_edges: list[tuple[int, int, Kind, Origin]] = []
+    queue = deque(selected_positions)
+    while queue:
+        position = queue.popleft()
+        nodeid = builder.collected[position].nodeid
+        for source in builder.sources(position):
+            for target in source.declaration.targets:
+                matches = builder.index.resolve(target, nodeid)
+                if not matches:
+                    builder.unresolved(source, target, position)
+                    continue
+                for match in matches:
+                    if match == position and source.inherited and len(matches) > 1:
+                        continue  # "every test of this file/class" does not include itself
+                    if match not in in_run:
+                        if source.declaration.kind is Kind.AFTER:
+                            continue  # ordering against a test that does not run: nothing to do
+                        if pull_dependencies:
+                            in_run.add(match)
+                            added.append(match)
+                            queue.append(match)
+                        else:
+                            external.append(match)
+                    raw_edges.append((position, match, source.declaration.kind, source.origin))
+
+    run = sorted(in_run)
+    external_set = sorted(set(external) - in_run)
+    number = {position: n for n, position in enumerate(run)}
+    for position in external_set:
+        number[position] = len(number)
+    graph = Graph(len(number))
+    for dependent, dependency, kind, origin in raw_edges:
+        graph.add_edge(number[dependent], number[dependency], kind, origin)
+
+    problems = builder.finished_problems()
+    broken: dict[int, str] = {}
+    for problem in problems:
+        for position in problem.items:
+            if position in number:
+                broken.setdefault(number[position], problem.message)
+    nodeids = [builder.collected[p].nodeid for p in [*run, *external_set]]
+    for cycle in dag.find_cycles(graph):
+        problem = Problem(_cycle_message(cycle, nodeids), _module_of(nodeids[cycle[0].dependent]))
+        problems.append(problem)
+        for edge in cycle:
+            broken.setdefault(edge.dependent, problem.message)
+    _break_dependents(graph, broken, nodeids)
+
+    acyclic = graph.subgraph_without(set(broken))
+    order = dag.stable_topological_order(acyclic)
+    run_order = [n for n in order if n < len(run)]
+    # external nodes go last: they never run, and nothing in the run waits on their position
+    final = [*run_order, *range(len(run), len(number))]
+    renumber = {old: new for new, old in enumerate(final)}
+    reduced = dag.transitive_reduction(acyclic)
+    plan_graph = Graph(len(final))
+    for edge in reduced.edges():
+        plan_graph.add_edge(renumber[edge.dependent], renumber[edge.dependency], edge.kind,
+                            edge.origin)
+    items = [builder.collected[run[n]] for n in run_order]
+    groups: dict[str, int] = {}
+    plan = Plan(
+        nodeids=[nodeids[n] for n in final],
+        locations=[item.location for item in items]
+        + [builder.collected[p].location for p in external_set],
+        graph=plan_graph,
+        group=[groups.setdefault(_module_of(nodeids[n]), len(groups)) for n in final],
+        item_count=len(items),
+        errors=[p.message for p in problems],
+        broken={renumber[n]: message for n, message in broken.items()},
+        edge_counts=edges_by_origin(graph.edges()),
+        removed_edges=acyclic.edge_count - reduced.edge_count,
+        added=sorted(renumber[number[p]] for p in added),
+    )
+    return Result(items=items, plan=plan, problems=problems)
+
+
+def _cycle_message(cycle: list[Edge], nodeids: Sequence[str]) -> str:
+    if len(cycle) == 1:
+        edge = cycle[0]
+        return (
+            "depgraph: self reference\n"
+            f"  {nodeids[edge.dependent]} depends on itself   {edge.origin.describe()}\n"
+            "  Remove the target that names the test itself."
+        )
+    width = max(len(nodeids[edge.dependency]) for edge in cycle)
+    lines = [f"depgraph: dependency cycle ({len(cycle)} tests)", f"  {nodeids[cycle[0].dependent]}"]
+    for edge in cycle:
+        lines.append(f"    -> {nodeids[edge.dependency]:<{width}}   {edge.origin.describe()}")
+    lines.append("  A test cannot run before itself: remove or reverse one of these dependencies.")
+    return "\n".join(lines)
+
+
+def _break_dependents(graph: Graph, broken: dict[int, str], nodeids: Sequence[str]) -> None:
+    """Tests that require a broken test cannot run either; say which one."""
+    queue = deque(broken)
+    while queue:
+        node = queue.popleft()
+        for edge in graph.dependents(node):
+            if edge.kind is Kind.REQUIRES and edge.dependent not in broken:
+                broken[edge.dependent] = (
+                    f"depgraph: {nodeids[edge.dependent]} depends on {nodeids[node]}, "
+                    "which cannot run because of a dependency error reported above"
+                )
+                queue.append(edge.dependent)

@@ -1,0 +1,69 @@
+"""Command-line options and ini settings of the plugin, and their resolved values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register ``--depgraph-*`` options and their ini twins."""
+    group = parser.getgroup("depgraph", "dependency graph (pytest-depgraph)")
+    group.addoption(
+        "--depgraph-parallelism",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N tests in flight at once. With -n W the default is W; "
+        "N > 1 without -n starts N xdist workers. (ini: depgraph_parallelism)",
+    )
+    group.addoption(
+        "--depgraph-dot",
+        default=None,
+        metavar="PATH",
+        help="write the reduced dependency graph as Graphviz DOT to PATH ('-' for stdout); "
+        "a .svg/.png/.pdf PATH is rendered with Graphviz 'dot'. (ini: depgraph_dot)",
+    )
+    group.addoption(
+        "--depgraph-no-deps",
+        action="store_true",
+        default=None,
+        help="do not pull the dependencies of selected tests into the run; a dependency that "
+        "is not selected makes its dependents skip. (ini: depgraph_no_deps)",
+    )
+    parser.addini("depgraph_parallelism", "default for --depgraph-parallelism", default="")
+    parser.addini("depgraph_dot", "default for --depgraph-dot", default="")
+    parser.addini("depgraph_no_deps", "default for --depgraph-no-deps", type="bool", default=False)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved option values (command line over ini)."""
+
+    parallelism: int | None
+    dot: str | None
+    no_deps: bool
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    """Resolve options; a bad ini value is a usage error naming the setting."""
+    parallelism = config.getoption("depgraph_parallelism")
+    if parallelism is None:
+        raw = str(config.getini("depgraph_parallelism")).strip()
+        if raw:
+            try:
+                parallelism = int(raw)
+            except ValueError:
+                raise pytest.UsageError(
+                    f"depgraph_parallelism = {raw!r} in the ini file is not a whole number"
+                ) from None
+    if parallelism is not None and parallelism < 1:
+        raise pytest.UsageError(
+            f"--depgraph-parallelism must be at least 1, got {parallelism}"
+        )
+    dot = config.getoption("depgraph_dot") or str(config.getini("depgraph_dot")).strip() or None
+    no_deps = config.getoption("depgraph_no_deps")
+    if no_deps is None:
+        no_deps = bool(config.getini("depgraph_no_deps"))
+    return Settings(parallelism=parallelism, dot=dot, no_deps=bool(no_deps))

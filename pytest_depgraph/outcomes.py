@@ -1,0 +1,107 @@
+"""Test outcomes as the graph sees them: which reports make a dependency satisfied, and why not.
+
+A dependency is satisfied when its setup, call and teardown all passed; a non-strict XPASS
+counts as passed; skip, xfail, failure and error do not (SPEC §4.1). The recorder folds the
+reports of each test, from whichever process ran it, into one outcome per node id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_depgraph.plan import Plan
+
+PASSED = "passed"
+FAILED = "failed"
+ERROR = "error"
+SKIPPED = "skipped"
+XFAILED = "xfailed"
+#: skipped by this plugin because a dependency was unsatisfied
+UPSTREAM = "upstream"
+#: never started (the run stopped first)
+NOT_RUN = "not run"
+
+_WORDS = {
+    FAILED: "failed",
+    ERROR: "errored",
+    SKIPPED: "was skipped",
+    XFAILED: "xfailed",
+    NOT_RUN: "did not run",
+}
+
+#: attribute set on the reports this plugin makes up, so its own hooks can tell them apart
+SYNTHETIC = "_depgraph_synthetic"
+
+
+@dataclass
+class _Phases:
+    outcome: str = PASSED
+    finished: bool = False
+    duration: float = 0.0
+
+
+class OutcomeRecorder:
+    """Folds setup/call/teardown reports into one outcome per node id."""
+
+    def __init__(self) -> None:
+        self._by_nodeid: dict[str, _Phases] = {}
+
+    def record(self, report: pytest.TestReport) -> None:
+        """Take one phase report (any process); ``rerun`` reports are ignored."""
+        if report.outcome not in ("passed", "failed", "skipped"):
+            return  # e.g. "rerun" from pytest-rerunfailures: the test is not done yet
+        phases = self._by_nodeid.setdefault(report.nodeid, _Phases())
+        phases.duration += report.duration
+        if getattr(report, SYNTHETIC, False):
+            phases.outcome = UPSTREAM
+        elif report.failed:
+            phases.outcome = FAILED if report.when == "call" else _worse(phases.outcome, ERROR)
+        elif report.skipped and phases.outcome == PASSED:
+            phases.outcome = XFAILED if hasattr(report, "wasxfail") else SKIPPED
+        if report.when == "teardown":
+            phases.finished = True
+
+    def mark(self, nodeid: str, outcome: str) -> None:
+        """Set an outcome that no report carries (a crashed worker, a test never started)."""
+        self._by_nodeid.setdefault(nodeid, _Phases()).outcome = outcome
+
+    def outcome(self, nodeid: str) -> str:
+        """The folded outcome; NOT_RUN for a test with no report."""
+        phases = self._by_nodeid.get(nodeid)
+        return phases.outcome if phases is not None else NOT_RUN
+
+    def satisfied(self, nodeid: str) -> bool:
+        """Whether dependents of this test may run."""
+        return self.outcome(nodeid) == PASSED
+
+    def duration(self, nodeid: str) -> float:
+        """Seconds spent in setup, call and teardown (0.0 for a test with no report)."""
+        phases = self._by_nodeid.get(nodeid)
+        return phases.duration if phases is not None else 0.0
+
+    def __contains__(self, nodeid: str) -> bool:
+        return nodeid in self._by_nodeid
+
+
+def _worse(current: str, new: str) -> str:
+    return current if current == FAILED else new
+
+
+def upstream_reason(root_cause: str, outcome: str) -> str:
+    """The skip reason of a test whose dependency chain has an unsatisfied root cause."""
+    return f"depgraph: upstream {root_cause} {_WORDS.get(outcome, outcome)}"
+
+
+def skip_reason(plan: Plan, recorder: OutcomeRecorder, root_cause: int) -> str:
+    """The skip reason for a dependent of ``root_cause`` (a node of ``plan``)."""
+    nodeid = plan.nodeids[root_cause]
+    if root_cause >= plan.item_count:
+        return (
+            f"depgraph: upstream {nodeid} was not selected "
+            "(drop --depgraph-no-deps to run it with its dependents)"
+        )
+    return upstream_reason(nodeid, recorder.outcome(nodeid))

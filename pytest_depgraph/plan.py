@@ -1,0 +1,110 @@
+"""The plan of one session: the validated dependency graph of the collected items, serialisable.
+
+A plan is built wherever tests are collected (the serial session, every xdist worker) and is
+free of pytest objects, so an xdist worker can send it to the controller as one JSON string and
+the controller can walk it without collecting. Node ``i`` is ``session.items[i]`` after the
+plugin reordered the items; nodes at ``len(items)`` and beyond are *external*: dependencies that
+are not part of this run (``--depgraph-no-deps``), which count as unsatisfied.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_depgraph.graph import Edge, Graph, Kind, Origin
+
+#: Bumped whenever the JSON layout changes; controller and workers must agree.
+PROTOCOL_VERSION = 1
+
+
+@dataclass
+class Plan:
+    """Everything the walk needs to know about one session's tests."""
+
+    #: node id of every node (items first, then external nodes).
+    nodeids: list[str]
+    #: ``item.location`` of every item: (relative file, 0-based line or None, domain).
+    locations: list[tuple[str, int | None, str]]
+    #: the reduced graph, over the same node numbers.
+    graph: Graph
+    #: an int per node naming its module (fixture affinity under xdist).
+    group: list[int]
+    #: number of nodes that are collected items; the rest are external.
+    item_count: int
+    #: errors that stop the run (cycles, bad targets), each a message for a person.
+    errors: list[str] = field(default_factory=list)
+    #: items that cannot run because of an error (``--continue-on-collection-errors``):
+    #: node -> message. They are reported as errors; their REQUIRES-dependents too.
+    broken: dict[int, str] = field(default_factory=dict)
+    #: edges before reduction, by origin kind ("marker", "fixture", ...).
+    edge_counts: dict[str, int] = field(default_factory=dict)
+    #: edges removed by the transitive reduction.
+    removed_edges: int = 0
+    #: items pulled into the run because a selected test depends on them.
+    added: list[int] = field(default_factory=list)
+    #: seconds each item took in the previous run, when known (cache), else absent.
+    durations: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def external(self) -> range:
+        """Nodes that are dependencies outside this run."""
+        return range(self.item_count, len(self.nodeids))
+
+    def to_json(self) -> str:
+        """Serialise to one JSON string (cheap to send over an execnet channel)."""
+        payload: dict[str, Any] = {
+            "version": PROTOCOL_VERSION,
+            "nodeids": self.nodeids,
+            "locations": self.locations,
+            "edges": [
+                [e.dependent, e.dependency, int(e.kind), e.origin.kind, e.origin.where,
+                 e.origin.fixture]
+                for e in self.graph.edges()
+            ],
+            "group": self.group,
+            "item_count": self.item_count,
+            "errors": self.errors,
+            "broken": {str(k): v for k, v in self.broken.items()},
+            "edge_counts": self.edge_counts,
+            "removed_edges": self.removed_edges,
+            "added": self.added,
+            "durations": {str(k): v for k, v in self.durations.items()},
+        }
+        return json.dumps(payload, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        """Inverse of :meth:`to_json`; ValueError on a version mismatch."""
+        data = json.loads(text)
+        if data.get("version") != PROTOCOL_VERSION:
+            raise ValueError(
+                f"depgraph plan version {data.get('version')} != {PROTOCOL_VERSION}: "
+                "controller and workers run different pytest-depgraph versions"
+            )
+        nodeids: list[str] = data["nodeids"]
+        graph = Graph(len(nodeids))
+        for dependent, dependency, kind, okind, where, fixture in data["edges"]:
+            graph.add_edge(dependent, dependency, Kind(kind), Origin(okind, where, fixture))
+        return cls(
+            nodeids=nodeids,
+            locations=[(p, ln, d) for p, ln, d in data["locations"]],
+            graph=graph,
+            group=data["group"],
+            item_count=data["item_count"],
+            errors=data["errors"],
+            broken={int(k): v for k, v in data["broken"].items()},
+            edge_counts=data["edge_counts"],
+            removed_edges=data["removed_edges"],
+            added=data["added"],
+            durations={int(k): v for k, v in data["durations"].items()},
+        )
+
+
+def edges_by_origin(edges: list[Edge]) -> dict[str, int]:
+    """Count edges per origin kind."""
+    counts: dict[str, int] = {}
+    for edge in edges:
+        counts[edge.origin.kind] = counts.get(edge.origin.kind, 0) + 1
+    return counts

@@ -1,0 +1,108 @@
+"""The ``depgraph`` section of the terminal summary."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from pytest_depgraph.graph import critical_path
+from pytest_depgraph.outcomes import OutcomeRecorder
+from pytest_depgraph.plan import Plan
+
+_SHOWN_PATH = 6
+
+
+def summary(
+    terminal: pytest.TerminalReporter,
+    plan: Plan,
+    recorder: OutcomeRecorder,
+    skips: Mapping[str, str],
+) -> None:
+    """Write the section; nothing at all for a run without dependencies (pytest as usual)."""
+    if not (plan.graph.edge_count or plan.errors or skips):
+        return
+    terminal.write_sep("=", "depgraph")
+    for line in lines(plan, recorder, skips, verbose=terminal.config.get_verbosity() > 0):
+        terminal.write_line(line)
+    walk = _walk_line(terminal.config)
+    if walk:
+        terminal.write_line(walk)
+
+
+def lines(
+    plan: Plan, recorder: OutcomeRecorder, skips: Mapping[str, str], verbose: bool = False
+) -> list[str]:
+    """The summary as text lines."""
+    counts = plan.edge_counts
+    total = sum(counts.values())
+    fixture = counts.get("fixture", 0) + counts.get("output", 0)
+    compat = counts.get("dependency", 0) + counts.get("order", 0)
+    parts = [f"{counts.get('marker', 0)} explicit", f"{fixture} from fixtures"]
+    if compat:
+        parts.append(f"{compat} from pytest-dependency/pytest-order markers")
+    out = [
+        f"{plan.item_count} tests, {_plural(total, 'edge')} ({', '.join(parts)}); "
+        f"{plan.removed_edges} removed by transitive reduction"
+    ]
+    if plan.added:
+        out.append(f"{_plural(len(plan.added), 'dependency')} pulled in by selection"
+                   + (":" if verbose else ""))
+        if verbose:
+            out.extend(f"  {plan.nodeids[n]}" for n in plan.added)
+    external = list(plan.external)
+    if external:
+        out.append(f"{_plural(len(external), 'dependency')} not selected (--depgraph-no-deps)")
+    out.extend(_critical_path(plan, recorder))
+    groups: dict[str, list[str]] = {}
+    for nodeid, root in skips.items():
+        groups.setdefault(root, []).append(nodeid)
+    if groups:
+        out.append(f"{_plural(len(skips), 'test')} skipped because of an upstream test:")
+        for root, skipped in groups.items():
+            why = "not selected" if root in plan.nodeids[plan.item_count:] else recorder.outcome(
+                root
+            )
+            out.append(f"  {root} ({why}):")
+            out.extend(f"    {nodeid}" for nodeid in skipped)
+    return out
+
+
+def _critical_path(plan: Plan, recorder: OutcomeRecorder) -> list[str]:
+    if not plan.graph.edge_count or not plan.item_count:
+        return []
+    ran = any(nodeid in recorder for nodeid in plan.nodeids[: plan.item_count])
+    weights = [
+        recorder.duration(nodeid) if ran else 1.0 for nodeid in plan.nodeids
+    ]
+    remaining = critical_path(plan.graph, weights)
+    node = max(range(plan.item_count), key=lambda n: (remaining[n], -n))
+    path = [node]
+    while True:
+        nexts = [e.dependent for e in plan.graph.dependents(node)]
+        if not nexts:
+            break
+        node = max(nexts, key=lambda n: (remaining[n], -n))
+        path.append(node)
+    names = [plan.nodeids[n] for n in path]
+    if len(names) > _SHOWN_PATH:
+        names = [*names[:3], f"... {len(names) - 5} more ...", *names[-2:]]
+    length = f"{remaining[path[0]]:.2f} s" if ran else "by test count"
+    return [f"critical path: {_plural(len(path), 'test')} ({length}): " + " -> ".join(names)]
+
+
+def _walk_line(config: pytest.Config) -> str:
+    from pytest_depgraph import state
+
+    key = getattr(state, "WALK_KEY", None)
+    walk = config.stash.get(key, None) if key is not None else None
+    if walk is None:
+        return ""
+    return str(walk)
+
+
+def _plural(count: int, noun: str) -> str:
+    if count == 1:
+        return f"1 {noun}"
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{count} {plural}"

@@ -1,0 +1,75 @@
+"""The serial walk: items run in plan order; dependents of unsatisfied tests skip before setup."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import pytest
+
+from pytest_depgraph.outcomes import OutcomeRecorder, skip_reason
+from pytest_depgraph.plan import Plan
+from pytest_depgraph.walker import Walker
+
+try:  # a skip that reports the test's location, not ours (what skip markers use)
+    from _pytest.outcomes import Skipped as _Skipped
+except ImportError:  # pragma: no cover - pytest moved it
+    _Skipped = None
+
+
+class SerialWalk:
+    """Drives a :class:`Walker` from pytest's own run loop (one process, plan order)."""
+
+    def __init__(self, plan: Plan, recorder: OutcomeRecorder, skips: dict[str, str]) -> None:
+        self.plan = plan
+        self.recorder = recorder
+        self.skips = skips
+        self.node_of = {nodeid: n for n, nodeid in enumerate(plan.nodeids[: plan.item_count])}
+        self.walker = Walker(
+            plan.graph, unsatisfied=[*plan.broken, *plan.external]
+        )
+        self._note(self.walker.initial.skipped)
+        self.started: set[int] = set()
+
+    def _note(self, skipped: list[object]) -> None:
+        for skip in skipped:
+            self.skips[self.plan.nodeids[skip.node]] = self.plan.nodeids[skip.root_cause]  # type: ignore[attr-defined]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        node = self.node_of.get(item.nodeid)
+        if node is None:
+            return
+        if node in self.plan.broken:
+            pytest.fail(self.plan.broken[node], pytrace=False)
+        root = self.walker.root_cause(node)
+        if root is not None:
+            _skip(skip_reason(self.plan, self.recorder, root))
+        if not self.walker.is_ready(node):
+            waiting = [
+                self.plan.nodeids[e.dependency] for e in self.plan.graph.dependencies(node)
+                if self.plan.nodeids[e.dependency] not in self.recorder
+            ]
+            _skip(
+                f"depgraph: {', '.join(waiting)} has not run yet (another plugin reordered the "
+                "tests after pytest-depgraph ordered them)"
+            )
+        self.walker.start(node)
+        self.started.add(node)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
+        result = yield
+        node = self.node_of.get(item.nodeid)
+        if node is not None and node in self.started:
+            self.started.discard(node)
+            step = self.walker.finish(node, self.recorder.satisfied(item.nodeid))
+            self._note(step.skipped)  # type: ignore[arg-type]
+        return result
+
+
+def _skip(reason: str) -> None:
+    if _Skipped is not None:
+        raise _Skipped(reason, _use_item_location=True)
+    pytest.skip(reason)

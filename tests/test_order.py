@@ -1,0 +1,172 @@
+"""Serial ordering: a stable topological order that moves tests only as far as needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import names, passed_order, skip_reasons
+
+
+def test_dependency_declared_later_runs_first(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.depends_on("test_create")
+        def test_use():
+            pass
+
+        def test_other():
+            pass
+
+        def test_create():
+            pass
+        """
+    )
+    result = run()
+    result.assert_outcomes(passed=3)
+    assert names(result) == ["test_create", "test_use", "test_other"]
+
+
+def test_no_dependencies_keeps_pytest_order_exactly(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        test_b="def test_z(): pass\ndef test_a(): pass\n",
+        test_a="import pytest\n@pytest.mark.parametrize('x', [3, 1, 2])\ndef test_p(x): pass\n",
+    )
+    plain = pytester.runpytest("-v", "-p", "no:depgraph")
+    ours = run()
+    assert passed_order(ours) == passed_order(plain)
+    assert len(passed_order(ours)) == 5
+    assert "depgraph" not in ours.stdout.str().split("passed")[-1]
+
+
+def test_chain_across_files_and_function_targets(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        test_a="""
+        import pytest
+        import test_b
+
+        @pytest.mark.depends_on(test_b.test_step2)
+        def test_step3():
+            pass
+        """,
+        test_b="""
+        import pytest
+
+        @pytest.mark.depends_on("test_c.py::test_step1")
+        def test_step2():
+            pass
+        """,
+        test_c="def test_step1(): pass\n",
+    )
+    result = run()
+    result.assert_outcomes(passed=3)
+    assert names(result) == ["test_step1", "test_step2", "test_step3"]
+
+
+def test_class_marker_and_class_target(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        class TestSetup:
+            def test_one(self): pass
+            def test_two(self): pass
+
+        @pytest.mark.depends_on(TestSetup)
+        class TestUse:
+            def test_three(self): pass
+
+        @pytest.mark.depends_on("TestUse")
+        def test_last(): pass
+        """
+    )
+    result = run()
+    result.assert_outcomes(passed=4)
+    assert names(result) == ["test_one", "test_two", "test_three", "test_last"]
+
+
+def test_module_pytestmark_applies_to_every_test_but_not_to_itself(
+    pytester: pytest.Pytester, run
+) -> None:
+    pytester.makepyfile(
+        test_m="""
+        import pytest
+        pytestmark = pytest.mark.depends_on("test_setup.py::test_db")
+
+        def test_a(): pass
+        def test_b(): pass
+        """,
+        test_setup="def test_db(): assert 0\n",
+    )
+    result = run("test_m.py", "test_setup.py")
+    result.assert_outcomes(failed=1, skipped=2)
+    reason = "depgraph: upstream test_setup.py::test_db failed"
+    assert skip_reasons(result) == {"test_a": reason, "test_b": reason}
+
+
+def test_on_failure_run_orders_but_does_not_skip(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.depends_on("test_work", on_failure="run")
+        def test_cleanup():
+            pass
+
+        def test_work():
+            assert 0
+        """
+    )
+    result = run()
+    result.assert_outcomes(passed=1, failed=1)
+    assert names(result) == ["test_work", "test_cleanup"]
+
+
+def test_parametrized_meta_node_and_single_instance(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.depends_on("test_db")
+        def test_all():
+            pass
+
+        @pytest.mark.depends_on("test_db[sqlite]")
+        def test_one():
+            pass
+
+        @pytest.mark.parametrize("engine", ["sqlite", "pg"])
+        def test_db(engine):
+            assert engine != "pg"
+        """
+    )
+    result = run()
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
+    file = "test_parametrized_meta_node_and_single_instance.py"
+    assert skip_reasons(result) == {"test_all": f"depgraph: upstream {file}::test_db[pg] failed"}
+    assert names(result) == ["test_db[sqlite]", "test_db[pg]", "test_all", "test_one"]
+
+
+def test_module_fixture_not_set_up_twice_by_reordering(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        test_x="""
+        import pytest
+        SETUPS = []
+
+        @pytest.fixture(scope="module")
+        def resource():
+            SETUPS.append(1)
+            yield
+            assert len(SETUPS) == 1
+
+        @pytest.mark.depends_on("test_c")
+        def test_a(resource): pass
+        def test_b(resource): pass
+        def test_c(resource): pass
+        def test_d(resource): assert len(SETUPS) == 1
+        """
+    )
+    result = run()
+    result.assert_outcomes(passed=4)
+    assert names(result) == ["test_c", "test_a", "test_b", "test_d"]

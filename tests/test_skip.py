@@ -1,0 +1,214 @@
+"""Outcomes and skips: dependents of unsatisfied tests are skipped before setup, root cause named."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import names, skip_reasons
+
+
+def test_root_cause_is_the_first_failure_up_the_graph(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_a():
+            assert 0
+
+        @pytest.mark.depends_on("test_a")
+        def test_b(): pass
+
+        @pytest.mark.depends_on("test_b")
+        def test_c(): pass
+        """
+    )
+    result = run()
+    result.assert_outcomes(failed=1, skipped=2)
+    reason = "depgraph: upstream test_root_cause_is_the_first_failure_up_the_graph.py::test_a failed"
+    assert skip_reasons(result) == {"test_b": reason, "test_c": reason}
+
+
+def test_skipped_dependent_sets_up_no_fixture(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.fixture
+        def expensive():
+            raise AssertionError("must not be set up")
+
+        def test_a():
+            assert 0
+
+        @pytest.mark.depends_on("test_a")
+        def test_b(expensive): pass
+        """
+    )
+    result = run()
+    result.assert_outcomes(failed=1, skipped=1)
+    assert "must not be set up" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("body", "word", "outcomes"),
+    [
+        ("pytest.skip('no db')", "was skipped", {"skipped": 2}),
+        ("pytest.xfail('known')", "xfailed", {"xfailed": 1, "skipped": 1}),
+    ],
+)
+def test_skip_and_xfail_do_not_satisfy(
+    pytester: pytest.Pytester, run, body: str, word: str, outcomes: dict[str, int]
+) -> None:
+    pytester.makepyfile(
+        f"""
+        import pytest
+
+        def test_a():
+            {body}
+
+        @pytest.mark.depends_on("test_a")
+        def test_b(): pass
+        """
+    )
+    result = run()
+    result.assert_outcomes(**outcomes)
+    file = "test_skip_and_xfail_do_not_satisfy.py"
+    assert skip_reasons(result) == {"test_b": f"depgraph: upstream {file}::test_a {word}"}
+
+
+def test_non_strict_xpass_satisfies_and_setup_error_does_not(
+    pytester: pytest.Pytester, run
+) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.fixture
+        def broken():
+            raise RuntimeError("boom")
+
+        @pytest.mark.xfail(strict=False)
+        def test_xpass(): pass
+
+        def test_error(broken): pass
+
+        @pytest.mark.depends_on("test_xpass")
+        def test_after_xpass(): pass
+
+        @pytest.mark.depends_on("test_error")
+        def test_after_error(): pass
+        """
+    )
+    result = run()
+    result.assert_outcomes(xpassed=1, errors=1, passed=1, skipped=1)
+    file = "test_non_strict_xpass_satisfies_and_setup_error_does_not.py"
+    assert skip_reasons(result) == {"test_after_error": f"depgraph: upstream {file}::test_error errored"}
+
+
+def test_teardown_failure_makes_dependency_unsatisfied(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.fixture
+        def leaky():
+            yield
+            raise RuntimeError("teardown broke")
+
+        def test_a(leaky): pass
+
+        @pytest.mark.depends_on("test_a")
+        def test_b(): pass
+        """
+    )
+    result = run()
+    result.assert_outcomes(passed=1, errors=1, skipped=1)
+
+
+def test_after_edge_dependent_runs_after_skipped_dependency(
+    pytester: pytest.Pytester, run
+) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.depends_on("test_b", on_failure="run")
+        def test_c(): pass
+
+        def test_a():
+            assert 0
+
+        @pytest.mark.depends_on("test_a")
+        def test_b(): pass
+        """
+    )
+    result = run()
+    result.assert_outcomes(failed=1, skipped=1, passed=1)
+    assert names(result) == ["test_a", "test_b", "test_c"]
+
+
+def test_skip_reason_points_at_the_test_in_short_summary(pytester: pytest.Pytester, run) -> None:
+    path = pytester.makepyfile(
+        """
+        import pytest
+
+        def test_a():
+            assert 0
+
+        @pytest.mark.depends_on("test_a")
+        def test_b(): pass
+        """
+    )
+    result = run()
+    result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] {path.name}:*: depgraph: upstream *::test_a failed"])
+    assert "plugin.py" not in result.stdout.str()
+    assert "serial.py" not in result.stdout.str()
+
+
+def test_summary_groups_skips_under_their_root_cause(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_a():
+            assert 0
+
+        @pytest.mark.depends_on("test_a")
+        def test_b(): pass
+
+        @pytest.mark.depends_on("test_b")
+        def test_c(): pass
+
+        def test_free(): pass
+        """
+    )
+    result = run()
+    result.stdout.fnmatch_lines(
+        [
+            "*= depgraph =*",
+            "4 tests, 2 edges (2 explicit, 0 from fixtures); 0 removed by transitive reduction",
+            "critical path: 3 tests (*",
+            "2 tests skipped because of an upstream test:",
+            "  *::test_a (failed):",
+            "    *::test_b",
+            "    *::test_c",
+        ]
+    )
+
+
+def test_exitfirst_stops_the_walk(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_a():
+            assert 0
+
+        @pytest.mark.depends_on("test_a")
+        def test_b(): pass
+
+        def test_c(): pass
+        """
+    )
+    result = run("-x")
+    result.assert_outcomes(failed=1)
