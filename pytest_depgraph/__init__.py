@@ -7,6 +7,7 @@ The public surface is small: :func:`depends_on` (for fixtures), :func:`output_fi
 from __future__ import annotations
 
 from pytest_depgraph.markers import depends_on
+from pytest_depgraph.outputs import DepGraph, output_fixture
 
-__all__ = ["depends_on"]
+__all__ = ["DepGraph", "depends_on", "output_fixture"]
 __version__ = "0.1.0"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from _pytest.nodes import Node
 
 from pytest_depgraph import graph as dag
 from pytest_depgraph.graph import Edge, Graph, Kind, Origin
@@ -177,7 +178,7 @@ class _Builder:
             return "<unknown>"
         return self._relative(f"{code.co_filename}:{code.co_firstlineno}")
 
-    def _mark_where(self, node: pytest.Item | pytest.Collector, mark: pytest.Mark) -> str:
+    def _mark_where(self, node: Node, mark: pytest.Mark) -> str:
         """``file:line`` of the decorator (or ``pytestmark``) that wrote ``mark`` on ``node``."""
         obj = getattr(node, "obj", None)
         path = getattr(node, "path", None)

@@ -8,6 +8,7 @@ not an import-time traceback.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 from collections.abc import Mapping, Sequence
@@ -68,15 +69,19 @@ def depends_on(*targets: object, on_failure: str = "skip") -> Callable[[F], F]:
     )
 
     def decorate(obj: F) -> F:
-        for target in _wrapped_chain(obj):
-            existing: list[RawDeclaration] = list(getattr(target, ATTRIBUTE, ()))
-            try:
-                setattr(target, ATTRIBUTE, [*existing, raw])
-            except (AttributeError, TypeError):
-                pass  # e.g. a bound method: its function carries the attribute
+        declare(obj, raw)
         return obj
 
     return decorate
+
+
+def declare(obj: object, raw: RawDeclaration) -> None:
+    """Attach a declaration to a function or fixture (and to what it wraps)."""
+    for target in _wrapped_chain(obj):
+        existing: list[RawDeclaration] = list(getattr(target, ATTRIBUTE, ()))
+        # a bound method cannot take attributes: its function carries them
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(target, ATTRIBUTE, [*existing, raw])
 
 
 def _wrapped_chain(obj: object) -> list[object]:
@@ -145,7 +150,7 @@ def describe_target(target: object) -> str:
     return f"{kind} {getattr(target, '__qualname__', target)!s}"
 
 
-class _DependsOnDecorator(pytest.MarkDecorator):  # type: ignore[misc]
+class _DependsOnDecorator(pytest.MarkDecorator):
     """``pytest.mark.depends_on``, where one function or class argument is a target.
 
     pytest's MarkDecorator treats ``mark(f)`` with a single function or class as decorating

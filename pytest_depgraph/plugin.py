@@ -8,15 +8,17 @@ from collections.abc import Generator
 
 import pytest
 
-from pytest_depgraph import dot, report
+from pytest_depgraph import dot, report, selection
 from pytest_depgraph.build import build
 from pytest_depgraph.markers import MARKER, MARKER_HELP
 from pytest_depgraph.options import Settings, add_options, read_settings
 from pytest_depgraph.outcomes import OutcomeRecorder
+from pytest_depgraph.outputs import OUTPUTS_KEY, DepGraph, Outputs
 from pytest_depgraph.serial import SerialWalk
 from pytest_depgraph.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
+SELECTION_KEY = pytest.StashKey["selection.NodeIdSelection | None"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,7 +38,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     recorder = config.stash[RECORDER_KEY] = OutcomeRecorder()
     config.stash[SKIPS_KEY] = {}
-    config.pluginmanager.register(_Recorder(recorder), "depgraph-recorder")
+    config.pluginmanager.register(_Recorder(recorder, config), "depgraph-recorder")
+    outputs = config.stash[OUTPUTS_KEY] = Outputs(config)
+    config.pluginmanager.register(outputs, "depgraph-outputs")
     if importlib.util.find_spec("xdist") is not None and importlib.util.find_spec(
         "pytest_depgraph.xdist_hooks"
     ):
@@ -45,35 +49,32 @@ def pytest_configure(config: pytest.Config) -> None:
         xdist_hooks.register(config)
 
 
+@pytest.fixture
+def depgraph(request: pytest.FixtureRequest) -> DepGraph:
+    """Publish values from this test; read the values of the tests it depends on."""
+    return DepGraph(request.config.stash[OUTPUTS_KEY])
+
+
 def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    config.pluginmanager.register(_Collection(), "depgraph-collection")
+    if config.getoption("lf", False):
+        # --lf narrows collection to the files and tests that failed, so the tests they depend
+        # on would never be seen; collect everything and let --lf deselect instead.
+        for name in ("lfplugin-collwrapper", "lfplugin-collskip"):
+            plugin = config.pluginmanager.get_plugin(name)
+            if plugin is not None:
+                config.pluginmanager.unregister(plugin)
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_collection_modifyitems(
-    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
-) -> Generator[None]:
-    # Outermost wrapper: -k/-m/--lf/--deselect have selected when the yield returns.
-    collected = list(items)
-    yield
-    settings = config.stash[SETTINGS_KEY]
-    result = build(collected, items, config.rootpath, pull_dependencies=not settings.no_deps)
-    added = {result.plan.nodeids[n] for n in result.plan.added}
-    items[:] = result.items
-    if added:
-        _undo_deselection(config, added)
-    for problem in result.problems:
-        config.hook.pytest_collectreport(
-            report=pytest.CollectReport(
-                problem.report_nodeid, "failed", longrepr=problem.message, result=[]
-            )
-        )
-    config.stash[PLAN_KEY] = result.plan
-    if not _is_xdist_worker(config) and not config.option.collectonly:
-        config.pluginmanager.register(
-            SerialWalk(result.plan, config.stash[RECORDER_KEY], config.stash[SKIPS_KEY]),
-            "depgraph-serial",
-        )
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    session.config.stash[SELECTION_KEY] = selection.widen_node_id_args(session.config)
+    return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -105,6 +106,49 @@ def _mentions_marker(collector: pytest.Collector) -> bool:
         return False
 
 
+class _Collection:
+    """The graph is built here, in the outermost ``pytest_collection_modifyitems`` wrapper.
+
+    Registered at session start, after every plugin that registers itself while configuring
+    (``--lf`` does), so that it wraps them all: when its yield returns, every selection and
+    reordering is done.
+    """
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> Generator[None]:
+        # Outermost wrapper: -k/-m/--lf/--deselect have selected when the yield returns.
+        collected = list(items)
+        chosen = config.stash.get(SELECTION_KEY, None)
+        if chosen is not None:
+            chosen.check_found(collected)
+        yield
+        if chosen is not None:
+            kept, dropped = chosen.apply(items)
+            if dropped:
+                items[:] = kept
+                config.hook.pytest_deselected(items=dropped)
+        settings = config.stash[SETTINGS_KEY]
+        result = build(collected, items, config.rootpath, pull_dependencies=not settings.no_deps)
+        added = {result.plan.nodeids[n] for n in result.plan.added}
+        items[:] = result.items
+        if added:
+            _undo_deselection(config, added)
+        for problem in result.problems:
+            config.hook.pytest_collectreport(
+                report=pytest.CollectReport(
+                    problem.report_nodeid, "failed", longrepr=problem.message, result=[]
+                )
+            )
+        config.stash[PLAN_KEY] = result.plan
+        if not _is_xdist_worker(config) and not config.option.collectonly:
+            config.pluginmanager.register(
+                SerialWalk(result.plan, config.stash[RECORDER_KEY], config.stash[SKIPS_KEY]),
+                "depgraph-serial",
+            )
+
+
 def _undo_deselection(config: pytest.Config, added: set[str]) -> None:
     """Tests pulled back in as dependencies are not 'deselected' in the terminal count."""
     terminal = config.pluginmanager.get_plugin("terminalreporter")
@@ -118,11 +162,19 @@ def _undo_deselection(config: pytest.Config, added: set[str]) -> None:
 class _Recorder:
     """Feeds every test report of this process (controller: of every worker) to the recorder."""
 
-    def __init__(self, recorder: OutcomeRecorder) -> None:
+    def __init__(self, recorder: OutcomeRecorder, config: pytest.Config) -> None:
         self.recorder = recorder
+        self.config = config
 
+    @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.recorder.record(report)
+        if report.nodeid in self.config.stash[SKIPS_KEY]:
+            # skipped because of an upstream failure: not passed, so --lf must run it again
+            lfplugin = self.config.pluginmanager.get_plugin("lfplugin")
+            lastfailed = getattr(lfplugin, "lastfailed", None)
+            if lastfailed is not None:
+                lastfailed[report.nodeid] = True
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -134,8 +186,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if plan is None or settings is None or not settings.dot:
         return
     recorder = None if config.option.collectonly else config.stash[RECORDER_KEY]
+    skips: dict[str, str] = config.stash[SKIPS_KEY]
     try:
-        dot.write(settings.dot, plan, recorder, config.stash[SKIPS_KEY])
+        dot.write(settings.dot, plan, recorder, skips)
     except dot.RenderError as error:
         terminal = config.pluginmanager.get_plugin("terminalreporter")
         if terminal is not None:
@@ -148,4 +201,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     plan = config.stash.get(PLAN_KEY, None)
     if plan is None or _is_xdist_worker(config):
         return
-    report.summary(terminalreporter, plan, config.stash[RECORDER_KEY], config.stash[SKIPS_KEY])
+    skips: dict[str, str] = config.stash[SKIPS_KEY]
+    report.summary(terminalreporter, plan, config.stash[RECORDER_KEY], skips)

@@ -9,6 +9,7 @@ import pytest
 from pytest_depgraph.graph import critical_path
 from pytest_depgraph.outcomes import OutcomeRecorder
 from pytest_depgraph.plan import Plan
+from pytest_depgraph.state import WALK_KEY
 
 _SHOWN_PATH = 6
 
@@ -22,10 +23,10 @@ def summary(
     """Write the section; nothing at all for a run without dependencies (pytest as usual)."""
     if not (plan.graph.edge_count or plan.errors or skips):
         return
+    walk = _walk_line(terminal.config)
     terminal.write_sep("=", "depgraph")
     for line in lines(plan, recorder, skips, verbose=terminal.config.get_verbosity() > 0):
         terminal.write_line(line)
-    walk = _walk_line(terminal.config)
     if walk:
         terminal.write_line(walk)
 
@@ -92,13 +93,15 @@ def _critical_path(plan: Plan, recorder: OutcomeRecorder) -> list[str]:
 
 
 def _walk_line(config: pytest.Config) -> str:
-    from pytest_depgraph import state
-
-    key = getattr(state, "WALK_KEY", None)
-    walk = config.stash.get(key, None) if key is not None else None
+    walk = config.stash.get(WALK_KEY, None)
     if walk is None:
         return ""
-    return str(walk)
+    ratio = walk.wall / walk.lower_bound if walk.lower_bound > 0 else 1.0
+    return (
+        f"parallel walk: {walk.wall:.2f} s wall, lower bound {walk.lower_bound:.2f} s = "
+        f"max(critical path {walk.critical_path:.2f} s, total {walk.total:.2f} s / "
+        f"{walk.parallelism}) ({ratio:.2f}x)"
+    )
 
 
 def _plural(count: int, noun: str) -> str:

@@ -107,8 +107,9 @@ class TargetIndex:
             name = getattr(target, "__name__", "")
             target = str(name)
         module, _ = _split(nodeid)
+        pool: set[str]
         if is_path_qualified(target):
-            pool = self._by_prefix.keys()
+            pool = set(self._by_prefix)
         else:
             # names in the same module first, then everywhere
             local = [p[len(module) + 2 :] for p in self._by_prefix if p.startswith(module + "::")]

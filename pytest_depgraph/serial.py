@@ -8,12 +8,12 @@ import pytest
 
 from pytest_depgraph.outcomes import OutcomeRecorder, skip_reason
 from pytest_depgraph.plan import Plan
-from pytest_depgraph.walker import Walker
+from pytest_depgraph.walker import Skip, Walker
 
 try:  # a skip that reports the test's location, not ours (what skip markers use)
     from _pytest.outcomes import Skipped as _Skipped
 except ImportError:  # pragma: no cover - pytest moved it
-    _Skipped = None
+    _Skipped = None  # type: ignore[assignment,misc]
 
 
 class SerialWalk:
@@ -30,9 +30,9 @@ class SerialWalk:
         self._note(self.walker.initial.skipped)
         self.started: set[int] = set()
 
-    def _note(self, skipped: list[object]) -> None:
+    def _note(self, skipped: list[Skip]) -> None:
         for skip in skipped:
-            self.skips[self.plan.nodeids[skip.node]] = self.plan.nodeids[skip.root_cause]  # type: ignore[attr-defined]
+            self.skips[self.plan.nodeids[skip.node]] = self.plan.nodeids[skip.root_cause]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -50,8 +50,8 @@ class SerialWalk:
                 if self.plan.nodeids[e.dependency] not in self.recorder
             ]
             _skip(
-                f"depgraph: {', '.join(waiting)} has not run yet (another plugin reordered the "
-                "tests after pytest-depgraph ordered them)"
+                f"depgraph: {', '.join(waiting)} has not run (another plugin changed the order "
+                "or the selection of the tests after pytest-depgraph built the graph)"
             )
         self.walker.start(node)
         self.started.add(node)
@@ -65,7 +65,7 @@ class SerialWalk:
         if node is not None and node in self.started:
             self.started.discard(node)
             step = self.walker.finish(node, self.recorder.satisfied(item.nodeid))
-            self._note(step.skipped)  # type: ignore[arg-type]
+            self._note(step.skipped)
         return result
 
 

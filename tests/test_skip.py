@@ -1,4 +1,4 @@
-"""Outcomes and skips: dependents of unsatisfied tests are skipped before setup, root cause named."""
+"""Outcomes and skips: dependents of unsatisfied tests skip before setup, naming the root cause."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def test_root_cause_is_the_first_failure_up_the_graph(pytester: pytest.Pytester,
     )
     result = run()
     result.assert_outcomes(failed=1, skipped=2)
-    reason = "depgraph: upstream test_root_cause_is_the_first_failure_up_the_graph.py::test_a failed"
+    file = "test_root_cause_is_the_first_failure_up_the_graph.py"
+    reason = f"depgraph: upstream {file}::test_a failed"
     assert skip_reasons(result) == {"test_b": reason, "test_c": reason}
 
 
@@ -102,7 +103,8 @@ def test_non_strict_xpass_satisfies_and_setup_error_does_not(
     result = run()
     result.assert_outcomes(xpassed=1, errors=1, passed=1, skipped=1)
     file = "test_non_strict_xpass_satisfies_and_setup_error_does_not.py"
-    assert skip_reasons(result) == {"test_after_error": f"depgraph: upstream {file}::test_error errored"}
+    reason = f"depgraph: upstream {file}::test_error errored"
+    assert skip_reasons(result) == {"test_after_error": reason}
 
 
 def test_teardown_failure_makes_dependency_unsatisfied(pytester: pytest.Pytester, run) -> None:
@@ -160,7 +162,9 @@ def test_skip_reason_points_at_the_test_in_short_summary(pytester: pytest.Pytest
         """
     )
     result = run()
-    result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] {path.name}:*: depgraph: upstream *::test_a failed"])
+    result.stdout.fnmatch_lines(
+        [f"SKIPPED [[]1[]] {path.name}:*: depgraph: upstream *::test_a failed"]
+    )
     assert "plugin.py" not in result.stdout.str()
     assert "serial.py" not in result.stdout.str()
 

@@ -1,0 +1,454 @@
+"""The xdist scheduler: hand each idle worker one ready test at a time, as the walker decides.
+
+One more strategy in the shape of ``xdist/scheduler/*.py``: :class:`DepGraphScheduling`
+implements xdist's ``Scheduling`` protocol and delegates every decision -- what is ready, which
+ready test goes first, what must be skipped -- to :class:`~pytest_depgraph.walker.Walker`.
+
+* Workers send their plan (the reduced graph over their ``session.items``) before their
+  collection; all plans must agree, or nothing runs.
+* A test is sent to a worker only once all its dependencies finished; at most N are in flight
+  (``--depgraph-parallelism``, default: the number of workers). Each worker holds at most one
+  test, which the patched worker runs at once (:mod:`pytest_depgraph.worker`).
+* Among ready tests the one with the longest remaining path to the end of the graph goes first,
+  each test weighted by its duration in the previous run (pytest's cache) -- the mean of the
+  known durations, or 1, for the unknown ones; ties in collection order. An idle worker prefers
+  a test of the module it ran last when that costs no priority (fixture affinity).
+* Dependents of an unsatisfied test are reported skipped here, on the controller, and never sent.
+* A plan without edges, broken or unselected tests, with no ``--depgraph-parallelism``, is
+  handed to xdist's own ``LoadScheduling`` unchanged: the plugin changes nothing for a suite
+  that declares no dependencies.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from xdist.remote import Producer  # type: ignore[import-untyped]
+from xdist.report import report_collection_diff  # type: ignore[import-untyped]
+from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
+from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyped]
+
+from pytest_depgraph.durations import load_durations
+from pytest_depgraph.graph import critical_path
+from pytest_depgraph.options import read_settings
+from pytest_depgraph.outcomes import FAILED, SYNTHETIC, OutcomeRecorder, skip_reason
+from pytest_depgraph.plan import Plan
+from pytest_depgraph.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY, WalkStats
+from pytest_depgraph.walker import Skip, Walker
+
+#: ``WorkerController`` attribute where the receiver thread leaves the worker's plan text
+PLAN_ATTRIBUTE = "_depgraph_plan"
+
+_SCHEDULER_KEY = pytest.StashKey["DepGraphScheduling"]()
+
+
+def is_controller(config: pytest.Config) -> bool:
+    """Whether this process is an xdist controller (it runs no test itself)."""
+    return not hasattr(config, "workerinput") and config.pluginmanager.has_plugin("dsession")
+
+
+def active_scheduler(config: pytest.Config) -> DepGraphScheduling | None:
+    """The scheduler of this session, once xdist asked for it."""
+    return config.stash.get(_SCHEDULER_KEY, None)
+
+
+@dataclass
+class _Worker:
+    """What the scheduler knows about one worker."""
+
+    collection: list[str] | None = None
+    plan_text: str | None = None
+    #: the test it runs now (at most one)
+    running: int | None = None
+    #: module group of the last test it ran (fixture affinity)
+    last_group: int | None = None
+    #: False when it collected something else than the others: it gets no test
+    usable: bool = True
+
+
+class DepGraphScheduling:
+    """Walk the plan's graph across xdist workers, one test per worker, at most N in flight."""
+
+    def __init__(self, config: pytest.Config, log: Producer | None = None) -> None:
+        self.config = config
+        self.log = Producer("depgraphsched") if log is None else log.depgraphsched
+        self.numnodes = len(parse_tx_spec_config(config))
+        parallelism = read_settings(config).parallelism
+        self.explicit_limit = parallelism is not None
+        self.limit = parallelism if parallelism is not None else self.numnodes
+        self.recorder: OutcomeRecorder = config.stash.setdefault(RECORDER_KEY, OutcomeRecorder())
+        self.skips: dict[str, str] = config.stash.setdefault(SKIPS_KEY, {})
+        self.workers: dict[Any, _Worker] = {}
+        self.collection: list[str] | None = None
+        self.plan: Plan | None = None
+        self.walker: Walker | None = None
+        #: xdist's load scheduler, when the plan has nothing for us to do
+        self.delegate: Any = None
+        #: nothing will be sent: the collections or plans differ, or the plan has errors
+        self.aborted = False
+        #: depgraph errors that stopped the run (reported as collection errors by the workers)
+        self.plan_errors = 0
+        self._completed = False
+        self._plan_text: str | None = None
+        self._seconds: dict[int, float] = {}
+        self._first_sent: float | None = None
+        self._last_done: float | None = None
+        config.stash[_SCHEDULER_KEY] = self
+
+    # -- the xdist Scheduling protocol -------------------------------------------------------
+
+    @property
+    def nodes(self) -> list[Any]:
+        """Every worker the scheduler knows."""
+        return list(self.workers)
+
+    @property
+    def collection_is_completed(self) -> bool:
+        """All initially expected workers collected (stays True once reached)."""
+        if not self._completed:
+            collected = sum(1 for w in self.workers.values() if w.collection is not None)
+            self._completed = collected >= self.numnodes
+        return self._completed
+
+    @property
+    def tests_finished(self) -> bool:
+        """Nothing in flight and nothing left to send."""
+        if self.delegate is not None:
+            return bool(self.delegate.tests_finished)
+        if not self.collection_is_completed:
+            return False
+        if self.aborted:
+            return True
+        if self.walker is None:
+            return False
+        if any(w.running is not None for w in self.workers.values()):
+            return False
+        if self.walker.done:
+            return True
+        # ready tests and no idle usable worker yet (a replacement is starting): wait
+        return self.walker.ready_count == 0
+
+    @property
+    def has_pending(self) -> bool:
+        """Whether tests are still to run (only used for xdist's status line)."""
+        if self.delegate is not None:
+            return bool(self.delegate.has_pending)
+        return self.walker is not None and not self.walker.done
+
+    def add_node(self, node: Any) -> None:
+        """A worker started (before it collects)."""
+        assert node not in self.workers
+        self.workers[node] = _Worker()
+        if self.delegate is not None:
+            self.delegate.add_node(node)
+
+    def add_node_collection(self, node: Any, collection: list[str]) -> None:
+        """A worker collected; its plan arrived just before (same channel, earlier event)."""
+        worker = self.workers[node]
+        worker.collection = list(collection)
+        worker.plan_text = getattr(node, PLAN_ATTRIBUTE, None)
+        if self.delegate is not None:
+            self.delegate.add_node_collection(node, collection)
+            return
+        if self.collection is not None and not self._agrees(node, worker):
+            worker.usable = False
+            node.shutdown()
+
+    def schedule(self) -> None:
+        """Start the walk (first call) or put a new worker to work (later calls)."""
+        assert self.collection_is_completed
+        if self.delegate is not None:
+            self.delegate.schedule()
+            return
+        if self.walker is not None or self.aborted:
+            self._dispatch()
+            return
+        plan = self._agreed_plan()
+        if plan is None:
+            self._abort()
+            return
+        self.plan = plan
+        self.config.stash[PLAN_KEY] = plan
+        known = load_durations(self.config, plan.nodeids[: plan.item_count])
+        if known:  # the controller's cache is the one this run writes to
+            plan.durations = known
+        if plan.errors and not self.config.option.continue_on_collection_errors:
+            self.plan_errors = len(plan.errors)
+            self._abort()
+            return
+        if self._nothing_to_walk(plan):
+            self._delegate_to_load()
+            return
+        self.walker = Walker(
+            plan.graph,
+            priority=self._priorities(plan),
+            group=_padded(plan.group, len(plan.nodeids)),
+            limit=self.limit,
+            unsatisfied=[*plan.broken, *plan.external],
+        )
+        for node in sorted(plan.broken):
+            self._report_broken(node, plan.broken[node])
+        self._report_skips(self.walker.initial.skipped)
+        self._dispatch()
+
+    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        """A worker finished a test: tell the walker how it went, then hand out more."""
+        self._seconds[item_index] = duration
+        self._last_done = time.perf_counter()
+        if self.delegate is not None:
+            self.delegate.mark_test_complete(node, item_index, duration)
+            return
+        worker = self.workers[node]
+        assert worker.running == item_index, (node, worker.running, item_index)
+        worker.running = None
+        self._finish(item_index, self.recorder.satisfied(self._nodeid(item_index)))
+        # this worker first: its module's fixtures are up, and the tests that just became ready
+        # are often its own test's module mates
+        self._dispatch(first=node)
+
+    def mark_test_pending(self, item: str) -> None:
+        """Re-queue a crashed test (pytest-rerunfailures): not possible in a dependency walk."""
+        if self.delegate is not None:
+            self.delegate.mark_test_pending(item)
+            return
+        raise NotImplementedError(
+            "pytest-depgraph's xdist scheduler cannot re-run a test after its worker crashed"
+        )
+
+    def remove_pending_tests_from_node(self, node: Any, indices: list[int]) -> None:
+        """Answer to ``steal``, which this scheduler never sends."""
+        if self.delegate is not None:
+            self.delegate.remove_pending_tests_from_node(node, indices)
+            return
+        raise NotImplementedError("pytest-depgraph's xdist scheduler does not steal tests")
+
+    def remove_node(self, node: Any) -> str | None:
+        """A worker finished or died; return the node id of the test it died in, if any."""
+        worker = self.workers.pop(node)
+        if self.delegate is not None:
+            crashed: str | None = self.delegate.remove_node(node)
+            return crashed
+        if worker.running is None:
+            return None
+        index = worker.running
+        nodeid = self._nodeid(index)
+        # xdist reports the crash as a failure right after this returns; say so already, so
+        # the dependents' skip reason reads "failed"
+        self.recorder.mark(nodeid, FAILED)
+        self._finish(index, satisfied=False)
+        self._dispatch()
+        return nodeid
+
+    # -- after the run ---------------------------------------------------------------------
+
+    def walk_stats(self) -> WalkStats | None:
+        """Wall time of the walk beside its lower bound, from this run's durations."""
+        plan = self.plan
+        if plan is None or self._first_sent is None:
+            return None
+        end = self._last_done if self._last_done is not None else time.perf_counter()
+        weights = [self._seconds.get(n, 0.0) for n in range(len(plan.nodeids))]
+        remaining = critical_path(plan.graph, weights)
+        workers = max(1, min(self.limit, self.numnodes))
+        return WalkStats(
+            wall=end - self._first_sent,
+            critical_path=max(remaining, default=0.0),
+            total=sum(weights),
+            parallelism=workers,
+        )
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _nodeid(self, index: int) -> str:
+        assert self.plan is not None
+        return self.plan.nodeids[index]
+
+    def _agrees(self, node: Any, worker: _Worker) -> bool:
+        """Whether a late (replacement) worker collected what the first ones did."""
+        assert self.collection is not None and worker.collection is not None
+        message = report_collection_diff(
+            self.collection, worker.collection, "the first workers", node.gateway.id
+        )
+        if not message and _comparable(worker.plan_text) != _comparable(self._plan_text):
+            message = f"depgraph: worker {node.gateway.id} built a different dependency graph"
+        if message:
+            self.log(message)
+            return False
+        return True
+
+    def _agreed_plan(self) -> Plan | None:
+        """The one plan all workers agree on; None (after reporting why) when they do not."""
+        collected = [(n, w) for n, w in self.workers.items() if w.collection is not None]
+        first_node, first = collected[0]
+        assert first.collection is not None
+        problems: list[tuple[Any, str]] = []
+        for node, worker in collected[1:]:
+            assert worker.collection is not None
+            message = report_collection_diff(
+                first.collection, worker.collection, first_node.gateway.id, node.gateway.id
+            )
+            if not message and _comparable(worker.plan_text) != _comparable(first.plan_text):
+                message = (
+                    f"depgraph: workers {first_node.gateway.id} and {node.gateway.id} built "
+                    "different dependency graphs (the markers must not depend on the process)"
+                )
+            if message:
+                problems.append((node, message))
+        plan: Plan | None = None
+        if not problems:
+            try:
+                plan = (
+                    Plan.from_json(first.plan_text)
+                    if first.plan_text is not None
+                    else _edgeless_plan(first.collection)
+                )
+            except ValueError as error:
+                problems.append((first_node, str(error)))
+            else:
+                if plan.nodeids[: plan.item_count] != first.collection:
+                    problems.append(
+                        (first_node, "depgraph: the plan does not match the collected tests")
+                    )
+        for node, message in problems:
+            self.log(message)
+            self.config.hook.pytest_collectreport(
+                report=pytest.CollectReport(
+                    nodeid=node.gateway.id, outcome="failed", longrepr=message, result=[]
+                )
+            )
+        if problems:
+            return None
+        self.collection = first.collection
+        self._plan_text = first.plan_text
+        return plan
+
+    def _nothing_to_walk(self, plan: Plan) -> bool:
+        return (
+            not self.explicit_limit
+            and plan.graph.edge_count == 0
+            and not plan.broken
+            and plan.item_count == len(plan.nodeids)
+        )
+
+    def _delegate_to_load(self) -> None:
+        delegate = LoadScheduling(self.config, self.log)
+        for node, worker in self.workers.items():
+            delegate.add_node(node)
+            if worker.collection is not None:
+                delegate.add_node_collection(node, worker.collection)
+        self.delegate = delegate
+        self._first_sent = time.perf_counter()
+        delegate.schedule()
+
+    def _abort(self) -> None:
+        self.aborted = True
+        for node in self.workers:
+            node.shutdown()
+
+    def _priorities(self, plan: Plan) -> list[float]:
+        known = plan.durations
+        default = sum(known.values()) / len(known) if known else 1.0
+        weights = [known.get(n, default) for n in range(plan.item_count)]
+        weights += [0.0] * (len(plan.nodeids) - plan.item_count)
+        return critical_path(plan.graph, weights)
+
+    def _stopping(self) -> bool:
+        dsession = self.config.pluginmanager.get_plugin("dsession")
+        return bool(getattr(dsession, "shouldstop", False)) or bool(
+            getattr(dsession, "shuttingdown", False)
+        )
+
+    def _dispatch(self, first: Any = None) -> None:
+        """Give every idle worker (``first`` first) the best ready test for it, up to the bound."""
+        walker, plan = self.walker, self.plan
+        if walker is None or plan is None or self._stopping():
+            return
+        order = list(self.workers.items())
+        if first in self.workers:
+            order.sort(key=lambda pair: pair[0] is not first)
+        for node, worker in order:
+            if worker.running is not None or not worker.usable or worker.collection is None:
+                continue
+            if node.shutting_down:
+                continue
+            index = walker.next(prefer_group=worker.last_group)
+            if index is None:
+                return
+            worker.running = index
+            worker.last_group = plan.group[index] if index < len(plan.group) else None
+            if self._first_sent is None:
+                self._first_sent = time.perf_counter()
+            node.send_runtest_some([index])
+
+    def _finish(self, index: int, satisfied: bool) -> None:
+        assert self.walker is not None
+        step = self.walker.finish(index, satisfied)
+        if not self._stopping():
+            self._report_skips(step.skipped)
+
+    def _report_skips(self, skipped: list[Skip]) -> None:
+        plan = self.plan
+        assert plan is not None
+        hook = self.config.hook
+        for skip in skipped:
+            nodeid = plan.nodeids[skip.node]
+            if skip.node >= plan.item_count:
+                continue
+            self.skips[nodeid] = plan.nodeids[skip.root_cause]
+            location = plan.locations[skip.node]
+            reason = skip_reason(plan, self.recorder, skip.root_cause)
+            longrepr = (location[0], (location[1] or 0) + 1, f"Skipped: {reason}")
+            hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+            for report in (
+                pytest.TestReport(nodeid, location, {}, "skipped", longrepr, "setup"),
+                pytest.TestReport(nodeid, location, {}, "passed", None, "teardown"),
+            ):
+                setattr(report, SYNTHETIC, True)
+                hook.pytest_runtest_logreport(report=report)
+            hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+
+    def _report_broken(self, node: int, message: str) -> None:
+        """A test that cannot run (``--continue-on-collection-errors``): an error at setup."""
+        plan = self.plan
+        assert plan is not None
+        nodeid, location = plan.nodeids[node], plan.locations[node]
+        hook = self.config.hook
+        hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+        for report in (
+            pytest.TestReport(nodeid, location, {}, "failed", message, "setup"),
+            pytest.TestReport(nodeid, location, {}, "passed", None, "teardown"),
+        ):
+            hook.pytest_runtest_logreport(report=report)
+        hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+
+
+def _comparable(plan_text: str | None) -> object:
+    """A plan without the parts that may differ between workers (previous-run durations)."""
+    if plan_text is None:
+        return None
+    data = json.loads(plan_text)
+    if isinstance(data, dict):
+        data.pop("durations", None)
+    return data
+
+
+def _edgeless_plan(collection: list[str]) -> Plan:
+    """Stand-in when a worker sent no plan (the depgraph plugin did not build one there)."""
+    from pytest_depgraph.graph import Graph
+
+    modules: dict[str, int] = {}
+    return Plan(
+        nodeids=list(collection),
+        locations=[(nodeid.split("::")[0], None, nodeid) for nodeid in collection],
+        graph=Graph(len(collection)),
+        group=[modules.setdefault(nodeid.split("::")[0], len(modules)) for nodeid in collection],
+        item_count=len(collection),
+    )
+
+
+def _padded(group: list[int], size: int) -> list[int]:
+    return group + [-1] * (size - len(group)) if len(group) < size else group[:size]

@@ -1,0 +1,356 @@
+"""The graph algorithms against networkx and brute force, on hand-made and random graphs."""
+
+from __future__ import annotations
+
+import sys
+
+import networkx as nx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_depgraph.graph import (
+    Edge,
+    Graph,
+    Kind,
+    Origin,
+    critical_path,
+    find_cycles,
+    stable_topological_order,
+    strongly_connected_components,
+    transitive_reduction,
+)
+
+R, A = Kind.REQUIRES, Kind.AFTER
+M = Origin("marker", "t.py:1")
+
+
+def make(size: int, edges: list[tuple[int, int, Kind]]) -> Graph:
+    graph = Graph(size)
+    for dependent, dependency, kind in edges:
+        graph.add_edge(dependent, dependency, kind, M)
+    return graph
+
+
+def to_nx(graph: Graph, kinds: tuple[Kind, ...] = (R, A)) -> nx.DiGraph:
+    g = nx.DiGraph()
+    g.add_nodes_from(range(graph.size))
+    g.add_edges_from((e.dependent, e.dependency) for e in graph.edges() if e.kind in kinds)
+    return g
+
+
+def closure(g: nx.DiGraph) -> set[tuple[int, int]]:
+    return {(u, v) for u in g for v in nx.descendants(g, u)}
+
+
+@st.composite
+def digraphs(draw: st.DrawFn, max_size: int = 12, acyclic: bool = False) -> Graph:
+    """Random graphs; acyclic ones point only from higher to lower ids, then get relabelled."""
+    size = draw(st.integers(1, max_size))
+    pairs = st.tuples(st.integers(0, size - 1), st.integers(0, size - 1))
+    raw = draw(st.lists(st.tuples(pairs, st.sampled_from([R, A])), max_size=size * 3))
+    if acyclic:
+        perm = draw(st.permutations(range(size)))
+        raw = [((perm[max(u, v)], perm[min(u, v)]), k) for (u, v), k in raw if u != v]
+    return make(size, [(u, v, k) for (u, v), k in raw])
+
+
+# -- Origin, Graph -------------------------------------------------------------------------
+
+
+def test_origin_describe() -> None:
+    assert Origin("marker", "tests/t.py:14").describe() == "depends_on at tests/t.py:14"
+    assert Origin("fixture", fixture="gateway").describe() == "fixture 'gateway'"
+    assert Origin("output", fixture="vpc_id").describe() == "output fixture 'vpc_id'"
+    assert Origin("dependency", "f.py:3").describe() == "dependency marker at f.py:3"
+    assert Origin("order", "f.py:4").describe() == "order marker at f.py:4"
+    assert Origin("marker").describe() == "depends_on"
+
+
+def test_duplicate_edge_merges_requires_wins() -> None:
+    first, second, third = Origin("order", "a:1"), Origin("marker", "b:2"), Origin("marker", "c:3")
+    graph = Graph(3)
+    graph.add_edge(1, 0, A, first)
+    graph.add_edge(2, 0, A, first)
+    graph.add_edge(1, 0, R, second)
+    graph.add_edge(1, 0, R, third)
+    graph.add_edge(1, 0, A, third)
+    assert graph.edge_count == 2
+    assert graph.edges() == [Edge(1, 0, R, second), Edge(2, 0, A, first)]
+    assert graph.dependencies(1) == [Edge(1, 0, R, second)]
+    assert [e.dependent for e in graph.dependents(0)] == [1, 2]
+    assert graph.kind(1, 0) is R and graph.kind(0, 1) is None
+    assert graph.edge(2, 0) == Edge(2, 0, A, first) and graph.edge(0, 2) is None
+
+
+def test_bad_edges_are_refused() -> None:
+    with pytest.raises(ValueError):
+        Graph(2).add_edge(2, 0, R, M)
+    with pytest.raises(ValueError):
+        Graph(-1)
+
+
+def test_subgraph_without() -> None:
+    graph = make(4, [(1, 0, R), (2, 1, A), (3, 2, R), (3, 0, R)])
+    sub = graph.subgraph_without({1})
+    assert sub.size == 4
+    assert [(e.dependent, e.dependency) for e in sub.edges()] == [(3, 2), (3, 0)]
+    assert graph.edge_count == 4
+
+
+def test_derived_graphs_do_not_share_edits() -> None:
+    graph = make(4, [(1, 0, R), (2, 1, R), (2, 0, R)])
+    reduced = transitive_reduction(graph)
+    sub = graph.subgraph_without({3})
+    reduced.add_edge(3, 0, A, M)
+    graph.add_edge(3, 2, R, M)
+    assert graph.dependency_ids(3) == [2] and graph.dependent_ids(0) == [1, 2]
+    assert reduced.dependency_ids(3) == [0] and reduced.dependent_ids(0) == [1, 3]
+    assert sub.dependency_ids(3) == [] and sub.dependent_ids(2) == []
+    assert sub.edge_count == 3 and reduced.edge_count == 3 and graph.edge_count == 4
+
+
+# -- strongly connected components, cycles -------------------------------------------------
+
+
+def test_self_loop_is_a_cycle() -> None:
+    graph = make(2, [(1, 1, R)])
+    assert find_cycles(graph) == [[Edge(1, 1, R, M)]]
+    assert strongly_connected_components(graph) == [[0], [1]]
+
+
+def test_cycle_report_starts_at_smallest_node() -> None:
+    graph = make(4, [(1, 2, R), (2, 3, A), (3, 1, R), (0, 1, R)])
+    (loop,) = find_cycles(graph)
+    assert [(e.dependent, e.dependency, e.kind) for e in loop] == [(1, 2, R), (2, 3, A), (3, 1, R)]
+
+
+def test_cycle_report_takes_shortest_loop() -> None:
+    # 0 -> 1 -> 2 -> 3 -> 0 and the shortcut 0 -> 3
+    graph = make(4, [(0, 1, R), (1, 2, R), (2, 3, R), (3, 0, R), (0, 3, R)])
+    (loop,) = find_cycles(graph)
+    assert [(e.dependent, e.dependency) for e in loop] == [(0, 3), (3, 0)]
+
+
+def test_acyclic_graph_has_no_cycles() -> None:
+    assert find_cycles(make(3, [(2, 1, R), (1, 0, A), (2, 0, R)])) == []
+
+
+def test_long_chain_without_recursion() -> None:
+    n = 100_000
+    assert n > sys.getrecursionlimit()
+    graph = make(n, [(i + 1, i, R) for i in range(n - 1)])
+    components = strongly_connected_components(graph)
+    assert len(components) == n and components[0] == [0]
+    assert find_cycles(graph) == []
+    assert stable_topological_order(graph) == list(range(n))
+    assert transitive_reduction(graph).edge_count == n - 1
+    assert critical_path(graph, [1.0] * n)[0] == n
+    # the same chain backwards is one big cycle once closed
+    graph.add_edge(0, n - 1, R, M)
+    (loop,) = find_cycles(graph)
+    assert len(loop) == n and loop[0].dependent == 0
+
+
+def cycle_oracle_length(g: nx.DiGraph, start: int) -> int:
+    """Length of a shortest loop of two or more nodes through ``start``."""
+    best = None
+    for w in g.successors(start):
+        if w != start and nx.has_path(g, w, start):
+            length = 1 + nx.shortest_path_length(g, w, start)
+            best = length if best is None else min(best, length)
+    assert best is not None
+    return best
+
+
+@settings(max_examples=300, deadline=None)
+@given(digraphs())
+def test_scc_and_cycles_match_networkx(graph: Graph) -> None:
+    g = to_nx(graph)
+    components = strongly_connected_components(graph)
+    assert sorted(map(sorted, components)) == sorted(
+        sorted(c) for c in nx.strongly_connected_components(g)
+    )
+    assert all(c == sorted(c) for c in components)
+    # a component comes after every component it depends on
+    where = {v: i for i, c in enumerate(components) for v in c}
+    assert all(where[u] >= where[v] for u, v in g.edges())
+
+    loops = find_cycles(graph)
+    nontrivial = [c for c in components if len(c) > 1]
+    self_loops = [v for v in range(graph.size) if g.has_edge(v, v)]
+    assert len(loops) == len(nontrivial) + len(self_loops)
+    assert [loop[0].dependent for loop in loops] == sorted([c[0] for c in nontrivial] + self_loops)
+    no_self = g.copy()
+    no_self.remove_edges_from(nx.selfloop_edges(g))
+    for loop in loops:
+        for e, nxt in zip(loop, loop[1:] + loop[:1]):
+            assert e.dependency == nxt.dependent
+            assert graph.edge(e.dependent, e.dependency) == e
+        if len(loop) == 1:
+            assert loop[0].dependent == loop[0].dependency
+            continue
+        nodes = [e.dependent for e in loop]
+        assert len(set(nodes)) == len(nodes)
+        assert nodes[0] == min(where_component(components, nodes[0]))
+        assert len(loop) == cycle_oracle_length(no_self, nodes[0])
+
+
+def where_component(components: list[list[int]], node: int) -> list[int]:
+    return next(c for c in components if node in c)
+
+
+# -- stable topological order --------------------------------------------------------------
+
+
+def test_order_without_edges_is_identity() -> None:
+    assert stable_topological_order(Graph(5)) == [0, 1, 2, 3, 4]
+    assert stable_topological_order(Graph(0)) == []
+
+
+def test_order_pulls_dependency_just_before_first_dependent() -> None:
+    # 1 needs 4, 3 needs 2 and 4: only 4 moves, to just before 1
+    graph = make(5, [(1, 4, R), (3, 4, A), (3, 2, R)])
+    assert stable_topological_order(graph) == [0, 4, 1, 2, 3]
+
+
+def test_order_rejects_cycles() -> None:
+    with pytest.raises(ValueError):
+        stable_topological_order(make(2, [(0, 1, R), (1, 0, R)]))
+    with pytest.raises(ValueError):
+        stable_topological_order(make(1, [(0, 0, R)]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(digraphs(acyclic=True))
+def test_order_respects_every_edge(graph: Graph) -> None:
+    order = stable_topological_order(graph)
+    assert sorted(order) == list(range(graph.size))
+    position = {v: i for i, v in enumerate(order)}
+    assert all(position[e.dependency] < position[e.dependent] for e in graph.edges())
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(1, 30).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n),
+        )
+    )
+)
+def test_order_is_identity_when_nothing_must_move(case: tuple[int, list[tuple[int, int]]]) -> None:
+    size, pairs = case
+    graph = make(size, [(max(u, v), min(u, v), R) for u, v in pairs if u != v])
+    assert stable_topological_order(graph) == list(range(size))
+
+
+# -- transitive reduction ------------------------------------------------------------------
+
+
+def test_reduction_diamond_with_shortcut() -> None:
+    # 3 needs 1 and 2, both need 0; the shortcut 3 -> 0 is implied
+    graph = make(4, [(1, 0, R), (2, 0, R), (3, 1, R), (3, 2, R), (3, 0, R)])
+    reduced = transitive_reduction(graph)
+    assert {(e.dependent, e.dependency) for e in reduced.edges()} == {
+        (1, 0),
+        (2, 0),
+        (3, 1),
+        (3, 2),
+    }
+
+
+def test_reduction_requires_needs_a_requires_path() -> None:
+    # 2 requires 0 directly, and reaches 0 through an AFTER edge: the REQUIRES edge stays,
+    # since dropping it would let 2 run after 0 failed.
+    graph = make(3, [(2, 0, R), (2, 1, A), (1, 0, R)])
+    assert transitive_reduction(graph).edge_count == 3
+    # an AFTER edge is implied by any path
+    graph = make(3, [(2, 0, A), (2, 1, A), (1, 0, R)])
+    assert [(e.dependent, e.dependency) for e in transitive_reduction(graph).edges()] == [
+        (2, 1),
+        (1, 0),
+    ]
+    # a REQUIRES path implies a REQUIRES edge; the kept edges keep kind and origin
+    origin = Origin("fixture", fixture="db")
+    graph = make(3, [(2, 0, R), (1, 0, R)])
+    graph.add_edge(2, 1, R, origin)
+    assert transitive_reduction(graph).edges() == [Edge(1, 0, R, M), Edge(2, 1, R, origin)]
+
+
+def test_reduction_accepts_an_order_and_rejects_cycles() -> None:
+    graph = make(3, [(0, 1, R), (1, 2, R), (0, 2, R)])
+    assert transitive_reduction(graph, [2, 1, 0]).edge_count == 2
+    with pytest.raises(ValueError):
+        transitive_reduction(make(2, [(0, 1, R), (1, 0, R)]))
+
+
+def redundant_oracle(graph: Graph) -> set[tuple[int, int]]:
+    """Edges implied by a path of two or more edges: of REQUIRES edges only for a REQUIRES edge."""
+    every, requires = to_nx(graph), to_nx(graph, (R,))
+    out = set()
+    for e in graph.edges():
+        g = requires if e.kind is R else every
+        if any(
+            e.dependency in nx.descendants(g, w)
+            for w in g.successors(e.dependent)
+            if w != e.dependency
+        ):
+            out.add((e.dependent, e.dependency))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(digraphs(acyclic=True))
+def test_reduction_removes_exactly_the_redundant_edges(graph: Graph) -> None:
+    reduced = transitive_reduction(graph)
+    kept = {(e.dependent, e.dependency) for e in reduced.edges()}
+    every = {(e.dependent, e.dependency) for e in graph.edges()}
+    assert every - kept == redundant_oracle(graph)
+    assert all(e == graph.edge(e.dependent, e.dependency) for e in reduced.edges())
+    for kinds in ((R,), (R, A)):
+        assert closure(to_nx(reduced, kinds)) == closure(to_nx(graph, kinds))
+    # with one kind only, it is the classic reduction
+    if all(e.kind is R for e in graph.edges()):
+        assert kept == set(nx.transitive_reduction(to_nx(graph)).edges())
+
+
+@settings(max_examples=100, deadline=None)
+@given(digraphs(max_size=40, acyclic=True))
+def test_reduction_is_idempotent_and_order_independent(graph: Graph) -> None:
+    reduced = transitive_reduction(graph)
+    assert transitive_reduction(reduced).edges() == reduced.edges()
+    assert transitive_reduction(graph, stable_topological_order(graph)).edges() == reduced.edges()
+
+
+# -- critical path -------------------------------------------------------------------------
+
+
+def test_critical_path_diamond() -> None:
+    graph = make(4, [(1, 0, R), (2, 0, A), (3, 1, R), (3, 2, R)])
+    assert critical_path(graph, [1.0, 5.0, 2.0, 1.0]) == [7.0, 6.0, 3.0, 1.0]
+    with pytest.raises(ValueError):
+        critical_path(graph, [1.0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(digraphs(max_size=9, acyclic=True), st.data())
+def test_critical_path_is_longest_path(graph: Graph, data: st.DataObject) -> None:
+    weights = data.draw(st.lists(st.integers(0, 9), min_size=graph.size, max_size=graph.size))
+    remaining = critical_path(graph, [float(w) for w in weights])
+    g = to_nx(graph).reverse()  # follow dependents
+    for v in range(graph.size):
+        paths = [[v]] + [
+            p for t in range(graph.size) if t != v for p in nx.all_simple_paths(g, v, t)
+        ]
+        assert remaining[v] == max(sum(weights[u] for u in p) for p in paths)
+
+
+def test_everything_on_empty_and_edgeless_graphs() -> None:
+    for size in (0, 1, 3):
+        graph = Graph(size)
+        assert strongly_connected_components(graph) == [[v] for v in range(size)]
+        assert find_cycles(graph) == []
+        assert transitive_reduction(graph).edge_count == 0
+        assert critical_path(graph, [2.0] * size) == [2.0] * size
+        assert stable_topological_order(graph) == list(range(size))

@@ -1,0 +1,100 @@
+"""Target resolution (SPEC §2.2), pure: strings, functions and classes into node numbers."""
+
+from __future__ import annotations
+
+from pytest_depgraph.resolve import TargetIndex, boundary_prefixes, is_path_qualified
+
+IDS = [
+    "tests/test_db.py::test_query[sqlite]",
+    "tests/test_db.py::test_query[pg]",
+    "tests/test_db.py::TestMigrations::test_up",
+    "tests/test_db.py::TestMigrations::test_down",
+    "tests/test_db.py::test_connect",
+    "tests/integration/test_flow.py::test_flow",
+    "tests/integration/test_flow.py::TestX::test_y",
+    "tests/test_db_extra.py::test_more",
+]
+
+
+def _index() -> TargetIndex:
+    return TargetIndex(IDS, [None] * len(IDS), [None] * len(IDS))
+
+
+def _names(nodes: list[int]) -> list[str]:
+    return [IDS[n] for n in nodes]
+
+
+def test_boundary_prefixes() -> None:
+    assert boundary_prefixes("a/b/test_x.py::C::t[1/2]") == [
+        "a/", "a/b/", "a/b/test_x.py", "a/b/test_x.py::C", "a/b/test_x.py::C::t",
+        "a/b/test_x.py::C::t[1/2]",
+    ]
+    assert boundary_prefixes("test_x.py::t") == ["test_x.py", "test_x.py::t"]
+
+
+def test_path_qualified_detection() -> None:
+    assert is_path_qualified("tests/test_db.py")
+    assert is_path_qualified("tests/integration/")
+    assert is_path_qualified("TestMigrations::test_up")
+    assert not is_path_qualified("test_query")
+    assert not is_path_qualified("tests/integration")
+
+
+def test_path_targets_match_at_boundaries_only() -> None:
+    index = _index()
+    me = "tests/test_db.py::test_connect"
+    assert _names(index.resolve("tests/test_db.py", me)) == IDS[:5]
+    assert _names(index.resolve("tests/test_db.py::TestMigrations", me)) == IDS[2:4]
+    assert _names(index.resolve("tests/test_db.py::test_query", me)) == IDS[:2]
+    assert _names(index.resolve("tests/test_db.py::test_query[pg]", me)) == [IDS[1]]
+    assert _names(index.resolve("tests/integration/", me)) == IDS[5:7]
+    # "tests/test_db" is not a boundary of "tests/test_db_extra.py"
+    assert index.resolve("tests/test_db.py::test_q", me) == []
+
+
+def test_path_relative_to_the_test_file_directory() -> None:
+    index = _index()
+    me = "tests/integration/test_flow.py::test_flow"
+    assert _names(index.resolve("../test_db.py::test_connect", me)) == [IDS[4]]
+    assert _names(index.resolve("test_flow.py::TestX", me)) == [IDS[6]]
+    assert _names(index.resolve("./test_flow.py::TestX::test_y", me)) == [IDS[6]]
+
+
+def test_bare_names_own_class_first_then_module() -> None:
+    ids = [
+        "t.py::test_a",
+        "t.py::TestK::test_a",
+        "t.py::TestK::test_b",
+        "t.py::test_b",
+    ]
+    index = TargetIndex(ids, [None] * 4, [None] * 4)
+    assert index.resolve("test_a", "t.py::TestK::test_b") == [1]
+    assert index.resolve("test_a", "t.py::test_b") == [0]
+    assert index.resolve("TestK", "t.py::test_b") == [1, 2]
+    assert index.resolve("TestK::test_a", "t.py::test_b") == [1]
+
+
+def test_parametrized_bare_name_is_a_meta_node() -> None:
+    index = _index()
+    me = "tests/test_db.py::test_connect"
+    assert _names(index.resolve("test_query", me)) == IDS[:2]
+    assert _names(index.resolve("test_query[sqlite]", me)) == [IDS[0]]
+
+
+def test_objects_resolve_by_identity() -> None:
+    def test_f() -> None: ...
+
+    class TestC: ...
+
+    ids = ["t.py::test_f[1]", "t.py::test_f[2]", "t.py::TestC::test_m"]
+    index = TargetIndex(ids, [test_f, test_f, None], [None, None, TestC])
+    assert index.resolve(test_f, "t.py::x") == [0, 1]
+    assert index.resolve(TestC, "t.py::x") == [2]
+
+
+def test_suggestions_prefer_the_same_module() -> None:
+    index = _index()
+    assert index.suggest("test_conect", "tests/test_db.py::test_query[pg]") == ["test_connect"]
+    assert "tests/test_db.py::test_connect" in index.suggest(
+        "tests/test_db.py::test_conect", "tests/integration/test_flow.py::test_flow"
+    )

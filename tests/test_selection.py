@@ -1,0 +1,135 @@
+"""Selecting a subset pulls in the transitive dependencies of the selected tests (SPEC §3.2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import names, skip_reasons
+
+SHOP = """
+import pytest
+
+def test_login():
+    pass
+
+@pytest.mark.depends_on("test_login")
+def test_cart():
+    pass
+
+@pytest.mark.depends_on("test_cart")
+@pytest.mark.slow
+def test_checkout():
+    pass
+
+def test_unrelated():
+    pass
+
+@pytest.mark.depends_on("test_login", on_failure="run")
+def test_after_only():
+    pass
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("-k", "checkout"),
+        ("-m", "slow"),
+        ("--deselect", "test_shop.py::test_login", "--deselect", "test_shop.py::test_cart",
+         "--deselect", "test_shop.py::test_unrelated", "--deselect",
+         "test_shop.py::test_after_only"),
+        ("test_shop.py::test_checkout",),
+    ],
+    ids=["-k", "-m", "--deselect", "node id"],
+)
+def test_selection_pulls_in_dependencies(pytester: pytest.Pytester, run, args) -> None:
+    pytester.makepyfile(test_shop=SHOP)
+    pytester.makeini("[pytest]\nmarkers = slow\n")
+    result = run(*args)
+    result.assert_outcomes(passed=3)
+    assert names(result) == ["test_login", "test_cart", "test_checkout"]
+    result.stdout.fnmatch_lines(["2 dependencies pulled in by selection:",
+                                 "  test_shop.py::test_login", "  test_shop.py::test_cart"])
+    assert "deselected" in result.stdout.lines[-1]
+    assert "2 deselected" in result.stdout.lines[-1]
+
+
+def test_after_edges_do_not_pull_in(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(test_shop=SHOP)
+    result = run("-k", "after_only")
+    result.assert_outcomes(passed=1)
+    assert names(result) == ["test_after_only"]
+
+
+def test_dependency_in_another_file_named_on_the_command_line(
+    pytester: pytest.Pytester, run
+) -> None:
+    pytester.makepyfile(
+        test_a="""
+        import pytest
+
+        @pytest.mark.depends_on("test_b.py::test_prepare")
+        def test_use(): pass
+
+        def test_other(): pass
+        """,
+        test_b="def test_prepare(): pass\ndef test_more(): pass\n",
+    )
+    result = run("test_a.py::test_use", "test_b.py::test_more")
+    result.assert_outcomes(passed=3)
+    assert names(result) == ["test_prepare", "test_use", "test_more"]
+
+
+def test_unknown_node_id_is_still_an_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_shop=SHOP)
+    result = pytester.runpytest("test_shop.py::test_nope")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*not found: test_shop.py::test_nope*"])
+
+
+def test_no_deps_skips_dependents_of_unselected_tests(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(test_shop=SHOP)
+    result = run("-k", "checkout or cart", "--depgraph-no-deps")
+    result.assert_outcomes(passed=0, skipped=2)
+    assert skip_reasons(result) == {
+        "test_cart": "depgraph: upstream test_shop.py::test_login was not selected "
+        "(drop --depgraph-no-deps to run it with its dependents)",
+        "test_checkout": "depgraph: upstream test_shop.py::test_login was not selected "
+        "(drop --depgraph-no-deps to run it with its dependents)",
+    }
+    result.stdout.fnmatch_lines(["1 dependency not selected (--depgraph-no-deps)"])
+
+
+def test_no_deps_from_ini(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(test_shop=SHOP)
+    pytester.makeini("[pytest]\ndepgraph_no_deps = true\n")
+    run("-k", "cart").assert_outcomes(skipped=1)
+
+
+def test_last_failed_reruns_failures_with_their_dependencies(
+    pytester: pytest.Pytester, run
+) -> None:
+    pytester.makepyfile(
+        test_a="""
+        import os, pytest
+
+        def test_login(): pass
+
+        @pytest.mark.depends_on("test_login")
+        def test_cart():
+            assert not os.environ.get("BREAK_CART")
+
+        @pytest.mark.depends_on("test_cart")
+        def test_checkout(): pass
+        """,
+        test_b="def test_independent(): pass\n",
+    )
+    pytester.runpytest("-p", "cacheprovider")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BREAK_CART", "1")
+        first = run()
+    first.assert_outcomes(passed=2, failed=1, skipped=1)
+    again = run("--lf")
+    again.assert_outcomes(passed=3)
+    assert names(again) == ["test_login", "test_cart", "test_checkout"]
+    again.stdout.fnmatch_lines(["1 dependency pulled in by selection:", "  test_a.py::test_login"])
