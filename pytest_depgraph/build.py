@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import linecache
 import re
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from _pytest.nodes import Node
 
+from pytest_depgraph import compat
 from pytest_depgraph import graph as dag
 from pytest_depgraph.graph import Edge, Graph, Kind, Origin
 from pytest_depgraph.markers import (
@@ -50,6 +52,8 @@ class Result:
     items: list[pytest.Item]
     plan: Plan
     problems: list[Problem]
+    #: seconds spent in each phase (resolve, validate, order, reduce)
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,9 @@ class _Source:
     site: str
     #: declared on a class or module and inherited by the test
     inherited: bool
+    #: positions (into all collected items) already resolved by the declaring plugin's own
+    #: naming rules (pytest-dependency, pytest-order); None: resolve the targets here
+    resolved: tuple[int, ...] | None = None
 
 
 class _Builder:
@@ -96,6 +103,7 @@ class _Builder:
             site = f"@depends_on at {where}"
             yield from self._validated(raw, Origin("marker", where), site, position, False)
         yield from self._fixture_declarations(position)
+        yield from compat.sources(self, position)
 
     def _fixture_declarations(self, position: int) -> Iterator[_Source]:
         item = self.collected[position]
@@ -312,6 +320,15 @@ def build(
 
     O(V + E) plus the reduction; targets resolve through a prefix index.
     """
+    clock = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def lap(phase: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[phase] = now - clock
+        clock = now
+
     builder = _Builder(collected, rootpath)
     selected_positions = [builder.position[item] for item in selected if item in builder.position]
     in_run = set(selected_positions)
@@ -323,8 +340,13 @@ def build(
         position = queue.popleft()
         nodeid = builder.collected[position].nodeid
         for source in builder.sources(position):
-            for target in source.declaration.targets:
-                matches = builder.index.resolve(target, nodeid)
+            if source.resolved is not None:
+                targets: list[tuple[object, list[int]]] = [(None, list(source.resolved))]
+            else:
+                targets = [
+                    (t, builder.index.resolve(t, nodeid)) for t in source.declaration.targets
+                ]
+            for target, matches in targets:
                 if not matches:
                     builder.unresolved(source, target, position)
                     continue
@@ -351,6 +373,7 @@ def build(
     for dependent, dependency, kind, origin in raw_edges:
         graph.add_edge(number[dependent], number[dependency], kind, origin)
 
+    lap("resolve")
     problems = builder.finished_problems()
     broken: dict[int, str] = {}
     for problem in problems:
@@ -366,16 +389,19 @@ def build(
     _break_dependents(graph, broken, nodeids)
 
     acyclic = graph.subgraph_without(set(broken))
+    lap("validate")
     order = dag.stable_topological_order(acyclic)
     run_order = [n for n in order if n < len(run)]
     # external nodes go last: they never run, and nothing in the run waits on their position
     final = [*run_order, *range(len(run), len(number))]
     renumber = {old: new for new, old in enumerate(final)}
+    lap("order")
     reduced = dag.transitive_reduction(acyclic)
     plan_graph = Graph(len(final))
     for edge in reduced.edges():
         plan_graph.add_edge(renumber[edge.dependent], renumber[edge.dependency], edge.kind,
                             edge.origin)
+    lap("reduce")
     items = [builder.collected[run[n]] for n in run_order]
     groups: dict[str, int] = {}
     plan = Plan(
@@ -391,7 +417,7 @@ def build(
         removed_edges=acyclic.edge_count - reduced.edge_count,
         added=sorted(renumber[number[p]] for p in added),
     )
-    return Result(items=items, plan=plan, problems=problems)
+    return Result(items=items, plan=plan, problems=problems, timings=timings)
 
 
 def _cycle_message(cycle: list[Edge], nodeids: Sequence[str]) -> str:

@@ -32,6 +32,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="do not pull the dependencies of selected tests into the run; a dependency that "
         "is not selected makes its dependents skip. (ini: depgraph_no_deps)",
     )
+    group.addoption(
+        "--depgraph-timings",
+        action="store_true",
+        default=False,
+        help="print how long each graph phase took (resolve, validate, order, reduce)",
+    )
     parser.addini("depgraph_parallelism", "default for --depgraph-parallelism", default="")
     parser.addini("depgraph_dot", "default for --depgraph-dot", default="")
     parser.addini("depgraph_no_deps", "default for --depgraph-no-deps", type="bool", default=False)
@@ -44,6 +50,7 @@ class Settings:
     parallelism: int | None
     dot: str | None
     no_deps: bool
+    timings: bool = False
 
 
 def read_settings(config: pytest.Config) -> Settings:
@@ -66,4 +73,9 @@ def read_settings(config: pytest.Config) -> Settings:
     no_deps = config.getoption("depgraph_no_deps")
     if no_deps is None:
         no_deps = bool(config.getini("depgraph_no_deps"))
-    return Settings(parallelism=parallelism, dot=dot, no_deps=bool(no_deps))
+    return Settings(
+        parallelism=parallelism,
+        dot=dot,
+        no_deps=bool(no_deps),
+        timings=bool(config.getoption("depgraph_timings")),
+    )

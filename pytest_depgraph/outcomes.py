@@ -91,9 +91,14 @@ def _worse(current: str, new: str) -> str:
     return current if current == FAILED else new
 
 
+def describe(outcome: str) -> str:
+    """How an unsatisfied outcome reads after a node id: ``failed``, ``was skipped``, ..."""
+    return _WORDS.get(outcome, outcome)
+
+
 def upstream_reason(root_cause: str, outcome: str) -> str:
     """The skip reason of a test whose dependency chain has an unsatisfied root cause."""
-    return f"depgraph: upstream {root_cause} {_WORDS.get(outcome, outcome)}"
+    return f"depgraph: upstream {root_cause} {describe(outcome)}"
 
 
 def skip_reason(plan: Plan, recorder: OutcomeRecorder, root_cause: int) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Generator
 import pytest
 
 from pytest_depgraph import dot, report, selection
+from pytest_depgraph.build import Result as BuildResult
 from pytest_depgraph.build import build
 from pytest_depgraph.markers import MARKER, MARKER_HELP
 from pytest_depgraph.options import Settings, add_options, read_settings
@@ -131,6 +132,8 @@ class _Collection:
                 config.hook.pytest_deselected(items=dropped)
         settings = config.stash[SETTINGS_KEY]
         result = build(collected, items, config.rootpath, pull_dependencies=not settings.no_deps)
+        if settings.timings:
+            _print_timings(config, result)
         added = {result.plan.nodeids[n] for n in result.plan.added}
         items[:] = result.items
         if added:
@@ -147,6 +150,19 @@ class _Collection:
                 SerialWalk(result.plan, config.stash[RECORDER_KEY], config.stash[SKIPS_KEY]),
                 "depgraph-serial",
             )
+
+
+def _print_timings(config: pytest.Config, result: BuildResult) -> None:
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is None:
+        return
+    phases = ", ".join(f"{name} {sec * 1000:.1f} ms" for name, sec in result.timings.items())
+    total = sum(result.timings.values()) * 1000
+    plan = result.plan
+    terminal.write_line(
+        f"depgraph timings: {plan.item_count} tests, {plan.graph.edge_count} edges after "
+        f"reduction: {phases}; total {total:.1f} ms"
+    )
 
 
 def _undo_deselection(config: pytest.Config, added: set[str]) -> None:

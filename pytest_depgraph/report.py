@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import pytest
 
 from pytest_depgraph.graph import critical_path
-from pytest_depgraph.outcomes import OutcomeRecorder
+from pytest_depgraph.outcomes import OutcomeRecorder, describe
 from pytest_depgraph.plan import Plan
 from pytest_depgraph.state import WALK_KEY
 
@@ -61,10 +61,9 @@ def lines(
     if groups:
         out.append(f"{_plural(len(skips), 'test')} skipped because of an upstream test:")
         for root, skipped in groups.items():
-            why = "not selected" if root in plan.nodeids[plan.item_count:] else recorder.outcome(
-                root
-            )
-            out.append(f"  {root} ({why}):")
+            not_selected = root in plan.nodeids[plan.item_count :]
+            why = "was not selected" if not_selected else describe(recorder.outcome(root))
+            out.append(f"  {root} {why}:")
             out.extend(f"    {nodeid}" for nodeid in skipped)
     return out
 

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_depgraph.outcomes import OutcomeRecorder, skip_reason
 from pytest_depgraph.plan import Plan
-from pytest_depgraph.walker import Skip, Walker
+from pytest_depgraph.walker import Walker
 
 try:  # a skip that reports the test's location, not ours (what skip markers use)
     from _pytest.outcomes import Skipped as _Skipped
@@ -24,15 +24,8 @@ class SerialWalk:
         self.recorder = recorder
         self.skips = skips
         self.node_of = {nodeid: n for n, nodeid in enumerate(plan.nodeids[: plan.item_count])}
-        self.walker = Walker(
-            plan.graph, unsatisfied=[*plan.broken, *plan.external]
-        )
-        self._note(self.walker.initial.skipped)
+        self.walker = Walker(plan.graph, unsatisfied=[*plan.broken, *plan.external])
         self.started: set[int] = set()
-
-    def _note(self, skipped: list[Skip]) -> None:
-        for skip in skipped:
-            self.skips[self.plan.nodeids[skip.node]] = self.plan.nodeids[skip.root_cause]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -43,6 +36,8 @@ class SerialWalk:
             pytest.fail(self.plan.broken[node], pytrace=False)
         root = self.walker.root_cause(node)
         if root is not None:
+            # recorded when the skip is reported, so -x runs list only what pytest reports
+            self.skips[item.nodeid] = self.plan.nodeids[root]
             _skip(skip_reason(self.plan, self.recorder, root))
         if not self.walker.is_ready(node):
             waiting = [
@@ -64,8 +59,7 @@ class SerialWalk:
         node = self.node_of.get(item.nodeid)
         if node is not None and node in self.started:
             self.started.discard(node)
-            step = self.walker.finish(node, self.recorder.satisfied(item.nodeid))
-            self._note(step.skipped)
+            self.walker.finish(node, self.recorder.satisfied(item.nodeid))
         return result
 
 

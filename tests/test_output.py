@@ -151,7 +151,16 @@ def test_summary_counts_edges_and_reduction(pytester: pytest.Pytester, run) -> N
             "critical path: 4 tests (* s): test_acct.py::test_create -> test_acct.py::test_read"
             " -> test_acct.py::test_update -> test_acct.py::test_cleanup",
             "1 test skipped because of an upstream test:",
-            "  test_acct.py::test_read (failed):",
+            "  test_acct.py::test_read failed:",
             "    test_acct.py::test_update",
         ]
+    )
+
+
+def test_timings_switch_prints_each_phase(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_acct=SUITE)
+    result = pytester.runpytest("--collect-only", "-q", "--depgraph-timings")
+    result.stdout.fnmatch_lines(
+        ["depgraph timings: 4 tests, 3 edges after reduction: resolve * ms, validate * ms, "
+         "order * ms, reduce * ms; total * ms"]
     )

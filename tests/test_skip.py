@@ -193,7 +193,7 @@ def test_summary_groups_skips_under_their_root_cause(pytester: pytest.Pytester, 
             "4 tests, 2 edges (2 explicit, 0 from fixtures); 0 removed by transitive reduction",
             "critical path: 3 tests (*",
             "2 tests skipped because of an upstream test:",
-            "  *::test_a (failed):",
+            "  *::test_a failed:",
             "    *::test_b",
             "    *::test_c",
         ]
@@ -216,3 +216,20 @@ def test_exitfirst_stops_the_walk(pytester: pytest.Pytester, run) -> None:
     )
     result = run("-x")
     result.assert_outcomes(failed=1)
+
+
+def test_exitfirst_summary_lists_only_reported_skips(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_a():
+            assert 0
+
+        @pytest.mark.depends_on("test_a")
+        def test_b(): pass
+        """
+    )
+    result = run("-x")
+    result.assert_outcomes(failed=1)
+    assert "skipped because of an upstream test" not in result.stdout.str()

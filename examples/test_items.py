@@ -1,0 +1,79 @@
+"""The life of one item: create it, read it, update it, delete it.
+
+Set DEPGRAPH_EXAMPLE_FAIL=1 to make the create step fail: every test that needs the
+item is then reported skipped, naming test_create_item as the root cause, and only
+the cleanup test (an ordering-only dependency) still runs.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from inventory import AlreadyExists, Inventory, Item, NotFound
+
+from pytest_depgraph import depends_on
+
+SKU = "WIDGET-1"
+
+
+# This test is written *before* the test it depends on: the plugin moves
+# test_create_item forward to run just before it.
+@pytest.mark.depends_on("test_create_item")
+def test_item_is_listed(inventory: Inventory) -> None:
+    assert [item.sku for item in inventory.list_items()] == [SKU]
+
+
+def test_create_item(inventory: Inventory) -> None:
+    # The failure switch sends a bad request, as a broken client would.
+    quantity = -1 if os.environ.get("DEPGRAPH_EXAMPLE_FAIL") == "1" else 10
+    item = inventory.create_item(SKU, name="Widget", quantity=quantity, price_cents=250)
+    assert item == Item(SKU, "Widget", 10, 250)
+
+
+# A fixture can carry a dependency: every test that uses `widget` (directly or
+# through another fixture) depends on test_create_item.
+@pytest.fixture
+@depends_on("test_create_item")
+def widget(inventory: Inventory) -> Item:
+    return inventory.get_item(SKU)
+
+
+def test_item_details(widget: Item) -> None:
+    assert (widget.name, widget.price_cents) == ("Widget", 250)
+
+
+def test_duplicate_sku_is_rejected(inventory: Inventory, widget: Item) -> None:
+    with pytest.raises(AlreadyExists):
+        inventory.create_item(widget.sku, name="Another widget", quantity=1, price_cents=1)
+
+
+# on_failure="run" is ordering only: change the price after test_item_details
+# has read it, whether or not that test passed.
+@pytest.mark.depends_on(test_item_details, on_failure="run")
+def test_set_price(inventory: Inventory, widget: Item) -> None:
+    assert inventory.set_price(widget.sku, 300).price_cents == 300
+
+
+# A class or a file is a target too: restock only once all orders are done,
+# since TestOrders counts the stock.
+@pytest.mark.depends_on("test_orders.py::TestOrders", on_failure="run")
+def test_restock(inventory: Inventory, widget: Item) -> None:
+    before = widget.quantity
+    assert inventory.restock(widget.sku, 5).quantity == before + 5
+
+
+# Several markers accumulate. Function objects are refactor-safe targets.
+@pytest.mark.depends_on(test_set_price, test_restock)
+@pytest.mark.depends_on(test_item_is_listed, test_duplicate_sku_is_rejected, on_failure="run")
+def test_delete_item(inventory: Inventory) -> None:
+    inventory.delete_item(SKU)
+    with pytest.raises(NotFound):
+        inventory.get_item(SKU)
+
+
+# Cleanup runs last, whatever happened before it.
+@pytest.mark.depends_on(test_delete_item, on_failure="run")
+def test_cleanup(inventory: Inventory) -> None:
+    inventory.delete_item(SKU, missing_ok=True)
+    assert inventory.list_items() == []
