@@ -191,7 +191,7 @@ def test_summary_groups_skips_under_their_root_cause(pytester: pytest.Pytester, 
         [
             "*= depgraph =*",
             "4 tests, 2 edges (2 explicit, 0 from fixtures); 0 removed by transitive reduction",
-            "critical path: 3 tests (*",
+            "critical path: *",
             "2 tests skipped because of an upstream test:",
             "  *::test_a failed:",
             "    *::test_b",
