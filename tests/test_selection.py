@@ -133,3 +133,30 @@ def test_last_failed_reruns_failures_with_their_dependencies(
     again.assert_outcomes(passed=3)
     assert names(again) == ["test_login", "test_cart", "test_checkout"]
     again.stdout.fnmatch_lines(["1 dependency pulled in by selection:", "  test_a.py::test_login"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("-k", "checkout"), ("test_shop.py::test_checkout",)],
+    ids=["-k", "node id"],
+)
+def test_selection_pulls_in_dependencies_on_xdist(pytester: pytest.Pytester, args) -> None:
+    pytester.makepyfile(test_shop=SHOP)
+    pytester.makeini("[pytest]\nmarkers = slow\n")
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-v", *args)
+    result.assert_outcomes(passed=3)
+    lines = [line for line in result.outlines if "PASSED" in line]
+    order = [line.split("::")[-1].split()[0] for line in lines if "::" in line]
+    assert order.index("test_login") < order.index("test_cart") < order.index("test_checkout")
+    result.stdout.fnmatch_lines(["2 dependencies pulled in by selection:"])
+
+
+def test_no_deps_on_xdist_skips_with_the_reason(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_shop=SHOP)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "-p", "xdist", "-rs", "-k", "cart", "--depgraph-no-deps"
+    )
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        ["*depgraph: upstream test_shop.py::test_login was not selected*"]
+    )
