@@ -1,13 +1,15 @@
-"""Node ids on the command line, widened to their files so dependencies can be collected.
+"""Command-line paths and node ids, widened so that their dependencies can be collected.
 
 ``pytest tests/test_x.py::test_b`` collects only ``test_b``; the tests it depends on in the
-same file would not exist for the graph. The node-id arguments are turned into file arguments
-before collection, and after collection everything in those files that the node ids did not
-name is deselected like ``--deselect`` would — then the graph pulls the needed ones back in.
+same file — or in a file not named at all — would not exist for the graph. Before collection,
+node-id arguments become file arguments, and the files that the named files' declarations
+point to are added; after collection, everything the user did not name is deselected like
+``--deselect`` would, and the graph pulls back in what the selected tests need.
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,37 +53,111 @@ def _matches(nodeid: str, selector: str) -> bool:
 
 
 def widen_node_id_args(config: pytest.Config) -> NodeIdSelection | None:
-    """Rewrite ``config.args`` so node-id arguments collect their whole file."""
+    """Rewrite ``config.args`` so node-id arguments collect their whole file, and the files
+    that named files depend on (found by :func:`referenced_files`) are collected too."""
     args = list(config.args)
-    if not any("::" in arg for arg in args) or config.pluginmanager.has_plugin("dsession"):
-        return None  # nothing to widen, or an xdist controller (its workers collect)
+    if config.pluginmanager.has_plugin("dsession"):
+        return None  # an xdist controller: its workers collect
     invocation = config.invocation_params.dir
-    whole_files: set[str] = set()
+    rootpath = config.rootpath
+    whole: set[str] = set()
+    covered_dirs: list[Path] = []
     by_file: dict[str, list[str]] = {}
     written: dict[str, str] = {}
     widened: list[str] = []
+    named_files: list[Path] = []
     for arg in args:
         path, sep, rest = arg.partition("::")
-        relative = _relative(config.rootpath, invocation / path)
-        if not sep:
-            if relative is not None:
-                whole_files.add(relative)
-            widened.append(arg)
-            continue
-        if relative is None:
-            widened.append(arg)  # outside rootdir: leave it to pytest
+        absolute = (invocation / path).resolve()
+        relative = _relative(rootpath, absolute)
+        if absolute.is_dir():
+            covered_dirs.append(absolute)
+        elif absolute.is_file() and relative is not None:
+            named_files.append(absolute)
+        if not sep or relative is None:
+            if relative is not None and not sep:
+                whole.add(relative)
+            widened.append(arg)  # a file, a directory, or outside the rootdir: as given
             continue
         nodeid = f"{relative}::{rest}"
         by_file.setdefault(relative, []).append(nodeid)
         written[nodeid] = arg
         if path not in widened:
             widened.append(path)
-    for relative in whole_files:
+    extra = [
+        path for path in referenced_files(named_files, rootpath)
+        if not any(path == d or d in path.parents for d in covered_dirs)
+    ]
+    for extra_path in extra:
+        extra_relative = _relative(rootpath, extra_path)
+        if extra_relative is not None and extra_relative not in whole | set(by_file):
+            by_file[extra_relative] = []  # collected so it can be depended on; not selected
+            widened.append(str(extra_path))
+    for relative in whole:
         by_file.pop(relative, None)
     if not by_file:
         return None
     config.args[:] = widened
     return NodeIdSelection(by_file, written)
+
+
+#: calls whose string arguments may name tests in other files
+_DECLARING_CALLS = {"depends_on", "output_fixture", "dependency", "order"}
+
+
+def referenced_files(files: list[Path], rootpath: Path) -> list[Path]:
+    """Test files that ``files`` (and the conftest.py files above them) name in dependency
+    declarations, transitively — ``"tests/test_db.py::test_q"`` names ``tests/test_db.py``.
+
+    A static scan of string literals in ``depends_on``/``output_fixture``/``dependency``/
+    ``order`` calls: a target it cannot see (built at run time) is still reported as matching
+    no collected test, never skipped silently.
+    """
+    seen: set[Path] = set(files)
+    queue = list(files)
+    for path in files:
+        for parent in path.parents:
+            conftest = parent / "conftest.py"
+            if conftest.is_file() and conftest not in seen:
+                seen.add(conftest)
+                queue.append(conftest)
+            if parent == rootpath:
+                break
+    found: list[Path] = []
+    while queue:
+        path = queue.pop()
+        for text in _declared_strings(path):
+            target = text.split("::", 1)[0]
+            if not target.endswith(".py"):
+                continue
+            for base in (rootpath, path.parent):
+                candidate = (base / target).resolve()
+                if candidate.is_file() and candidate not in seen:
+                    seen.add(candidate)
+                    found.append(candidate)
+                    queue.append(candidate)
+                    break
+    return found
+
+
+def _declared_strings(path: Path) -> list[str]:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return []  # pytest reports the file itself when it collects it
+    strings: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name not in _DECLARING_CALLS:
+            continue
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            for leaf in ast.walk(arg):
+                if isinstance(leaf, ast.Constant) and isinstance(leaf.value, str):
+                    strings.append(leaf.value)
+    return strings
 
 
 def _relative(rootpath: Path, path: Path) -> str | None:

@@ -160,3 +160,41 @@ def test_no_deps_on_xdist_skips_with_the_reason(pytester: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(
         ["*depgraph: upstream test_shop.py::test_login was not selected*"]
     )
+
+
+def test_dependency_in_a_file_not_named_on_the_command_line(
+    pytester: pytest.Pytester, run
+) -> None:
+    pytester.makepyfile(
+        **{
+            "tests/test_use": """
+            import pytest
+
+            @pytest.mark.depends_on("tests/setup/test_db.py::test_migrate")
+            def test_query(): pass
+            """,
+            "tests/setup/test_db": """
+            import pytest
+
+            @pytest.mark.depends_on("test_seed.py::test_seed")
+            def test_migrate(): pass
+
+            def test_unrelated(): pass
+            """,
+            "tests/setup/test_seed": "def test_seed(): pass\ndef test_other(): pass\n",
+        }
+    )
+    for args in (("tests/test_use.py",), ("tests/test_use.py::test_query",)):
+        result = run(*args)
+        result.assert_outcomes(passed=3)
+        assert names(result) == ["test_seed", "test_migrate", "test_query"]
+        result.stdout.fnmatch_lines(["2 dependencies pulled in by selection:"])
+
+
+def test_file_arguments_without_dependencies_collect_as_usual(
+    pytester: pytest.Pytester, run
+) -> None:
+    pytester.makepyfile(test_a="def test_a(): pass\n", test_b="def test_b(): pass\n")
+    result = run("test_a.py")
+    result.assert_outcomes(passed=1)
+    assert "deselected" not in result.stdout.str()
