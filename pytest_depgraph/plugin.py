@@ -8,7 +8,7 @@ from collections.abc import Generator
 
 import pytest
 
-from pytest_depgraph import dot, report, selection
+from pytest_depgraph import dot, report, selection, worker
 from pytest_depgraph.build import Result as BuildResult
 from pytest_depgraph.build import build
 from pytest_depgraph.markers import MARKER, MARKER_HELP
@@ -145,11 +145,17 @@ class _Collection:
                 )
             )
         config.stash[PLAN_KEY] = result.plan
-        if not _is_xdist_worker(config) and not config.option.collectonly:
-            config.pluginmanager.register(
-                SerialWalk(result.plan, config.stash[RECORDER_KEY], config.stash[SKIPS_KEY]),
-                "depgraph-serial",
-            )
+        if config.option.collectonly or worker.is_walked_worker(config):
+            return  # nothing runs, or the xdist controller decides what runs
+        config.pluginmanager.register(
+            SerialWalk(
+                result.plan,
+                config.stash[RECORDER_KEY],
+                config.stash[SKIPS_KEY],
+                strict=not _is_xdist_worker(config),
+            ),
+            "depgraph-serial",
+        )
 
 
 def _print_timings(config: pytest.Config, result: BuildResult) -> None:

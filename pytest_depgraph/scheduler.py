@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,8 +216,12 @@ class DepGraphScheduling:
         if self.delegate is not None:
             self.delegate.mark_test_pending(item)
             return
-        raise NotImplementedError(
-            "pytest-depgraph's xdist scheduler cannot re-run a test after its worker crashed"
+        warnings.warn(
+            pytest.PytestWarning(
+                f"depgraph: {item} crashed its worker and stays failed: a dependency walk "
+                "cannot re-run a test after its dependents were decided"
+            ),
+            stacklevel=1,
         )
 
     def remove_pending_tests_from_node(self, node: Any, indices: list[int]) -> None:

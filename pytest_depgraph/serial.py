@@ -17,9 +17,17 @@ except ImportError:  # pragma: no cover - pytest moved it
 
 
 class SerialWalk:
-    """Drives a :class:`Walker` from pytest's own run loop (one process, plan order)."""
+    """Drives a :class:`Walker` from pytest's own run loop (one process, plan order).
 
-    def __init__(self, plan: Plan, recorder: OutcomeRecorder, skips: dict[str, str]) -> None:
+    ``strict=False`` is for an xdist worker under another ``--dist`` mode: it sees only the
+    tests sent to it, so a dependency it never ran does not hold a test back; dependents of a
+    test that ran here and was unsatisfied are still skipped.
+    """
+
+    def __init__(
+        self, plan: Plan, recorder: OutcomeRecorder, skips: dict[str, str], strict: bool = True
+    ) -> None:
+        self.strict = strict
         self.plan = plan
         self.recorder = recorder
         self.skips = skips
@@ -40,6 +48,8 @@ class SerialWalk:
             self.skips[item.nodeid] = self.plan.nodeids[root]
             _skip(skip_reason(self.plan, self.recorder, root))
         if not self.walker.is_ready(node):
+            if not self.strict:
+                return  # its dependencies run elsewhere: nothing to say about them here
             waiting = [
                 self.plan.nodeids[e.dependency] for e in self.plan.graph.dependencies(node)
                 if self.plan.nodeids[e.dependency] not in self.recorder
