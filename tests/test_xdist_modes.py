@@ -36,3 +36,67 @@ def test_loadfile_warns_and_skips_dependents_of_a_failure_in_the_same_file(
         ],
         consecutive=False,
     )
+
+
+def test_tx_workers_order_and_skip(pytester: pytest.Pytester) -> None:
+    """Workers made with --tx get the graph over the xdist channel, like remote ones."""
+    pytester.makepyfile(
+        test_tx="""
+        import pytest
+
+        @pytest.mark.depends_on("test_base")
+        def test_first_in_file():
+            pass
+
+        def test_base():
+            pass
+
+        def test_broken():
+            assert 0
+
+        @pytest.mark.depends_on("test_broken")
+        def test_after_broken():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "xdist", "--dist", "load", "--tx", "2*popen", "-rs", "-v"
+    )
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*depgraph: upstream test_tx.py::test_broken failed*"])
+    passed = [line for line in result.outlines if "PASSED" in line]
+    assert "test_base" in passed[0]
+
+
+def test_dot_and_summary_on_the_controller(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_d="""
+        import pytest
+
+        def test_a():
+            assert 0
+
+        @pytest.mark.depends_on("test_a")
+        def test_b():
+            pass
+
+        def test_c():
+            pass
+        """
+    )
+    out = pytester.path / "g.dot"
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", f"--depgraph-dot={out}")
+    result.assert_outcomes(failed=1, skipped=1, passed=1)
+    text = out.read_text()
+    assert '"test_d.py::test_a" [label = "test_a", fillcolor = "salmon"' in text
+    assert '"test_d.py::test_b" [label = "test_b", fillcolor = "lightgrey"' in text
+    assert '"test_d.py::test_c" [label = "test_c", fillcolor = "palegreen"' in text
+    result.stdout.fnmatch_lines(
+        [
+            "*= depgraph =*",
+            "1 test skipped because of an upstream test:",
+            "  test_d.py::test_a failed:",
+            "    test_d.py::test_b",
+            "parallel walk: * s wall, lower bound * s = max(critical path * s, total * s / 2)*",
+        ]
+    )
