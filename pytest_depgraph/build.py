@@ -96,12 +96,14 @@ class _Builder:
             inherited = not isinstance(node, pytest.Item)
             site = f"@pytest.mark.{MARKER} at {where}"
             yield from self._validated(raw, Origin("marker", where), site, position, inherited)
-        function = getattr(item, "function", None)
-        for raw in declarations_of(function) if function is not None else ():
-            where = self._relative(raw.where)
-            raw = RawDeclaration(raw.args, raw.kwargs, where)
-            site = f"@depends_on at {where}"
-            yield from self._validated(raw, Origin("marker", where), site, position, False)
+        # pytest_depgraph.depends_on written on a test function or class works like the marker
+        for owner, inherited in ((getattr(item, "function", None), False),
+                                 (getattr(item, "cls", None), True)):
+            for raw in declarations_of(owner) if owner is not None else ():
+                where = self._relative(raw.where)
+                raw = RawDeclaration(raw.args, raw.kwargs, where)
+                site = f"@depends_on at {where}"
+                yield from self._validated(raw, Origin("marker", where), site, position, inherited)
         yield from self._fixture_declarations(position)
         yield from compat.sources(self, position)
 

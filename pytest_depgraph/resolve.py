@@ -90,11 +90,10 @@ class TargetIndex:
             if directory:
                 candidates.append(_normalize(posixpath.join(directory, target)))
             if not _starts_with_path(target):
-                # "TestX::test_y": a class-qualified name in the test's own module
-                candidates.append(f"{module}::{target}")
+                # "TestX::test_y": a class-qualified name, looked up like a bare name
+                candidates.extend(_scoped(module, scopes, target))
         else:
-            for depth in range(len(scopes), -1, -1):
-                candidates.append("::".join([module, *scopes[:depth], target]))
+            candidates.extend(_scoped(module, scopes, target))
         for candidate in candidates:
             found = self._by_prefix.get(candidate)
             if found:
@@ -125,6 +124,11 @@ def _split(nodeid: str) -> tuple[str, list[str]]:
     base = nodeid.split("[", 1)[0]
     parts = base.split("::")
     return parts[0], parts[1:-1]
+
+
+def _scoped(module: str, scopes: list[str], target: str) -> list[str]:
+    """``target`` in the innermost enclosing class first, then outward to the module."""
+    return ["::".join([module, *scopes[:depth], target]) for depth in range(len(scopes), -1, -1)]
 
 
 def _normalize(target: str) -> str:

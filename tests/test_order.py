@@ -170,3 +170,26 @@ def test_module_fixture_not_set_up_twice_by_reordering(pytester: pytest.Pytester
     result = run()
     result.assert_outcomes(passed=4)
     assert names(result) == ["test_c", "test_a", "test_b", "test_d"]
+
+
+def test_decorator_form_on_tests_and_classes(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        """
+        from pytest_depgraph import depends_on
+
+        @depends_on("test_base")
+        def test_fn():
+            pass
+
+        @depends_on("test_fn")
+        class TestK:
+            def test_m(self):
+                pass
+
+        def test_base():
+            pass
+        """
+    )
+    result = run()
+    result.assert_outcomes(passed=3)
+    assert names(result) == ["test_base", "test_fn", "test_m"]

@@ -98,3 +98,9 @@ def test_suggestions_prefer_the_same_module() -> None:
     assert "tests/test_db.py::test_connect" in index.suggest(
         "tests/test_db.py::test_conect", "tests/integration/test_flow.py::test_flow"
     )
+
+
+def test_class_qualified_name_from_a_nested_class() -> None:
+    ids = ["t.py::TestOuter::TestInner::test_in", "t.py::TestOuter::test_out"]
+    index = TargetIndex(ids, [None] * 2, [None] * 2)
+    assert index.resolve("TestInner::test_in", "t.py::TestOuter::test_out") == [0]
