@@ -7,6 +7,7 @@ each a message for a person that names the test, the file and line, and what to 
 
 from __future__ import annotations
 
+import gc
 import linecache
 import re
 import time
@@ -14,6 +15,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from _pytest.nodes import Node
@@ -56,9 +58,8 @@ class Result:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class _Source:
-    """A declaration with where it came from, before resolution."""
+class _Source(NamedTuple):
+    """A declaration with where it came from, before resolution (one per declaration)."""
 
     declaration: Declaration
     origin: Origin
@@ -76,14 +77,18 @@ class _Builder:
         self.collected = list(collected)
         self.rootpath = rootpath
         self.position = {item: i for i, item in enumerate(self.collected)}
+        # pytest computes item.cls by walking up the tree: once per item is enough
+        self.functions = [getattr(item, "function", None) for item in self.collected]
+        self.classes = [getattr(item, "cls", None) for item in self.collected]
         self.index = TargetIndex(
-            [item.nodeid for item in self.collected],
-            [getattr(item, "function", None) for item in self.collected],
-            [getattr(item, "cls", None) for item in self.collected],
+            [item.nodeid for item in self.collected], self.functions, self.classes
         )
         self.problems: dict[str, Problem] = {}
         self._fixture_sources: dict[tuple[int, str], tuple[list[_Source], list[Problem]]] = {}
+        self._mark_sources: dict[tuple[int, int], tuple[list[_Source], list[Problem]]] = {}
         self._mark_lines: dict[int, list[int]] = {}
+        self._relative_paths: dict[str, str] = {}
+        self._root = rootpath.resolve()
 
     # -- declarations ------------------------------------------------------------------------
 
@@ -91,21 +96,57 @@ class _Builder:
         """Every dependency declaration that applies to one item."""
         item = self.collected[position]
         for node, mark in item.iter_markers_with_node(name=MARKER):
-            where = self._mark_where(node, mark)
-            raw = RawDeclaration(mark.args, mark.kwargs, where)
-            inherited = not isinstance(node, pytest.Item)
-            site = f"@pytest.mark.{MARKER} at {where}"
-            yield from self._validated(raw, Origin("marker", where), site, position, inherited)
+            # a class or module marker is one Mark shared by all its tests: validate it once
+            key = (id(node), id(mark))
+            cached = self._mark_sources.get(key)
+            if cached is None:
+                cached = self._mark_sources[key] = self._marker_sources(node, mark, position)
+            yield from self._note(cached, position)
         # pytest_depgraph.depends_on written on a test function or class works like the marker
-        for owner, inherited in ((getattr(item, "function", None), False),
-                                 (getattr(item, "cls", None), True)):
-            for raw in declarations_of(owner) if owner is not None else ():
-                where = self._relative(raw.where)
-                raw = RawDeclaration(raw.args, raw.kwargs, where)
-                site = f"@depends_on at {where}"
-                yield from self._validated(raw, Origin("marker", where), site, position, inherited)
+        for owner, inherited in ((self.functions[position], False),
+                                 (self.classes[position], True)):
+            if owner is None:
+                continue
+            key = (id(owner), 0)
+            cached = self._mark_sources.get(key)
+            if cached is None:
+                cached = self._mark_sources[key] = self._decorator_sources(
+                    owner, inherited, position
+                )
+            yield from self._note(cached, position)
         yield from self._fixture_declarations(position)
         yield from compat.sources(self, position)
+
+    @staticmethod
+    def _note(cached: tuple[list[_Source], list[Problem]], position: int) -> list[_Source]:
+        sources, problems = cached
+        for problem in problems:
+            problem.items.add(position)
+        return sources
+
+    def _marker_sources(
+        self, node: Node, mark: pytest.Mark, position: int
+    ) -> tuple[list[_Source], list[Problem]]:
+        where = self._mark_where(node, mark)
+        raw = RawDeclaration(mark.args, mark.kwargs, where)
+        inherited = not isinstance(node, pytest.Item)
+        site = f"@pytest.mark.{MARKER} at {where}"
+        return self._validated(raw, Origin("marker", where), site, position, inherited)
+
+    def _decorator_sources(
+        self, owner: object, inherited: bool, position: int
+    ) -> tuple[list[_Source], list[Problem]]:
+        sources: list[_Source] = []
+        problems: list[Problem] = []
+        for raw in declarations_of(owner):
+            where = self._relative(raw.where)
+            raw = RawDeclaration(raw.args, raw.kwargs, where)
+            site = f"@depends_on at {where}"
+            found, trouble = self._validated(raw, Origin("marker", where), site, position,
+                                             inherited)
+            sources += found
+            problems += trouble
+        return sources, problems
 
     def _fixture_declarations(self, position: int) -> Iterator[_Source]:
         item = self.collected[position]
@@ -155,7 +196,8 @@ class _Builder:
 
     def _validated(
         self, raw: RawDeclaration, origin: Origin, site: str, position: int, inherited: bool
-    ) -> Iterator[_Source]:
+    ) -> tuple[list[_Source], list[Problem]]:
+        """The declaration as a source, or the problem with it (for every test it is on)."""
         try:
             declaration = validate(raw)
         except DeclarationError as error:
@@ -165,9 +207,8 @@ class _Builder:
                 f"  (declared for {item.nodeid}{{more}})",
                 report_nodeid=_module_of(item.nodeid),
             )
-            problem.items.add(position)
-            return
-        yield _Source(declaration, origin, site, inherited)
+            return [], [problem]
+        return [_Source(declaration, origin, site, inherited)], []
 
     # -- locations ---------------------------------------------------------------------------
 
@@ -176,10 +217,13 @@ class _Builder:
         path, sep, line = filename.rpartition(":")
         if not sep or not line.isdigit():
             path, sep, line = filename, "", ""
-        try:
-            rel = Path(path).resolve().relative_to(self.rootpath.resolve()).as_posix()
-        except ValueError:
-            rel = Path(path).as_posix()
+        rel = self._relative_paths.get(path)
+        if rel is None:
+            try:
+                rel = Path(path).resolve().relative_to(self._root).as_posix()
+            except ValueError:
+                rel = Path(path).as_posix()
+            self._relative_paths[path] = rel
         return f"{rel}{sep}{line}"
 
     def _definition_where(self, obj: object) -> str:
@@ -198,6 +242,8 @@ class _Builder:
         lines = self._marker_lines(node, obj, str(path))
         if not lines:
             return rel
+        if len(lines) == 1:
+            return f"{rel}:{lines[0]}"
         own = [m for m in _own_marks(obj) if m.name == MARKER]
         # decorators apply bottom-up, so the last declared mark is the top line
         for k, candidate in enumerate(own):
@@ -223,10 +269,10 @@ class _Builder:
                 lines = linecache.getlines(filename)
                 for number in range(first, min(first + 200, len(lines)) + 1):
                     text = lines[number - 1]
-                    if re.match(r"\s*(async\s+def|def|class)\s", text):
-                        break
                     if MARKER in text:
                         found.append(number)
+                    elif text.lstrip().startswith(("def ", "async def", "class ")):
+                        break
                 if not found:
                     found.append(first)
         self._mark_lines[key] = found
@@ -316,12 +362,38 @@ def build(
     rootpath: Path,
     *,
     pull_dependencies: bool = True,
+    with_locations: bool = True,
 ) -> Result:
     """Resolve every declaration of the selected items (and of the dependencies pulled in),
     validate the graph, reduce it and order the items.
 
-    O(V + E) plus the reduction; targets resolve through a prefix index.
+    O(V + E) plus the reduction; targets resolve through a prefix index. The cyclic garbage
+    collector is paused meanwhile: the build makes many small objects and no cycles, and each
+    full collection would walk every collected item of the session.
     """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _build(
+            collected,
+            selected,
+            rootpath,
+            pull_dependencies=pull_dependencies,
+            with_locations=with_locations,
+        )
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _build(
+    collected: Sequence[pytest.Item],
+    selected: Sequence[pytest.Item],
+    rootpath: Path,
+    *,
+    pull_dependencies: bool,
+    with_locations: bool,
+) -> Result:
     clock = time.perf_counter()
     timings: dict[str, float] = {}
 
@@ -343,7 +415,7 @@ def build(
         nodeid = builder.collected[position].nodeid
         for source in builder.sources(position):
             if source.resolved is not None:
-                targets: list[tuple[object, list[int]]] = [(None, list(source.resolved))]
+                targets: list[tuple[object, Sequence[int]]] = [(None, source.resolved)]
             else:
                 targets = [
                     (t, builder.index.resolve(t, nodeid)) for t in source.declaration.targets
@@ -399,23 +471,27 @@ def build(
     renumber = {old: new for new, old in enumerate(final)}
     lap("order")
     reduced = dag.transitive_reduction(acyclic)
-    plan_graph = Graph(len(final))
-    for edge in reduced.edges():
-        plan_graph.add_edge(renumber[edge.dependent], renumber[edge.dependency], edge.kind,
-                            edge.origin)
+    new_id = [0] * len(final)
+    for old, new in renumber.items():
+        new_id[old] = new
+    plan_graph = reduced.relabel(new_id)
     lap("reduce")
     items = [builder.collected[run[n]] for n in run_order]
     groups: dict[str, int] = {}
     plan = Plan(
         nodeids=[nodeids[n] for n in final],
+        # item.location is costly (pytest computes it lazily); only the xdist controller needs
+        # it, for the skips it reports, so serial runs and --collect-only skip it
         locations=[item.location for item in items]
-        + [builder.collected[p].location for p in external_set],
+        + [builder.collected[p].location for p in external_set]
+        if with_locations
+        else [],
         graph=plan_graph,
         group=[groups.setdefault(_module_of(nodeids[n]), len(groups)) for n in final],
         item_count=len(items),
         errors=[p.message for p in problems],
         broken={renumber[n]: message for n, message in broken.items()},
-        edge_counts=edges_by_origin(graph.edges()),
+        edge_counts=edges_by_origin(graph.origins()),
         removed_edges=acyclic.edge_count - reduced.edge_count,
         added=sorted(renumber[number[p]] for p in added),
     )

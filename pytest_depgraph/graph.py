@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class Kind(enum.IntEnum):
@@ -28,9 +29,8 @@ _DESCRIBE = {
 }
 
 
-@dataclass(frozen=True)
-class Origin:
-    """Where an edge was declared."""
+class Origin(NamedTuple):
+    """Where an edge was declared (a named tuple: one is made per declared edge)."""
 
     #: "marker" | "fixture" | "output" | "dependency" | "order"
     kind: str
@@ -181,6 +181,25 @@ class Graph:
         if key not in self._origins:
             return None
         return Kind.AFTER if key in self._after else Kind.REQUIRES
+
+    def origins(self) -> Iterator[Origin]:
+        """The origin of every edge, in declaration order. O(E)."""
+        return iter(self._origins.values())
+
+    def relabel(self, new_id: Sequence[int]) -> Graph:
+        """A copy where node ``n`` is ``new_id[n]`` (a permutation), edges in the same
+        declaration order, kinds and origins kept. O(V + E)."""
+        size = self.size
+        graph = Graph(size)
+        after = self._after
+        for key, origin in self._origins.items():
+            dependent, dependency = divmod(key, size)
+            new_key = new_id[dependent] * size + new_id[dependency]
+            graph._origins[new_key] = origin
+            if key in after:
+                graph._after.add(new_key)
+            graph._add(new_id[dependent], new_id[dependency])
+        return graph
 
     def subgraph_without(self, nodes: set[int]) -> Graph:
         """The same nodes, without the edges that touch ``nodes``. O(V + E)."""

@@ -12,8 +12,7 @@ import contextlib
 import inspect
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, NamedTuple, TypeVar
 
 import pytest
 
@@ -33,8 +32,7 @@ _ON_FAILURE = {"skip": Kind.REQUIRES, "run": Kind.AFTER}
 F = TypeVar("F")
 
 
-@dataclass(frozen=True)
-class Declaration:
+class Declaration(NamedTuple):
     """One ``depends_on`` as written: targets, kind, and where (``file:line``)."""
 
     targets: tuple[object, ...]
@@ -42,8 +40,7 @@ class Declaration:
     where: str
 
 
-@dataclass(frozen=True)
-class RawDeclaration:
+class RawDeclaration(NamedTuple):
     """A ``depends_on`` call before validation."""
 
     args: tuple[Any, ...]
@@ -100,6 +97,12 @@ def _wrapped_chain(obj: object) -> list[object]:
 
 def declarations_of(obj: object) -> Sequence[RawDeclaration]:
     """Declarations made with :func:`depends_on` on a function, fixture, or what it wraps."""
+    found = getattr(obj, ATTRIBUTE, None)
+    if found:
+        return list(found)
+    wraps = getattr(obj, "_fixture_function", None) or getattr(obj, "__wrapped__", None)
+    if wraps is None:
+        return ()  # wraps nothing: the common case for a test function, and cheap
     for target in _wrapped_chain(obj):
         found = getattr(target, ATTRIBUTE, None)
         if found:

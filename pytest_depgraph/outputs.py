@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Callable
 
@@ -168,7 +169,7 @@ class Outputs:
             raise OutputError(f"depgraph: cannot {what} outside a running test")
         return self.current
 
-    def _resolve(self, target: object, nodeid: str) -> list[int]:
+    def _resolve(self, target: object, nodeid: str) -> Sequence[int]:
         plan = self.config.stash[PLAN_KEY]
         if self._index is None:
             by_id = {item.nodeid: item for item in self._items}

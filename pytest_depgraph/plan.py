@@ -10,10 +10,11 @@ are not part of this run (``--depgraph-no-deps``), which count as unsatisfied.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_depgraph.graph import Edge, Graph, Kind, Origin
+from pytest_depgraph.graph import Graph, Kind, Origin
 
 #: Bumped whenever the JSON layout changes; controller and workers must agree.
 PROTOCOL_VERSION = 1
@@ -102,9 +103,9 @@ class Plan:
         )
 
 
-def edges_by_origin(edges: list[Edge]) -> dict[str, int]:
+def edges_by_origin(origins: Iterable[Origin]) -> dict[str, int]:
     """Count edges per origin kind."""
     counts: dict[str, int] = {}
-    for edge in edges:
-        counts[edge.origin.kind] = counts.get(edge.origin.kind, 0) + 1
+    for origin in origins:
+        counts[origin.kind] = counts.get(origin.kind, 0) + 1
     return counts

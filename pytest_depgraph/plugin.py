@@ -131,7 +131,13 @@ class _Collection:
                 items[:] = kept
                 config.hook.pytest_deselected(items=dropped)
         settings = config.stash[SETTINGS_KEY]
-        result = build(collected, items, config.rootpath, pull_dependencies=not settings.no_deps)
+        result = build(
+            collected,
+            items,
+            config.rootpath,
+            pull_dependencies=not settings.no_deps,
+            with_locations=_is_xdist_worker(config),
+        )
         if settings.timings:
             _print_timings(config, result)
         added = {result.plan.nodeids[n] for n in result.plan.added}

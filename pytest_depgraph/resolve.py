@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 
 def boundary_prefixes(nodeid: str) -> list[str]:
@@ -68,37 +68,63 @@ class TargetIndex:
                 self._by_class.setdefault(id(cls), []).append(node)
         # keep the objects alive so their ids stay unique while the index exists
         self._objects = [*functions, *classes]
+        self._contexts: dict[str, tuple[str, list[str]]] = {}
 
-    def resolve(self, target: object, nodeid: str) -> list[int]:
+    def resolve(self, target: object, nodeid: str) -> Sequence[int]:
         """Nodes a target names, for a declaration on (or inherited by) test ``nodeid``.
 
-        An empty list means no match.
+        An empty sequence means no match. The result is shared: do not change it.
         """
         if isinstance(target, str):
             return self._resolve_string(target.strip(), nodeid)
         function = getattr(target, "__func__", target)
-        return list(self._by_function.get(id(function), ())) or list(
-            self._by_class.get(id(target), ())
-        )
+        return self._by_function.get(id(function)) or self._by_class.get(id(target)) or ()
 
-    def _resolve_string(self, target: str, nodeid: str) -> list[int]:
-        module, scopes = _split(nodeid)
-        candidates: list[str] = []
+    def _resolve_string(self, target: str, nodeid: str) -> Sequence[int]:
+        by_prefix = self._by_prefix
+        context = self._contexts.get(nodeid)
+        if context is None:
+            context = self._contexts[nodeid] = _split(nodeid)
+        module, scopes = context
+        # the usual cases first: a node id from the rootdir, a file beside the test's own, a
+        # name in the test's own module
         if is_path_qualified(target):
-            candidates.append(_normalize(target))
-            directory = posixpath.dirname(module)
-            if directory:
-                candidates.append(_normalize(posixpath.join(directory, target)))
-            if not _starts_with_path(target):
-                # "TestX::test_y": a class-qualified name, looked up like a bare name
-                candidates.extend(_scoped(module, scopes, target))
-        else:
-            candidates.extend(_scoped(module, scopes, target))
-        for candidate in candidates:
-            found = self._by_prefix.get(candidate)
+            found = by_prefix.get(target)
             if found:
-                return list(found)
-        return []
+                return found
+            directory = module.rpartition("/")[0]
+            if directory:
+                found = by_prefix.get(f"{directory}/{target}")
+                if found:
+                    return found
+        elif not scopes:
+            found = by_prefix.get(f"{module}::{target}")
+            if found:
+                return found
+        for candidate in self._candidates(target, nodeid):
+            found = by_prefix.get(candidate)
+            if found:
+                return found
+        return ()
+
+    def _candidates(self, target: str, nodeid: str) -> Iterator[str]:
+        """Where ``target`` may point, in the order of SPEC §2.2 (generated lazily)."""
+        context = self._contexts.get(nodeid)
+        if context is None:
+            context = self._contexts[nodeid] = _split(nodeid)
+        module, scopes = context
+        if is_path_qualified(target):
+            normal = _normalize(target)
+            if normal != target:  # the caller tried ``target`` as it is already
+                yield normal
+            directory = module.rpartition("/")[0]
+            if directory and not target.startswith("/"):
+                yield _normalize(f"{directory}/{target}")
+            if _starts_with_path(target):
+                return
+            # "TestX::test_y": a class-qualified name, looked up like a bare name
+        for depth in range(len(scopes), -1, -1):
+            yield "::".join([module, *scopes[:depth], target])
 
     def suggest(self, target: object, nodeid: str, limit: int = 3) -> list[str]:
         """Close names for a target that matched nothing (difflib), best first."""
@@ -126,14 +152,13 @@ def _split(nodeid: str) -> tuple[str, list[str]]:
     return parts[0], parts[1:-1]
 
 
-def _scoped(module: str, scopes: list[str], target: str) -> list[str]:
-    """``target`` in the innermost enclosing class first, then outward to the module."""
-    return ["::".join([module, *scopes[:depth], target]) for depth in range(len(scopes), -1, -1)]
-
-
 def _normalize(target: str) -> str:
     """Normalise the path part of a target (``./a/../b.py::t`` -> ``b.py::t``)."""
-    path, sep, rest = target.replace("\\", "/").partition("::")
+    path, sep, rest = target.partition("::")
+    if "\\" in path:
+        path = path.replace("\\", "/")
+    elif not (path.startswith(".") or "/." in path or "//" in path):
+        return target  # nothing to normalise: the common case, and cheap
     trailing = "/" if path.endswith("/") and not sep else ""
     return posixpath.normpath(path) + trailing + sep + rest
 
