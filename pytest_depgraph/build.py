@@ -438,7 +438,11 @@ def _build(
                             external.append(match)
                     raw_edges.append((position, match, source.declaration.kind, source.origin))
 
-    run = sorted(in_run)
+    # number the tests in the order pytest and the other plugins left them (--ff, randomisers,
+    # pytest-order), pulled-in dependencies after them: the stable sort moves each of those
+    # just before its first dependent
+    rank = {position: k for k, position in enumerate(selected_positions)}
+    run = sorted(in_run, key=lambda p: (rank.get(p, len(rank)), p))
     external_set = sorted(set(external) - in_run)
     number = {position: n for n, position in enumerate(run)}
     for position in external_set:

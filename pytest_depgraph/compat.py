@@ -1,23 +1,710 @@
 """Dependencies declared for other plugins (pytest-dependency, pytest-order), as graph sources.
 
-Placeholder until the compatibility layer lands: declares nothing.
+pytest-dependency's ``@pytest.mark.dependency(name=, depends=, scope=)`` becomes *requires*
+edges, resolved with its naming rules: a test is known by name only when its closest
+``dependency`` marker exists (or ``automark_dependency`` is set), under its ``name=`` or its node
+id relative to the scope (session and package: the node id; module: ``[Class::]test[params]``;
+class: ``test[params]``). Literal runtime calls ``depends(request, ["name", ...])`` in a test or
+in its fixtures are read from the source and become *requires* edges too.
+
+pytest-order's ``@pytest.mark.order(after=..., before=...)`` becomes *after* edges (``before``
+reversed), resolved as pytest-order does: a label is the end of a node id, matched within the
+declaring test's module and its parent directories.
+
+When pytest-dependency is installed and tests run on workers driven by the depgraph
+scheduler, its skip check (``DependencyManager.checkDepend``, used by the marker and by
+``depends()``) is told about every dependency that passed on another worker: the scheduler only
+sends a test once its requires dependencies passed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+import ast
+import difflib
+import inspect
+import linecache
+import re
+import textwrap
+import warnings
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import pytest
+
+from pytest_depgraph.graph import Kind, Origin
+from pytest_depgraph.markers import Declaration
 
 if TYPE_CHECKING:
     from pytest_depgraph.build import _Builder, _Source
 
+DEPENDENCY = "dependency"
+ORDER = "order"
+DEPENDENCY_HELP = (
+    "dependency(name=None, depends=[], scope='module'): pytest-dependency's marker; "
+    "pytest-depgraph runs this test after the tests it depends on and skips it unless they "
+    "passed (pytest-dependency itself is not installed)."
+)
+ORDER_HELP = (
+    "order(index=None, before=None, after=None): pytest-order's marker; pytest-depgraph runs "
+    "this test after the tests in after= and before the tests in before= (pytest-order itself "
+    "is not installed)."
+)
+SCOPES = ("session", "package", "module", "class")
+
+#: pytest-order's words for positions
+_ORDER_WORDS = {
+    "first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5, "seventh": 6,
+    "eighth": 7, "last": -1, "second_to_last": -2, "third_to_last": -3, "fourth_to_last": -4,
+    "fifth_to_last": -5, "sixth_to_last": -6, "seventh_to_last": -7, "eighth_to_last": -8,
+}
+
+
+@dataclass
+class _Settings:
+    """pytest-dependency's options, when it is installed (module-wide, as in pytest-dependency)."""
+
+    automark: bool = False
+    ignore_unknown: bool = False
+
+
+_settings = _Settings()
+
+
+# -- graph sources ---------------------------------------------------------------------------
+
 
 def sources(builder: _Builder, position: int) -> Iterator[_Source]:
     """Sources from ``dependency`` and ``order`` markers on the item at ``position``."""
-    del builder, position
-    return iter(())
+    compat: _Compat | None = builder.__dict__.get("_compat")
+    if compat is None:
+        compat = builder.__dict__["_compat"] = _Compat(builder, _settings)
+    if compat.has_dependency:
+        yield from compat.dependency_sources(position)
+    if compat.has_order:
+        yield from compat.order_sources(position)
 
 
-def register(config: Any) -> None:
-    """Register markers and runtime patches for the other plugins (nothing yet)."""
-    del config
+def _scope_key(node: Any, scope: str) -> str | None:
+    """Node id of the node that holds pytest-dependency's results for ``node`` in ``scope``
+    (``node`` is a test, or the module or class of a fixture's ``request.node``)."""
+    if scope == "session":
+        return ""
+    cls = {"package": pytest.Package, "module": pytest.Module, "class": pytest.Class}[scope]
+    parent = node.getparent(cls) if hasattr(node, "getparent") else None
+    return None if parent is None else str(parent.nodeid)
+
+
+def default_name(nodeid: str, scope: str) -> str | None:
+    """pytest-dependency's name of an unnamed test in ``scope`` (None: not in such a scope)."""
+    if scope in ("session", "package"):
+        return nodeid
+    parts = nodeid.split("::", 2 if scope == "class" else 1)
+    wanted = 3 if scope == "class" else 2
+    return parts[-1] if len(parts) == wanted else None
+
+
+class DependencyNames:
+    """pytest-dependency's names: (scope, scope node id, name) -> tests, built in one pass."""
+
+    def __init__(self, items: Sequence[pytest.Item], automark: bool) -> None:
+        self.items = items
+        self._by_name: dict[tuple[str, str, str], list[int]] = {}
+        #: the ``name=`` of every named test, by position (for "is known as" hints)
+        self.named: dict[int, str] = {}
+        for position, item in enumerate(items):
+            mark = item.get_closest_marker(DEPENDENCY)
+            if mark is None and not automark:
+                continue
+            name = mark.kwargs.get("name") if mark is not None else None
+            if name:
+                self.named[position] = str(name)
+            for scope in SCOPES:
+                key = _scope_key(item, scope)
+                known = str(name) if name else default_name(item.nodeid, scope)
+                if key is not None and known is not None:
+                    self._by_name.setdefault((scope, key, known), []).append(position)
+
+    def lookup(self, scope: str, key: str, name: str) -> list[int]:
+        return self._by_name.get((scope, key, name), [])
+
+    def names_in(self, scope: str, key: str) -> list[str]:
+        return [n for (s, k, n) in self._by_name if s == scope and k == key]
+
+
+@dataclass
+class _Compat:
+    """Per-builder indexes for the other plugins' markers, made once so resolution is linear."""
+
+    builder: _Builder
+    settings: _Settings
+    has_dependency: bool = False
+    has_order: bool = False
+    _names: DependencyNames | None = None
+    _by_last: dict[str, list[int]] = field(default_factory=dict)
+    _by_class: dict[str, list[int]] = field(default_factory=dict)
+    #: position -> (declaring position, where, label): pytest-order ``before=`` aimed at it
+    _before_of: dict[int, list[tuple[int, str, str]]] = field(default_factory=dict)
+    #: declaring position -> problems of its ``before=`` labels
+    _before_problems: dict[int, list[str]] = field(default_factory=dict)
+    _where: dict[tuple[int, str], str] = field(default_factory=dict)
+    _calls: dict[int, list[_RuntimeCall]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        marked = _marker_names(self.builder.collected)
+        self.has_dependency = DEPENDENCY in marked or self.settings.automark
+        self.has_order = ORDER in marked
+        if self.has_order:
+            self._index_order()
+
+    # -- pytest-dependency -------------------------------------------------------------------
+
+    @property
+    def names(self) -> DependencyNames:
+        if self._names is None:
+            self._names = DependencyNames(self.builder.collected, self.settings.automark)
+        return self._names
+
+    def dependency_sources(self, position: int) -> Iterator[_Source]:
+        from pytest_depgraph.build import _Source
+
+        item = self.builder.collected[position]
+        found = next(item.iter_markers_with_node(name=DEPENDENCY), None)
+        if found is not None:
+            node, mark = found
+            where = self.where(node, mark)
+            site = f"@pytest.mark.{DEPENDENCY} at {where}"
+            depends = mark.kwargs.get("depends") or ()
+            scope = mark.kwargs.get("scope", "module")
+            inherited = not isinstance(node, pytest.Item)
+            for name, resolved in self._resolve_names(position, depends, scope, where, site):
+                yield _Source(
+                    Declaration((name,), Kind.REQUIRES, where), Origin(DEPENDENCY, where), site,
+                    inherited, resolved,
+                )
+        for call in self._runtime_calls(position):
+            site = f"depends(request, {list(call.names)!r}) at {call.where}"
+            for name, resolved in self._resolve_names(
+                position, call.names, call.scope, call.where, site
+            ):
+                yield _Source(
+                    Declaration((name,), Kind.REQUIRES, call.where),
+                    Origin(DEPENDENCY, call.where), site, False, resolved,
+                )
+
+    def _resolve_names(
+        self, position: int, depends: object, scope: object, where: str, site: str
+    ) -> Iterator[tuple[str, tuple[int, ...]]]:
+        item = self.builder.collected[position]
+        if isinstance(depends, str):
+            depends = [depends]
+        if scope not in SCOPES or not isinstance(depends, (list, tuple, set)):
+            what = (f"scope={scope!r} is not one of {', '.join(map(repr, SCOPES))}"
+                    if scope not in SCOPES else
+                    f"depends={depends!r} is not a list of test names")
+            self._report(position, f"depgraph: {where}: {site}: {what} "
+                         f"(declared for {item.nodeid}{{more}}).")
+            return
+        key = _scope_key(item, str(scope))
+        for name in depends:
+            name = str(name)
+            matches = self.names.lookup(str(scope), key, name) if key is not None else []
+            if matches:
+                yield name, tuple(matches)
+            elif not self.settings.ignore_unknown:
+                self._report(position, self._unknown_name(position, name, str(scope), key,
+                                                          where, site))
+
+    def _unknown_name(
+        self, position: int, name: str, scope: str, key: str | None, where: str, site: str
+    ) -> str:
+        item = self.builder.collected[position]
+        lines = [
+            f"depgraph: {where}: {site}: {name!r} names no test known to pytest-dependency in "
+            f"{scope} scope (declared for {item.nodeid}{{more}})."
+        ]
+        if key is None:
+            lines.append(f"  {item.nodeid} is not inside a {scope}; use scope='module' or "
+                         "scope='session'.")
+        else:
+            lines.extend(self._hints(position, name, scope, key))
+        lines.append(
+            "  A test can be depended on only if it carries @pytest.mark.dependency (or "
+            "automark_dependency is set); its name is its name= or its node id relative to the "
+            "scope: 'test_x' or 'TestClass::test_x' in a module, the full node id "
+            "'tests/test_mod.py::test_x' in session or package scope."
+        )
+        return "\n".join(lines)
+
+    def _hints(self, position: int, name: str, scope: str, key: str) -> list[str]:
+        item = self.builder.collected[position]
+        names = self.names
+        hints = []
+        # the node id (rule of depends_on) names an existing test that pytest-dependency cannot
+        for match in self.builder.index.resolve(name, item.nodeid)[:3]:
+            other = self.builder.collected[match]
+            if other.get_closest_marker(DEPENDENCY) is None and not self.settings.automark:
+                hints.append(f"  {other.nodeid} has no @pytest.mark.dependency: add "
+                             "@pytest.mark.dependency() to it.")
+            elif match in names.named:
+                hints.append(f"  {other.nodeid} is known as {names.named[match]!r} (its name=).")
+            elif "[" in other.nodeid and "[" not in name:
+                hints.append(f"  {name!r} is parametrized: name its instances, e.g. "
+                             f"{default_name(other.nodeid, scope)!r}.")
+                break
+        if not hints:
+            close = difflib.get_close_matches(name, names.names_in(scope, key), n=3, cutoff=0.6)
+            if close:
+                hints.append("  Did you mean " + " or ".join(map(repr, close)) + "?")
+        return hints
+
+    def _runtime_calls(self, position: int) -> list[_RuntimeCall]:
+        """Literal ``depends(request, [...])`` calls in the test and the fixtures it uses."""
+        item = self.builder.collected[position]
+        found: list[_RuntimeCall] = []
+        functions: list[object] = [getattr(item, "function", None)]
+        info = getattr(item, "_fixtureinfo", None)
+        if info is not None:
+            for name in getattr(item, "fixturenames", ()):
+                functions.extend(getattr(d, "func", None)
+                                 for d in info.name2fixturedefs.get(name, ()))
+        for function in functions:
+            if function is None:
+                continue
+            calls = self._calls.get(id(function))
+            if calls is None:
+                calls = self._calls[id(function)] = _literal_depends_calls(
+                    function, self.builder._relative
+                )
+            found.extend(calls)
+        return found
+
+    # -- pytest-order ------------------------------------------------------------------------
+
+    def _index_order(self) -> None:
+        collected = self.builder.collected
+        for position, item in enumerate(collected):
+            nodeid = item.nodeid
+            last = nodeid.rpartition("::")[2]
+            if "[" in last:
+                last = last.rpartition("[")[0]
+            self._by_last.setdefault(last, []).append(position)
+            parts = nodeid.split("::")
+            if len(parts) == 3:
+                self._by_class.setdefault(parts[1], []).append(position)
+        for position, item in enumerate(collected):
+            for node, mark in item.iter_markers_with_node(name=ORDER):
+                labels = _labels(mark.kwargs.get("before"))
+                if labels == []:
+                    continue
+                where = self.where(node, mark)
+                if labels is None:
+                    self._before_problems.setdefault(position, []).append(
+                        self._unknown_label(position, "before", mark.kwargs["before"], where)
+                    )
+                    continue
+                for label in labels:
+                    matches = self._order_matches(label, position, node)
+                    if not matches:
+                        self._before_problems.setdefault(position, []).append(
+                            self._unknown_label(position, "before", label, where)
+                        )
+                    for match in matches:
+                        if match != position:
+                            self._before_of.setdefault(match, []).append((position, where, label))
+
+    def order_sources(self, position: int) -> Iterator[_Source]:
+        from pytest_depgraph.build import _Source
+
+        item = self.builder.collected[position]
+        for message in self._before_problems.get(position, ()):
+            self._report(position, message)
+        for node, mark in item.iter_markers_with_node(name=ORDER):
+            after = mark.kwargs.get("after")
+            labels = _labels(after)
+            where = self.where(node, mark)
+            if labels is None:
+                self._report(position, f"depgraph: {where}: @pytest.mark.{ORDER}(after="
+                             f"{after!r}): after= takes a test name or a list of test names "
+                             f"(declared for {item.nodeid}{{more}}).")
+                continue
+            for label in labels:
+                found = self._order_matches(label, position, node)
+                matches = tuple(m for m in found if m != position)  # pytest-order: a no-op
+                site = f"@pytest.mark.{ORDER}(after={label!r}) at {where}"
+                if matches:
+                    yield _Source(
+                        Declaration((label,), Kind.AFTER, where), Origin(ORDER, where), site,
+                        not isinstance(node, pytest.Item), matches,
+                    )
+                elif not found:
+                    self._report(position, self._unknown_label(position, "after", label, where))
+        for declarer, where, label in self._before_of.get(position, ()):
+            site = (f"@pytest.mark.{ORDER}(before={label!r}) on "
+                    f"{self.builder.collected[declarer].nodeid} at {where}")
+            yield _Source(
+                Declaration((label,), Kind.AFTER, where), Origin(ORDER, where), site,
+                False, (declarer,),
+            )
+
+    def _order_matches(self, label: str, position: int, node: object) -> list[int]:
+        """pytest-order's ``items_from_label`` and ``items_from_class_label``."""
+        if not isinstance(label, str):
+            return []
+        item = self.builder.collected[position]
+        item_id = item.nodeid
+        is_class_mark = getattr(item, "cls", None) is not None and not isinstance(
+            node, pytest.Item
+        )
+        last = label.split("/")[-1].split("::")[-1]
+        matches = []
+        for candidate in self._by_last.get(last, ()):
+            nodeid = self.builder.collected[candidate].nodeid
+            if nodeid.endswith(label):
+                start = nodeid[: -len(label)]
+            elif nodeid.endswith("]") and nodeid.rpartition("[")[0].endswith(label):
+                start = nodeid.rpartition("[")[0][: -len(label)]
+            else:
+                continue
+            if is_class_mark and start.count("::") == 2:
+                continue
+            if item_id.startswith(start):
+                matches.append(candidate)
+        if not matches and is_class_mark and "::" not in label:
+            for candidate in self._by_class.get(label, ()):
+                nodeid = self.builder.collected[candidate].nodeid
+                start = nodeid[: nodeid.rindex("::") - len(label)]
+                if item_id.startswith(start):
+                    matches.append(candidate)
+        return matches
+
+    def _unknown_label(self, position: int, keyword: str, label: object, where: str) -> str:
+        item = self.builder.collected[position]
+        if not isinstance(label, str):
+            return (f"depgraph: {where}: @pytest.mark.{ORDER}({keyword}={label!r}): {keyword}= "
+                    f"takes a test name or a list of test names (declared for "
+                    f"{item.nodeid}{{more}}).")
+        own = item.nodeid.rpartition("::")[2].partition("[")[0]
+        pool = [name for name in self._by_last if name != own]
+        close = difflib.get_close_matches(label.split("::")[-1], pool, n=3, cutoff=0.6)
+        hint = "  Did you mean " + " or ".join(map(repr, close)) + "?\n" if close else ""
+        return (
+            f"depgraph: {where}: @pytest.mark.{ORDER}({keyword}={label!r}) at {where}: "
+            f"{label!r} matches no collected test (declared for {item.nodeid}{{more}}).\n"
+            f"{hint}"
+            "  pytest-order names a test by the end of its node id ('test_name', "
+            "'TestClass::test_name', 'test_module.py::test_name') within the test's module or a "
+            "parent directory. pytest-order would ignore this marker with a warning; "
+            "pytest-depgraph makes it an error so that a typo cannot go unnoticed."
+        )
+
+    # -- shared ------------------------------------------------------------------------------
+
+    def _report(self, position: int, message: str) -> None:
+        item = self.builder.collected[position]
+        problem = self.builder._problem(message, report_nodeid=item.nodeid.split("::", 1)[0])
+        problem.items.add(position)
+
+    def where(self, node: Any, mark: pytest.Mark) -> str:
+        """``file:line`` of the decorator, ``pytestmark`` or ``pytest.param`` with ``mark``."""
+        path = getattr(node, "path", None)
+        if path is None:
+            return str(node.nodeid)
+        obj = getattr(node, "obj", None)
+        key = (id(obj), mark.name)
+        if key not in self._where:
+            self._where[key] = self._find_where(node, obj, str(path), mark.name)
+        return self._where[key]
+
+    def _find_where(self, node: object, obj: object, filename: str, name: str) -> str:
+        from pytest_depgraph.build import _first_line
+
+        rel = self.builder._relative(filename)
+        lines = linecache.getlines(filename)
+        if isinstance(node, pytest.Module):
+            for number, text in enumerate(lines, 1):
+                if re.match(r"\s*pytestmark\b", text):
+                    return f"{rel}:{number}"
+            return rel
+        first = _first_line(obj)
+        if not first:
+            return rel
+        for number in range(first, min(first + 200, len(lines)) + 1):
+            text = lines[number - 1]
+            if re.match(r"\s*(async\s+def|def|class)\s", text):
+                break
+            if f"mark.{name}" in text:
+                return f"{rel}:{number}"
+        return f"{rel}:{first}"
+
+
+def _marker_names(items: Iterable[pytest.Item]) -> set[str]:
+    """Names of every mark on the items and their parents; each node is looked at once."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    for item in items:
+        node: Any = item
+        while node is not None and id(node) not in seen:
+            seen.add(id(node))
+            if node.own_markers:
+                names.update(m.name for m in node.own_markers)
+            node = node.parent
+    return names
+
+
+def _labels(value: object) -> list[Any] | None:
+    """pytest-order's ``before=``/``after=`` as a list; None when it is neither str nor list."""
+    if value is None or value == ():
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return None
+
+
+@dataclass(frozen=True)
+class _RuntimeCall:
+    """A ``depends(request, [literal names], scope=...)`` call found in a function's source."""
+
+    names: tuple[str, ...]
+    scope: str
+    where: str
+
+
+def _literal_depends_calls(function: object, relative: Callable[[str], str]) -> list[_RuntimeCall]:
+    """Calls of pytest-dependency's ``depends`` with literal names (O(size of the source))."""
+    function = inspect.unwrap(function)  # type: ignore[arg-type]
+    code = getattr(function, "__code__", None)
+    if code is None or "depends" not in code.co_names:
+        return []
+    try:
+        lines, first = inspect.getsourcelines(function)  # type: ignore[arg-type]
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    calls = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or len(node.args) < 2:
+            continue
+        callee = node.func
+        called = callee.id if isinstance(callee, ast.Name) else getattr(callee, "attr", "")
+        if called != "depends":
+            continue
+        names = _literal_strings(node.args[1])
+        scope_node = node.args[2] if len(node.args) > 2 else next(
+            (k.value for k in node.keywords if k.arg == "scope"), None
+        )
+        scope = "module" if scope_node is None else _literal_string(scope_node)
+        if names is None or scope is None:
+            continue  # names computed at run time: nothing to read here
+        where = relative(f"{code.co_filename}:{first + node.lineno - 1}")
+        calls.append(_RuntimeCall(tuple(names), scope, where))
+    return calls
+
+
+def _literal_strings(node: ast.expr) -> list[str] | None:
+    if isinstance(node, (ast.List, ast.Tuple)):
+        values = [_literal_string(e) for e in node.elts]
+        return None if any(v is None for v in values) else [v for v in values if v is not None]
+    return None
+
+
+def _literal_string(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+# -- registration and the run-time side ------------------------------------------------------
+
+
+def _loaded(config: pytest.Config, module: str) -> Any:
+    """The loaded plugin module called ``module`` (or one of its submodules), or None."""
+    for plugin in config.pluginmanager.get_plugins():
+        name = getattr(plugin, "__name__", "")
+        if isinstance(name, str) and (name == module or name.startswith(module + ".")):
+            return plugin
+    return None
+
+
+def register(config: pytest.Config) -> None:
+    """Register the other plugins' markers when they are absent, and the run-time helpers."""
+    global _settings
+    dependency = _loaded(config, "pytest_dependency")
+    if dependency is None:
+        config.addinivalue_line("markers", DEPENDENCY_HELP)
+        _settings = _Settings()
+    else:
+        _settings = _Settings(
+            automark=bool(_option(lambda: config.getini("automark_dependency"))),
+            ignore_unknown=bool(
+                _option(lambda: config.getoption("--ignore-unknown-dependency"))
+            ),
+        )
+    if _loaded(config, "pytest_order") is None:
+        config.addinivalue_line("markers", ORDER_HELP)
+        config.pluginmanager.register(OrderIndex(), "depgraph-order-index")
+    from pytest_depgraph import worker
+
+    if dependency is not None and worker.is_walked_worker(config):
+        runtime = DependencyRuntime(config, dependency)
+        if runtime.install():
+            config.pluginmanager.register(runtime, "depgraph-dependency-runtime")
+
+
+def _option(read: Callable[[], object]) -> object:
+    try:
+        return read()
+    except (ValueError, KeyError, AttributeError):
+        return False
+
+
+def order_index(item: pytest.Item) -> int | None:
+    """pytest-order's position of a test: ``order(1)``, ``order(index=1)``, ``"first"``..."""
+    for mark in item.iter_markers(name=ORDER):
+        value = mark.args[0] if mark.args else mark.kwargs.get("index")
+        if isinstance(value, str):
+            value = _ORDER_WORDS.get(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+class OrderIndex:
+    """pytest-order's ``order(index)`` sorting, for suites run without pytest-order.
+
+    Tests with an index >= 0 come first, by index; then the tests without one; then those with
+    a negative index (``-1``/``"last"`` at the very end). The sort is stable, and it runs
+    before the graph is built, so edges win where they contradict it.
+    """
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        indexes = [order_index(item) for item in items]
+        if all(index is None for index in indexes):
+            return
+        keyed = sorted(
+            range(len(items)),
+            key=lambda i: (1, 0) if indexes[i] is None else (
+                (0, indexes[i]) if indexes[i] >= 0 else (2, indexes[i])  # type: ignore[operator]
+            ),
+        )
+        items[:] = [items[i] for i in keyed]
+
+
+class _Passed:
+    """A report-like value with the two attributes pytest-dependency's ``addResult`` reads."""
+
+    outcome = "passed"
+
+    def __init__(self, when: str) -> None:
+        self.when = when
+
+
+class DependencyRuntime:
+    """Tells pytest-dependency, on a walked xdist worker, which dependencies passed elsewhere.
+
+    pytest-dependency keeps results on the collection nodes of the process that ran each test,
+    so on a worker a dependency that ran on another worker is unknown and its dependent is
+    skipped. The depgraph scheduler sends a test only when all its requires dependencies
+    passed, so before pytest-dependency checks a name, every test of that name that is a
+    requires ancestor of the running test is recorded as passed in the checking manager.
+    """
+
+    def __init__(self, config: pytest.Config, module: Any) -> None:
+        self.config = config
+        self.module = module
+        self.current: pytest.Item | None = None
+        self._names: DependencyNames | None = None
+        self._node_of: dict[str, int] | None = None
+        self._ancestors: dict[int, set[int]] = {}
+        self._original: Any = None
+
+    def install(self) -> bool:
+        """Wrap ``DependencyManager.checkDepend``; False (with a warning) on unknown internals."""
+        manager = getattr(self.module, "DependencyManager", None)
+        check = getattr(manager, "checkDepend", None)
+        add = getattr(manager, "addResult", None)
+        if manager is None or check is None or add is None or not hasattr(manager, "ScopeCls"):
+            warnings.warn(pytest.PytestWarning(
+                "pytest-depgraph: this pytest-dependency "
+                f"({getattr(self.module, '__version__', '?')}) has no "
+                "DependencyManager.checkDepend/addResult; on xdist workers its own skip check "
+                "cannot see dependencies that ran on another worker. Use depends_on markers or "
+                "pytest-dependency 0.5/0.6."
+            ), stacklevel=1)
+            return False
+        runtime = self
+        self._original = check
+
+        def checkDepend(manager_self: Any, depends: Any, item: Any) -> Any:
+            try:
+                runtime.fill(manager_self, depends, item)
+            except Exception as error:  # never break the test run
+                warnings.warn(pytest.PytestWarning(
+                    f"pytest-depgraph could not pass results to pytest-dependency: {error!r}"
+                ), stacklevel=1)
+            return runtime._original(manager_self, depends, item)
+
+        checkDepend._depgraph_wrapped = check  # type: ignore[attr-defined]
+        manager.checkDepend = checkDepend
+        return True
+
+    def pytest_unconfigure(self) -> None:
+        manager = getattr(self.module, "DependencyManager", None)
+        if manager is not None and self._original is not None:
+            manager.checkDepend = self._original
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
+        self.current = item
+        try:
+            return (yield)
+        finally:
+            self.current = None
+
+    def fill(self, manager: Any, depends: Any, node: Any) -> None:
+        """Record as passed each name in ``depends`` whose tests are requires ancestors."""
+        from pytest_depgraph.state import PLAN_KEY
+
+        item = self.current
+        plan = self.config.stash.get(PLAN_KEY, None)
+        results = getattr(manager, "results", None)
+        scope = getattr(manager, "scope", None)
+        if item is None or plan is None or not isinstance(results, dict) or scope not in SCOPES:
+            return
+        if self._node_of is None:
+            self._node_of = {n: i for i, n in enumerate(plan.nodeids[: plan.item_count])}
+        me = self._node_of.get(item.nodeid)
+        if me is None:
+            return
+        if self._names is None:
+            self._names = DependencyNames(item.session.items, _settings.automark)
+        key = _scope_key(node, scope)
+        if key is None:
+            return
+        ancestors = self._required_ancestors(plan, me)
+        for name in [depends] if isinstance(depends, str) else list(depends):
+            status = results.get(name)
+            if status is not None and getattr(status, "isSuccess", lambda: False)():
+                continue
+            tests = [self._names.items[p] for p in self._names.lookup(scope, key, str(name))]
+            nodes = [self._node_of.get(t.nodeid) for t in tests]
+            if tests and all(n is not None and n in ancestors for n in nodes):
+                for test in tests:
+                    for when in ("setup", "call", "teardown"):
+                        manager.addResult(test, name, _Passed(when))
+
+    def _required_ancestors(self, plan: Any, node: int) -> set[int]:
+        """Tests reached from ``node`` through requires edges: all passed before it was sent."""
+        found = self._ancestors.get(node)
+        if found is None:
+            found = set()
+            stack = [node]
+            while stack:
+                for edge in plan.graph.dependencies(stack.pop()):
+                    if edge.kind is Kind.REQUIRES and edge.dependency not in found:
+                        found.add(edge.dependency)
+                        stack.append(edge.dependency)
+            self._ancestors[node] = found
+        return found
+

@@ -8,7 +8,7 @@ from collections.abc import Generator
 
 import pytest
 
-from pytest_depgraph import dot, report, selection, worker
+from pytest_depgraph import compat, dot, report, selection, worker
 from pytest_depgraph.build import Result as BuildResult
 from pytest_depgraph.build import build
 from pytest_depgraph.markers import MARKER, MARKER_HELP
@@ -29,6 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
+    compat.register(config)
     settings = read_settings(config)
     if settings.dot and dot.needs_graphviz(settings.dot) and shutil.which("dot") is None:
         raise pytest.UsageError(

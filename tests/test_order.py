@@ -193,3 +193,24 @@ def test_decorator_form_on_tests_and_classes(pytester: pytest.Pytester, run) -> 
     result = run()
     result.assert_outcomes(passed=3)
     assert names(result) == ["test_base", "test_fn", "test_m"]
+
+
+def test_order_other_plugins_leave_is_kept_where_no_edge_contradicts(
+    pytester: pytest.Pytester, run
+) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_a(): pass
+        def test_b(): pass
+
+        @pytest.mark.depends_on("test_a")
+        def test_c(): assert 0
+        """
+    )
+    pytester.runpytest("-p", "cacheprovider")
+    result = run("--ff", "-p", "cacheprovider")
+    # --ff moves the failure first; the edge then pulls test_a in front of it, and test_b
+    # keeps its place after them
+    assert names(result) == ["test_a", "test_c", "test_b"]

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Run every benchmark of bench/ one after another and print their Markdown tables.
+#
+#   bench/run_all.sh            # full runs (about 20-30 minutes on 2 cores)
+#   bench/run_all.sh --quick    # smaller, one-repeat variants (a few minutes)
+#
+# Uses $PYTHON (default: python3 on PATH), which needs pytest, pytest-xdist and this package
+# installed (e.g. `pip install -e '.[test]'`); peers_bench.py makes its own venvs under
+# /tmp/depgraph-bench-venvs/. Each script also runs alone: see bench/README.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+quick=0
+for arg in "$@"; do
+    case "$arg" in
+        --quick) quick=1 ;;
+        *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+    esac
+done
+
+echo "# bench/run_all.sh on $(hostname), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+
+echo "## Graph phases (bench/graph_bench.py)"
+echo
+if [ "$quick" = 1 ]; then "$PYTHON" bench/graph_bench.py --repeat 1; else "$PYTHON" bench/graph_bench.py; fi
+echo
+
+echo "## xdist scheduling (bench/xdist_bench.py)"
+echo
+if [ "$quick" = 1 ]; then "$PYTHON" bench/xdist_bench.py --quick; else "$PYTHON" bench/xdist_bench.py --stress; fi
+echo
+
+echo "## Collection overhead and full runs vs peers (bench/peers_bench.py)"
+echo
+if [ "$quick" = 1 ]; then "$PYTHON" bench/peers_bench.py --quick --repeat 1; else "$PYTHON" bench/peers_bench.py; fi
+echo
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
