@@ -137,8 +137,15 @@ def test_last_failed_reruns_failures_with_their_dependencies(
 
 @pytest.mark.parametrize(
     "args",
-    [("-k", "checkout"), ("test_shop.py::test_checkout",)],
-    ids=["-k", "node id"],
+    [
+        ("-k", "checkout"),
+        ("-m", "slow"),
+        ("--deselect", "test_shop.py::test_login", "--deselect", "test_shop.py::test_cart",
+         "--deselect", "test_shop.py::test_unrelated", "--deselect",
+         "test_shop.py::test_after_only"),
+        ("test_shop.py::test_checkout",),
+    ],
+    ids=["-k", "-m", "--deselect", "node id"],
 )
 def test_selection_pulls_in_dependencies_on_xdist(pytester: pytest.Pytester, args) -> None:
     pytester.makepyfile(test_shop=SHOP)
@@ -198,3 +205,29 @@ def test_file_arguments_without_dependencies_collect_as_usual(
     result = run("test_a.py")
     result.assert_outcomes(passed=1)
     assert "deselected" not in result.stdout.str()
+
+
+def test_last_failed_on_xdist(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_a="""
+        import os, pytest
+
+        def test_login(): pass
+
+        @pytest.mark.depends_on("test_login")
+        def test_cart():
+            assert not os.environ.get("BREAK_CART")
+
+        @pytest.mark.depends_on("test_cart")
+        def test_checkout(): pass
+        """,
+        test_b="def test_independent(): pass\n",
+    )
+    args = ("-n", "2", "-p", "xdist", "-p", "cacheprovider", "-v")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BREAK_CART", "1")
+        pytester.runpytest_subprocess(*args).assert_outcomes(passed=2, failed=1, skipped=1)
+    again = pytester.runpytest_subprocess(*args, "--lf")
+    again.assert_outcomes(passed=3)
+    assert "test_independent" not in again.stdout.str()
+    again.stdout.fnmatch_lines(["1 dependency pulled in by selection:"])
