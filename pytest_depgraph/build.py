@@ -8,6 +8,7 @@ each a message for a person that names the test, the file and line, and what to 
 from __future__ import annotations
 
 import gc
+import inspect
 import linecache
 import re
 import time
@@ -15,10 +16,9 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
-from _pytest.nodes import Node
 
 from pytest_depgraph import compat
 from pytest_depgraph import graph as dag
@@ -34,6 +34,9 @@ from pytest_depgraph.markers import (
 )
 from pytest_depgraph.plan import Plan, edges_by_origin
 from pytest_depgraph.resolve import TargetIndex
+
+if TYPE_CHECKING:
+    from _pytest.nodes import Node
 
 
 @dataclass
@@ -183,31 +186,38 @@ class _Builder:
             raw = RawDeclaration(raw.args, raw.kwargs, where)
             kind = "output" if getattr(func, "_depgraph_output", False) else "fixture"
             site = f"@depends_on on fixture '{name}' at {where}"
-            try:
-                declaration = validate(raw)
-            except DeclarationError as error:
-                problems.append(self._problem(
-                    f"depgraph: {where}: {site}: {error}",
-                    report_nodeid=where.rsplit(":", 1)[0],
-                ))
-                continue
-            sources.append(_Source(declaration, Origin(kind, where, name), site, inherited=True))
+            found, trouble = self._validated(raw, Origin(kind, where, name), site, None, True)
+            sources += found
+            problems += trouble
         return sources, problems
 
     def _validated(
-        self, raw: RawDeclaration, origin: Origin, site: str, position: int, inherited: bool
+        self,
+        raw: RawDeclaration,
+        origin: Origin,
+        site: str,
+        position: int | None,
+        inherited: bool,
     ) -> tuple[list[_Source], list[Problem]]:
-        """The declaration as a source, or the problem with it (for every test it is on)."""
+        """The declaration as a source, or the problem with it (for every test it is on).
+
+        ``position`` is the first test the declaration is on; None for a fixture's, which
+        applies to every test using the fixture.
+        """
         try:
             declaration = validate(raw)
         except DeclarationError as error:
-            item = self.collected[position]
-            problem = self._problem(
-                f"depgraph: {raw.where}: {site}: {error}\n"
-                f"  (declared for {item.nodeid}{{more}})",
-                report_nodeid=_module_of(item.nodeid),
-            )
-            return [], [problem]
+            if position is None:
+                message = f"depgraph: {raw.where}: {site}: {error}"
+                report_nodeid = raw.where.rsplit(":", 1)[0]
+            else:
+                nodeid = self.collected[position].nodeid
+                message = (
+                    f"depgraph: {raw.where}: {site}: {error}\n"
+                    f"  (declared for {nodeid}{{more}})"
+                )
+                report_nodeid = _module_of(nodeid)
+            return [], [self._problem(message, report_nodeid)]
         return [_Source(declaration, origin, site, inherited)], []
 
     # -- locations ---------------------------------------------------------------------------
@@ -334,8 +344,6 @@ def _first_line(obj: object) -> int:
     if code is not None:
         return int(code.co_firstlineno)
     try:
-        import inspect
-
         return inspect.getsourcelines(obj)[1]  # type: ignore[arg-type]
     except (OSError, TypeError):
         return 0

@@ -230,3 +230,29 @@ def test_loaded_with_dash_p_when_autoload_is_disabled(
     result.assert_outcomes(failed=1, skipped=1)
     off = pytester.runpytest_subprocess("-p", "no:depgraph", "-v")
     off.assert_outcomes(failed=1, passed=1)
+
+
+def test_bad_fixture_declaration_names_the_fixture(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        test_fx="""
+        import pytest
+        from pytest_depgraph import depends_on
+
+        @pytest.fixture
+        @depends_on("test_a", on_failure="sometimes")
+        def token():
+            pass
+
+        def test_a(): pass
+        def test_b(token): pass
+        def test_c(token): pass
+        """
+    )
+    result = run()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        ["depgraph: test_fx.py:5: @depends_on on fixture 'token' at test_fx.py:5: "
+         "on_failure='sometimes' is not valid*"]
+    )
+    result.assert_outcomes(errors=1)
+    _assert_clean(result)
