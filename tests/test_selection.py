@@ -6,6 +6,22 @@ import pytest
 
 from .conftest import names, skip_reasons
 
+LAST_FAILED = {
+    "test_a": """
+    import os, pytest
+
+    def test_login(): pass
+
+    @pytest.mark.depends_on("test_login")
+    def test_cart():
+        assert not os.environ.get("BREAK_CART")
+
+    @pytest.mark.depends_on("test_cart")
+    def test_checkout(): pass
+    """,
+    "test_b": "def test_independent(): pass\n",
+}
+
 SHOP = """
 import pytest
 
@@ -109,21 +125,7 @@ def test_no_deps_from_ini(pytester: pytest.Pytester, run) -> None:
 def test_last_failed_reruns_failures_with_their_dependencies(
     pytester: pytest.Pytester, run
 ) -> None:
-    pytester.makepyfile(
-        test_a="""
-        import os, pytest
-
-        def test_login(): pass
-
-        @pytest.mark.depends_on("test_login")
-        def test_cart():
-            assert not os.environ.get("BREAK_CART")
-
-        @pytest.mark.depends_on("test_cart")
-        def test_checkout(): pass
-        """,
-        test_b="def test_independent(): pass\n",
-    )
+    pytester.makepyfile(**LAST_FAILED)
     pytester.runpytest("-p", "cacheprovider")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BREAK_CART", "1")
@@ -208,21 +210,7 @@ def test_file_arguments_without_dependencies_collect_as_usual(
 
 
 def test_last_failed_on_xdist(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_a="""
-        import os, pytest
-
-        def test_login(): pass
-
-        @pytest.mark.depends_on("test_login")
-        def test_cart():
-            assert not os.environ.get("BREAK_CART")
-
-        @pytest.mark.depends_on("test_cart")
-        def test_checkout(): pass
-        """,
-        test_b="def test_independent(): pass\n",
-    )
+    pytester.makepyfile(**LAST_FAILED)
     args = ("-n", "2", "-p", "xdist", "-p", "cacheprovider", "-v")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BREAK_CART", "1")
