@@ -360,6 +360,11 @@ def _used_definitions(name: str, definitions: Sequence[object]) -> list[object]:
     return used
 
 
+def _scope_of(nodeid: str) -> str:
+    """``f.py::C::t[x]`` -> ``f.py::C``; ``f.py::t`` -> ``f.py``."""
+    return nodeid.split("[", 1)[0].rpartition("::")[0] or nodeid
+
+
 def _module_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
@@ -499,7 +504,9 @@ def _build(
         if with_locations
         else [],
         graph=plan_graph,
-        group=[groups.setdefault(_module_of(nodeids[n]), len(groups)) for n in final],
+        # affinity groups are the innermost scope (class, else module): a worker that keeps
+        # to one class keeps its class fixtures, which pytest sets up again after a switch
+        group=[groups.setdefault(_scope_of(nodeids[n]), len(groups)) for n in final],
         item_count=len(items),
         errors=[p.message for p in problems],
         broken={renumber[n]: message for n, message in broken.items()},

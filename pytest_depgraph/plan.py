@@ -30,7 +30,7 @@ class Plan:
     locations: list[tuple[str, int | None, str]]
     #: the reduced graph, over the same node numbers.
     graph: Graph
-    #: an int per node naming its module (fixture affinity under xdist).
+    #: an int per node naming its innermost scope, class or module (fixture affinity).
     group: list[int]
     #: number of nodes that are collected items; the rest are external.
     item_count: int

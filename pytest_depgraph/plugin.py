@@ -151,6 +151,9 @@ class _Collection:
                 )
             )
         config.stash[PLAN_KEY] = result.plan
+        previous = config.pluginmanager.get_plugin("depgraph-serial")
+        if previous is not None:  # the hook ran again (some plugins call it themselves)
+            config.pluginmanager.unregister(previous)
         if config.option.collectonly or worker.is_walked_worker(config):
             return  # nothing runs, or the xdist controller decides what runs
         config.pluginmanager.register(

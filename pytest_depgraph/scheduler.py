@@ -206,9 +206,13 @@ class DepGraphScheduling:
         worker = self.workers[node]
         assert worker.running == item_index, (node, worker.running, item_index)
         worker.running = None
-        self._finish(item_index, self.recorder.satisfied(self._nodeid(item_index)))
-        # this worker first: its module's fixtures are up, and the tests that just became ready
-        # are often its own test's module mates
+        ready = self._finish(item_index, self.recorder.satisfied(self._nodeid(item_index)))
+        # A worker continues the chain it runs: a test its last test just made ready, in the
+        # same class or module, goes to it before any other test. Otherwise a longer chain
+        # elsewhere would take it away and pytest would set the class and module fixtures up
+        # again when it comes back.
+        self._continue_chain(node, worker, ready)
+        # then this worker first: the tests that just became ready are often its own mates
         self._dispatch(first=node)
 
     def mark_test_pending(self, item: str) -> None:
@@ -383,17 +387,37 @@ class DepGraphScheduling:
             index = walker.next(prefer_group=worker.last_group)
             if index is None:
                 return
-            worker.running = index
-            worker.last_group = plan.group[index] if index < len(plan.group) else None
-            if self._first_sent is None:
-                self._first_sent = time.perf_counter()
-            node.send_runtest_some([index])
+            self._send(node, worker, index)
 
-    def _finish(self, index: int, satisfied: bool) -> None:
+    def _send(self, node: Any, worker: _Worker, index: int) -> None:
+        assert self.plan is not None
+        worker.running = index
+        worker.last_group = self.plan.group[index] if index < len(self.plan.group) else None
+        if self._first_sent is None:
+            self._first_sent = time.perf_counter()
+        node.send_runtest_some([index])
+
+    def _finish(self, index: int, satisfied: bool) -> list[int]:
+        """Tell the walker; report the skips; return the tests that became ready."""
         assert self.walker is not None
         step = self.walker.finish(index, satisfied)
         if not self._stopping():
             self._report_skips(step.skipped)
+        return step.ready
+
+    def _continue_chain(self, node: Any, worker: _Worker, ready: list[int]) -> None:
+        walker, plan = self.walker, self.plan
+        if walker is None or plan is None or self._stopping() or not worker.usable:
+            return
+        if node.shutting_down or worker.last_group is None:
+            return
+        for index in ready:  # best first
+            if plan.group[index] == worker.last_group and walker.is_ready(index):
+                if self.limit is not None and walker.in_flight >= self.limit:
+                    return
+                walker.start(index)
+                self._send(node, worker, index)
+                return
 
     def _report_skips(self, skipped: list[Skip]) -> None:
         plan = self.plan

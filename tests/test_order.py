@@ -214,3 +214,19 @@ def test_order_other_plugins_leave_is_kept_where_no_edge_contradicts(
     # --ff moves the failure first; the edge then pulls test_a in front of it, and test_b
     # keeps its place after them
     assert names(result) == ["test_a", "test_c", "test_b"]
+
+
+def test_modifyitems_called_again_by_another_plugin(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        pytest_plugins = ["pytester"]
+
+        def test_hook_called_twice(pytester):
+            items = pytester.getitems("def test_a(): pass\\ndef test_b(): pass\\n")
+            config = items[0].config
+            config.hook.pytest_collection_modifyitems(
+                session=items[0].session, config=config, items=items
+            )
+        """
+    )
+    pytester.runpytest("-p", "no:xdist").assert_outcomes(passed=1)

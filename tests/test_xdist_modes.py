@@ -100,3 +100,42 @@ def test_dot_and_summary_on_the_controller(pytester: pytest.Pytester) -> None:
             "parallel walk: * s wall, lower bound * s = max(critical path * s, total * s / 2)*",
         ]
     )
+
+
+def test_class_chains_keep_their_class_fixture_on_a_worker(pytester: pytest.Pytester) -> None:
+    """Three classes with equal chains: a worker finishes one class before taking another."""
+    pytester.makepyfile(
+        test_cls="""
+        import os, pytest
+
+        @pytest.fixture(scope="class")
+        def env(request, tmp_path_factory):
+            marker = tmp_path_factory.getbasetemp().parent / f"setup-{request.cls.__name__}"
+            assert not marker.exists(), "class fixture set up twice"
+            marker.touch()
+            return {}
+
+        class TestA:
+            def test_1(self, env):
+                env["x"] = 1
+
+            @pytest.mark.depends_on("test_1")
+            def test_2(self, env):
+                assert env["x"] == 1
+
+            @pytest.mark.depends_on("test_2")
+            def test_3(self, env):
+                assert env["x"] == 1
+
+        class TestB(TestA):
+            pass
+
+        class TestC(TestA):
+            pass
+        """
+    )
+    for _ in range(3):
+        result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist")
+        result.assert_outcomes(passed=9)
+        for marker in pytester.path.parent.glob("setup-*"):
+            marker.unlink()
