@@ -98,19 +98,7 @@ class Graph:
             origins[key] = origin
             if kind == Kind.AFTER:
                 self._after.add(key)
-            # _add, inlined: this runs once per declared edge
-            if self._shared:
-                self._unshare()
-            ds = self._dependencies[dependent]
-            if ds is _NO_EDGES:
-                self._dependencies[dependent] = [dependency]
-            else:
-                ds.append(dependency)
-            us = self._dependents[dependency]
-            if us is _NO_EDGES:
-                self._dependents[dependency] = [dependent]
-            else:
-                us.append(dependent)
+            self._add(dependent, dependency)
         elif kind == Kind.REQUIRES and key in self._after:
             self._after.discard(key)
             self._origins[key] = origin

@@ -22,6 +22,16 @@ LAST_FAILED = {
     "test_b": "def test_independent(): pass\n",
 }
 
+#: each mechanism selects test_checkout alone
+SELECTIONS = [
+    ("-k", "checkout"),
+    ("-m", "slow"),
+    ("--deselect", "test_shop.py::test_login", "--deselect", "test_shop.py::test_cart",
+     "--deselect", "test_shop.py::test_unrelated", "--deselect", "test_shop.py::test_after_only"),
+    ("test_shop.py::test_checkout",),
+]
+SELECTION_IDS = ["-k", "-m", "--deselect", "node id"]
+
 SHOP = """
 import pytest
 
@@ -46,18 +56,7 @@ def test_after_only():
 """
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ("-k", "checkout"),
-        ("-m", "slow"),
-        ("--deselect", "test_shop.py::test_login", "--deselect", "test_shop.py::test_cart",
-         "--deselect", "test_shop.py::test_unrelated", "--deselect",
-         "test_shop.py::test_after_only"),
-        ("test_shop.py::test_checkout",),
-    ],
-    ids=["-k", "-m", "--deselect", "node id"],
-)
+@pytest.mark.parametrize("args", SELECTIONS, ids=SELECTION_IDS)
 def test_selection_pulls_in_dependencies(pytester: pytest.Pytester, run, args) -> None:
     pytester.makepyfile(test_shop=SHOP)
     pytester.makeini("[pytest]\nmarkers = slow\n")
@@ -137,18 +136,7 @@ def test_last_failed_reruns_failures_with_their_dependencies(
     again.stdout.fnmatch_lines(["1 dependency pulled in by selection:", "  test_a.py::test_login"])
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ("-k", "checkout"),
-        ("-m", "slow"),
-        ("--deselect", "test_shop.py::test_login", "--deselect", "test_shop.py::test_cart",
-         "--deselect", "test_shop.py::test_unrelated", "--deselect",
-         "test_shop.py::test_after_only"),
-        ("test_shop.py::test_checkout",),
-    ],
-    ids=["-k", "-m", "--deselect", "node id"],
-)
+@pytest.mark.parametrize("args", SELECTIONS, ids=SELECTION_IDS)
 def test_selection_pulls_in_dependencies_on_xdist(pytester: pytest.Pytester, args) -> None:
     pytester.makepyfile(test_shop=SHOP)
     pytester.makeini("[pytest]\nmarkers = slow\n")
