@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -66,13 +67,20 @@ class _Source(NamedTuple):
 
     declaration: Declaration
     origin: Origin
-    #: what the error message calls the declaration's site
-    site: str
+    #: what the error message calls the declaration (``@pytest.mark.depends_on``); ``site``
+    #: adds where it was written
+    label: str
     #: declared on a class or module and inherited by the test
     inherited: bool
     #: positions (into all collected items) already resolved by the declaring plugin's own
     #: naming rules (pytest-dependency, pytest-order); None: resolve the targets here
     resolved: tuple[int, ...] | None = None
+
+    @property
+    def site(self) -> str:
+        """The declaration and where it was written, for error messages."""
+        where = self.origin.where
+        return f"{self.label} at {where}" if where else self.label
 
 
 class _Builder:
@@ -82,7 +90,10 @@ class _Builder:
         self.position = {item: i for i, item in enumerate(self.collected)}
         # pytest computes item.cls by walking up the tree: once per item is enough
         self.functions = [getattr(item, "function", None) for item in self.collected]
-        self.classes = [getattr(item, "cls", None) for item in self.collected]
+        self.classes = [
+            None if isinstance(item.parent, pytest.Module) else getattr(item, "cls", None)
+            for item in self.collected
+        ]
         self.index = TargetIndex(
             [item.nodeid for item in self.collected], self.functions, self.classes
         )
@@ -90,17 +101,21 @@ class _Builder:
         self._fixture_sources: dict[tuple[int, str], tuple[list[_Source], list[Problem]]] = {}
         self._mark_sources: dict[tuple[int, int], tuple[list[_Source], list[Problem]]] = {}
         self._mark_lines: dict[int, list[int]] = {}
+        self._parent_marks: dict[int, list[tuple[Node, pytest.Mark]]] = {}
+        self._closure_sources: dict[int, tuple[list[_Source], list[Problem]]] = {}
         self._relative_paths: dict[str, str] = {}
         self._root = rootpath.resolve()
+        self.compat = compat.reader(self)
 
     # -- declarations ------------------------------------------------------------------------
 
     def sources(self, position: int) -> Iterator[_Source]:
         """Every dependency declaration that applies to one item."""
         item = self.collected[position]
-        for node, mark in item.iter_markers_with_node(name=MARKER):
-            # a class or module marker is one Mark shared by all its tests: validate it once
-            key = (id(node), id(mark))
+        for node, mark in self._marks(position):
+            # a class or module marker is one Mark shared by all its tests, a test function's
+            # by all its parametrized instances: validate it once
+            key = (id(self.functions[position] if node is item else node), id(mark))
             cached = self._mark_sources.get(key)
             if cached is None:
                 cached = self._mark_sources[key] = self._marker_sources(node, mark, position)
@@ -118,7 +133,29 @@ class _Builder:
                 )
             yield from self._note(cached, position)
         yield from self._fixture_declarations(position)
-        yield from compat.sources(self, position)
+        if self.compat is not None:
+            yield from self.compat.sources(position)
+
+    def _marks(self, position: int) -> list[tuple[Node, pytest.Mark]]:
+        """``item.iter_markers_with_node(name=MARKER)``, with each parent's part found once.
+
+        pytest walks every test's whole chain of parents; a module's or class's markers are
+        the same for all its tests.
+        """
+        item = self.collected[position]
+        found: list[tuple[Node, pytest.Mark]] = [
+            (item, mark) for mark in item.own_markers if mark.name == MARKER
+        ]
+        parent = item.parent
+        if parent is not None:
+            inherited = self._parent_marks.get(id(parent))
+            if inherited is None:
+                inherited = self._parent_marks[id(parent)] = list(
+                    parent.iter_markers_with_node(name=MARKER)
+                )
+            if inherited:
+                found += inherited
+        return found
 
     @staticmethod
     def _note(cached: tuple[list[_Source], list[Problem]], position: int) -> list[_Source]:
@@ -130,11 +167,11 @@ class _Builder:
     def _marker_sources(
         self, node: Node, mark: pytest.Mark, position: int
     ) -> tuple[list[_Source], list[Problem]]:
-        where = self._mark_where(node, mark)
-        raw = RawDeclaration(mark.args, mark.kwargs, where)
+        # the file:line is looked up only if a message or the DOT file shows it
+        origin = Origin("marker", partial(self._mark_where, node, mark))
+        raw = RawDeclaration(mark.args, mark.kwargs, "")
         inherited = not isinstance(node, pytest.Item)
-        site = f"@pytest.mark.{MARKER} at {where}"
-        return self._validated(raw, Origin("marker", where), site, position, inherited)
+        return self._validated(raw, origin, f"@pytest.mark.{MARKER}", position, inherited)
 
     def _decorator_sources(
         self, owner: object, inherited: bool, position: int
@@ -144,27 +181,31 @@ class _Builder:
         for raw in declarations_of(owner):
             where = self._relative(raw.where)
             raw = RawDeclaration(raw.args, raw.kwargs, where)
-            site = f"@depends_on at {where}"
-            found, trouble = self._validated(raw, Origin("marker", where), site, position,
-                                             inherited)
+            found, trouble = self._validated(raw, Origin("marker", where), "@depends_on",
+                                             position, inherited)
             sources += found
             problems += trouble
         return sources, problems
 
-    def _fixture_declarations(self, position: int) -> Iterator[_Source]:
-        item = self.collected[position]
-        info = getattr(item, "_fixtureinfo", None)
+    def _fixture_declarations(self, position: int) -> list[_Source]:
+        info = getattr(self.collected[position], "_fixtureinfo", None)
         if info is None:
-            return
-        for name in item.fixturenames:  # type: ignore[attr-defined]
-            for fixturedef in _used_definitions(name, info.name2fixturedefs.get(name, ())):
-                key = (id(fixturedef), name)
-                if key not in self._fixture_sources:
-                    self._fixture_sources[key] = self._fixture_sources_of(fixturedef, name)
-                sources, problems = self._fixture_sources[key]
-                for problem in problems:
-                    problem.items.add(position)
-                yield from sources
+            return []
+        # one closure per test function, shared by its parametrized instances
+        cached = self._closure_sources.get(id(info))
+        if cached is None:
+            sources: list[_Source] = []
+            problems: list[Problem] = []
+            for name in info.names_closure:
+                for fixturedef in _used_definitions(name, info.name2fixturedefs.get(name, ())):
+                    key = (id(fixturedef), name)
+                    if key not in self._fixture_sources:
+                        self._fixture_sources[key] = self._fixture_sources_of(fixturedef, name)
+                    found, trouble = self._fixture_sources[key]
+                    sources += found
+                    problems += trouble
+            cached = self._closure_sources[id(info)] = (sources, problems)
+        return self._note(cached, position)
 
     def _fixture_sources_of(
         self, fixturedef: object, name: str
@@ -185,8 +226,8 @@ class _Builder:
             where = self._relative(raw.where)
             raw = RawDeclaration(raw.args, raw.kwargs, where)
             kind = "output" if getattr(func, "_depgraph_output", False) else "fixture"
-            site = f"@depends_on on fixture '{name}' at {where}"
-            found, trouble = self._validated(raw, Origin(kind, where, name), site, None, True)
+            label = f"@depends_on on fixture '{name}'"
+            found, trouble = self._validated(raw, Origin(kind, where, name), label, None, True)
             sources += found
             problems += trouble
         return sources, problems
@@ -195,7 +236,7 @@ class _Builder:
         self,
         raw: RawDeclaration,
         origin: Origin,
-        site: str,
+        label: str,
         position: int | None,
         inherited: bool,
     ) -> tuple[list[_Source], list[Problem]]:
@@ -207,18 +248,20 @@ class _Builder:
         try:
             declaration = validate(raw)
         except DeclarationError as error:
+            where = origin.where
+            site = f"{label} at {where}" if where else label
             if position is None:
-                message = f"depgraph: {raw.where}: {site}: {error}"
-                report_nodeid = raw.where.rsplit(":", 1)[0]
+                message = f"depgraph: {where}: {site}: {error}"
+                report_nodeid = where.rsplit(":", 1)[0]
             else:
                 nodeid = self.collected[position].nodeid
                 message = (
-                    f"depgraph: {raw.where}: {site}: {error}\n"
+                    f"depgraph: {where}: {site}: {error}\n"
                     f"  (declared for {nodeid}{{more}})"
                 )
                 report_nodeid = _module_of(nodeid)
             return [], [self._problem(message, report_nodeid)]
-        return [_Source(declaration, origin, site, inherited)], []
+        return [_Source(declaration, origin, label, inherited)], []
 
     # -- locations ---------------------------------------------------------------------------
 
@@ -461,8 +504,10 @@ def _build(
     for position in external_set:
         number[position] = len(number)
     graph = Graph(len(number))
-    for dependent, dependency, kind, origin in raw_edges:
-        graph.add_edge(number[dependent], number[dependency], kind, origin)
+    graph.add_edges(
+        (number[dependent], number[dependency], kind, origin)
+        for dependent, dependency, kind, origin in raw_edges
+    )
 
     lap("resolve")
     problems = builder.finished_problems()

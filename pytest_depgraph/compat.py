@@ -74,15 +74,11 @@ _settings = _Settings()
 # -- graph sources ---------------------------------------------------------------------------
 
 
-def sources(builder: _Builder, position: int) -> Iterator[_Source]:
-    """Sources from ``dependency`` and ``order`` markers on the item at ``position``."""
-    compat: _Compat | None = builder.__dict__.get("_compat")
-    if compat is None:
-        compat = builder.__dict__["_compat"] = _Compat(builder, _settings)
-    if compat.has_dependency:
-        yield from compat.dependency_sources(position)
-    if compat.has_order:
-        yield from compat.order_sources(position)
+def reader(builder: _Builder) -> _Compat | None:
+    """What reads ``dependency`` and ``order`` markers for ``builder``; None when the session
+    has neither (the common case, which then costs one pass over the marks)."""
+    compat = _Compat(builder, _settings)
+    return compat if compat.has_dependency or compat.has_order else None
 
 
 def _scope_key(node: Any, scope: str) -> str | None:
@@ -157,6 +153,13 @@ class _Compat:
         if self.has_order:
             self._index_order()
 
+    def sources(self, position: int) -> Iterator[_Source]:
+        """Sources from ``dependency`` and ``order`` markers on the item at ``position``."""
+        if self.has_dependency:
+            yield from self.dependency_sources(position)
+        if self.has_order:
+            yield from self.order_sources(position)
+
     # -- pytest-dependency -------------------------------------------------------------------
 
     @property
@@ -173,23 +176,25 @@ class _Compat:
         if found is not None:
             node, mark = found
             where = self.where(node, mark)
-            site = f"@pytest.mark.{DEPENDENCY} at {where}"
+            label = f"@pytest.mark.{DEPENDENCY}"
+            site = f"{label} at {where}"
             depends = mark.kwargs.get("depends") or ()
             scope = mark.kwargs.get("scope", "module")
             inherited = not isinstance(node, pytest.Item)
             for name, resolved in self._resolve_names(position, depends, scope, where, site):
                 yield _Source(
-                    Declaration((name,), Kind.REQUIRES, where), Origin(DEPENDENCY, where), site,
+                    Declaration((name,), Kind.REQUIRES, where), Origin(DEPENDENCY, where), label,
                     inherited, resolved,
                 )
         for call in self._runtime_calls(position):
-            site = f"depends(request, {list(call.names)!r}) at {call.where}"
+            label = f"depends(request, {list(call.names)!r})"
+            site = f"{label} at {call.where}"
             for name, resolved in self._resolve_names(
                 position, call.names, call.scope, call.where, site
             ):
                 yield _Source(
                     Declaration((name,), Kind.REQUIRES, call.where),
-                    Origin(DEPENDENCY, call.where), site, False, resolved,
+                    Origin(DEPENDENCY, call.where), label, False, resolved,
                 )
 
     def _resolve_names(
@@ -331,19 +336,19 @@ class _Compat:
             for label in labels:
                 found = self._order_matches(label, position, node)
                 matches = tuple(m for m in found if m != position)  # pytest-order: a no-op
-                site = f"@pytest.mark.{ORDER}(after={label!r}) at {where}"
                 if matches:
                     yield _Source(
-                        Declaration((label,), Kind.AFTER, where), Origin(ORDER, where), site,
+                        Declaration((label,), Kind.AFTER, where), Origin(ORDER, where),
+                        f"@pytest.mark.{ORDER}(after={label!r})",
                         not isinstance(node, pytest.Item), matches,
                     )
                 elif not found:
                     self._report(position, self._unknown_label(position, "after", label, where))
         for declarer, where, label in self._before_of.get(position, ()):
-            site = (f"@pytest.mark.{ORDER}(before={label!r}) on "
-                    f"{self.builder.collected[declarer].nodeid} at {where}")
             yield _Source(
-                Declaration((label,), Kind.AFTER, where), Origin(ORDER, where), site,
+                Declaration((label,), Kind.AFTER, where), Origin(ORDER, where),
+                f"@pytest.mark.{ORDER}(before={label!r}) on "
+                f"{self.builder.collected[declarer].nodeid}",
                 False, (declarer,),
             )
 
@@ -446,8 +451,8 @@ def _marker_names(items: Iterable[pytest.Item]) -> set[str]:
         node: Any = item
         while node is not None and id(node) not in seen:
             seen.add(id(node))
-            if node.own_markers:
-                names.update(m.name for m in node.own_markers)
+            for mark in node.own_markers:
+                names.add(mark.name)
             node = node.parent
     return names
 
@@ -579,9 +584,9 @@ class OrderIndex:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        indexes = [order_index(item) for item in items]
-        if all(index is None for index in indexes):
+        if ORDER not in _marker_names(items):
             return
+        indexes = [order_index(item) for item in items]
         keyed = sorted(
             range(len(items)),
             key=lambda i: (1, 0) if indexes[i] is None else (

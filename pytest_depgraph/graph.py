@@ -8,9 +8,9 @@ complexity in its docstring; none of them recurses, so a chain of 100,000 tests 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Callable
 
 
 class Kind(enum.IntEnum):
@@ -29,15 +29,46 @@ _DESCRIBE = {
 }
 
 
-class Origin(NamedTuple):
-    """Where an edge was declared (a named tuple: one is made per declared edge)."""
+class Origin:
+    """Where an edge was declared: one is made per declaration and shared by its edges.
 
-    #: "marker" | "fixture" | "output" | "dependency" | "order"
-    kind: str
-    #: "tests/test_net.py:14" (file:line), or "" when unknown
-    where: str = ""
-    #: the fixture name, for kinds "fixture" and "output"
-    fixture: str = ""
+    ``where`` may be given as a callable: finding the ``file:line`` of a marker reads the
+    source, and only error messages, cycle reports and the DOT file ever show it, so it is
+    computed on first use.
+    """
+
+    __slots__ = ("_where", "fixture", "kind")
+
+    def __init__(
+        self, kind: str, where: str | Callable[[], str] = "", fixture: str = ""
+    ) -> None:
+        #: "marker" | "fixture" | "output" | "dependency" | "order"
+        self.kind = kind
+        #: the fixture name, for kinds "fixture" and "output"
+        self.fixture = fixture
+        self._where = where
+
+    @property
+    def where(self) -> str:
+        """``tests/test_net.py:14`` (file:line), or "" when unknown."""
+        where = self._where
+        if not isinstance(where, str):
+            where = self._where = where()
+        return where
+
+    def _key(self) -> tuple[str, str, str]:
+        return (self.kind, self.where, self.fixture)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Origin):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Origin(kind={self.kind!r}, where={self.where!r}, fixture={self.fixture!r})"
 
     def describe(self) -> str:
         """Say where the edge comes from, for a person: ``depends_on at tests/t.py:14``."""
@@ -46,7 +77,8 @@ class Origin(NamedTuple):
         if self.kind == "output":
             return f"output fixture '{self.fixture}'"
         what = _DESCRIBE.get(self.kind, self.kind)
-        return f"{what} at {self.where}" if self.where else what
+        where = self.where
+        return f"{what} at {where}" if where else what
 
 
 @dataclass(frozen=True)
@@ -61,7 +93,7 @@ class Edge:
 
 # Shared by every node without edges until its first edge arrives: 200,000 empty lists would
 # cost more (in allocation and garbage-collector passes) than the algorithms that read them.
-# Only ``Graph._add`` ever appends, and it replaces this list first.
+# Only ``Graph.add_edges`` ever appends, and it replaces this list first.
 _NO_EDGES: list[int] = []
 
 
@@ -89,33 +121,38 @@ class Graph:
         the position of the pair's first declaration. Self loops are kept so they can be
         reported. O(1).
         """
-        size = self.size
-        if not (0 <= dependent < size and 0 <= dependency < size):
-            raise ValueError(f"edge {dependent} -> {dependency} outside a graph of {size} nodes")
-        key = dependent * size + dependency
-        origins = self._origins
-        if key not in origins:
-            origins[key] = origin
-            if kind == Kind.AFTER:
-                self._after.add(key)
-            self._add(dependent, dependency)
-        elif kind == Kind.REQUIRES and key in self._after:
-            self._after.discard(key)
-            self._origins[key] = origin
+        self.add_edges(((dependent, dependency, kind, origin),))
 
-    def _add(self, dependent: int, dependency: int) -> None:
+    def add_edges(self, edges: Iterable[tuple[int, int, Kind, Origin]]) -> None:
+        """:meth:`add_edge` for each edge in turn, with the look-ups made once. O(E)."""
         if self._shared:
             self._unshare()
-        ds = self._dependencies[dependent]
-        if ds is _NO_EDGES:
-            self._dependencies[dependent] = [dependency]
-        else:
-            ds.append(dependency)
-        us = self._dependents[dependency]
-        if us is _NO_EDGES:
-            self._dependents[dependency] = [dependent]
-        else:
-            us.append(dependent)
+        size = self.size
+        origins, after = self._origins, self._after
+        dependencies, dependents = self._dependencies, self._dependents
+        for dependent, dependency, kind, origin in edges:
+            if not (0 <= dependent < size and 0 <= dependency < size):
+                raise ValueError(
+                    f"edge {dependent} -> {dependency} outside a graph of {size} nodes"
+                )
+            key = dependent * size + dependency
+            if key not in origins:
+                origins[key] = origin
+                if kind == Kind.AFTER:
+                    after.add(key)
+                ds = dependencies[dependent]
+                if ds is _NO_EDGES:
+                    dependencies[dependent] = [dependency]
+                else:
+                    ds.append(dependency)
+                us = dependents[dependency]
+                if us is _NO_EDGES:
+                    dependents[dependency] = [dependent]
+                else:
+                    us.append(dependent)
+            elif kind == Kind.REQUIRES and key in after:
+                after.discard(key)
+                origins[key] = origin
 
     def _edge(self, key: int) -> Edge:
         dependent, dependency = divmod(key, self.size)
@@ -179,14 +216,18 @@ class Graph:
         declaration order, kinds and origins kept. O(V + E)."""
         size = self.size
         graph = Graph(size)
-        after = self._after
-        for key, origin in self._origins.items():
-            dependent, dependency = divmod(key, size)
-            new_key = new_id[dependent] * size + new_id[dependency]
-            graph._origins[new_key] = origin
-            if key in after:
-                graph._after.add(new_key)
-            graph._add(new_id[dependent], new_id[dependency])
+        graph._origins = {
+            new_id[key // size] * size + new_id[key % size]: origin
+            for key, origin in self._origins.items()
+        }
+        graph._after = {new_id[key // size] * size + new_id[key % size] for key in self._after}
+        for adjacency, relabelled in (
+            (self._dependencies, graph._dependencies),
+            (self._dependents, graph._dependents),
+        ):
+            for node, neighbours in enumerate(adjacency):
+                if neighbours:
+                    relabelled[new_id[node]] = [new_id[n] for n in neighbours]
         return graph
 
     def subgraph_without(self, nodes: set[int]) -> Graph:

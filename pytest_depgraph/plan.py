@@ -86,8 +86,10 @@ class Plan:
             )
         nodeids: list[str] = data["nodeids"]
         graph = Graph(len(nodeids))
-        for dependent, dependency, kind, okind, where, fixture in data["edges"]:
-            graph.add_edge(dependent, dependency, Kind(kind), Origin(okind, where, fixture))
+        graph.add_edges(
+            (dependent, dependency, Kind(kind), Origin(okind, where, fixture))
+            for dependent, dependency, kind, okind, where, fixture in data["edges"]
+        )
         return cls(
             nodeids=nodeids,
             locations=[(p, ln, d) for p, ln, d in data["locations"]],

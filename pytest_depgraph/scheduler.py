@@ -38,23 +38,20 @@ from pytest_depgraph.graph import critical_path
 from pytest_depgraph.options import read_settings
 from pytest_depgraph.outcomes import FAILED, SYNTHETIC, OutcomeRecorder, skip_reason
 from pytest_depgraph.plan import Plan
-from pytest_depgraph.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY, WalkStats
+from pytest_depgraph.state import (
+    PLAN_ATTRIBUTE,
+    PLAN_KEY,
+    RECORDER_KEY,
+    SCHEDULER_KEY,
+    SKIPS_KEY,
+    WalkStats,
+)
 from pytest_depgraph.walker import Skip, Walker
-
-#: ``WorkerController`` attribute where the receiver thread leaves the worker's plan text
-PLAN_ATTRIBUTE = "_depgraph_plan"
-
-_SCHEDULER_KEY = pytest.StashKey["DepGraphScheduling"]()
 
 
 def is_controller(config: pytest.Config) -> bool:
     """Whether this process is an xdist controller (it runs no test itself)."""
     return not hasattr(config, "workerinput") and config.pluginmanager.has_plugin("dsession")
-
-
-def active_scheduler(config: pytest.Config) -> DepGraphScheduling | None:
-    """The scheduler of this session, once xdist asked for it."""
-    return config.stash.get(_SCHEDULER_KEY, None)
 
 
 @dataclass
@@ -98,7 +95,7 @@ class DepGraphScheduling:
         self._seconds: dict[int, float] = {}
         self._first_sent: float | None = None
         self._last_done: float | None = None
-        config.stash[_SCHEDULER_KEY] = self
+        config.stash[SCHEDULER_KEY] = self
 
     # -- the xdist Scheduling protocol -------------------------------------------------------
 

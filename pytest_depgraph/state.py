@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_depgraph.outcomes import OutcomeRecorder
 from pytest_depgraph.plan import Plan
+
+if TYPE_CHECKING:
+    # the scheduler imports xdist's scheduling modules: only a controller that walks needs them
+    from pytest_depgraph.scheduler import DepGraphScheduling
 
 #: the plan built after collection (serial session and every xdist worker)
 PLAN_KEY = pytest.StashKey[Plan]()
@@ -38,3 +43,13 @@ class WalkStats:
 
 #: statistics of the parallel walk (xdist controller only)
 WALK_KEY = pytest.StashKey[WalkStats]()
+
+#: the xdist scheduler of this session, once xdist asked for it (controller only)
+SCHEDULER_KEY = pytest.StashKey["DepGraphScheduling"]()
+#: ``WorkerController`` attribute where the receiver thread leaves the worker's plan text
+PLAN_ATTRIBUTE = "_depgraph_plan"
+
+
+def active_scheduler(config: pytest.Config) -> DepGraphScheduling | None:
+    """The scheduler of this session, once xdist asked for it."""
+    return config.stash.get(SCHEDULER_KEY, None)

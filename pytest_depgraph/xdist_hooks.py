@@ -21,8 +21,7 @@ import pytest
 from pytest_depgraph import durations, worker
 from pytest_depgraph.options import read_settings
 from pytest_depgraph.plan import PROTOCOL_VERSION, Plan
-from pytest_depgraph.scheduler import PLAN_ATTRIBUTE, DepGraphScheduling, active_scheduler
-from pytest_depgraph.state import WALK_KEY
+from pytest_depgraph.state import PLAN_ATTRIBUTE, WALK_KEY, active_scheduler
 
 MIN_XDIST = (3, 7)
 _NAME = "depgraph-xdist"
@@ -117,6 +116,9 @@ class XdistHooks:
     @pytest.hookimpl(tryfirst=True, optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         if walks(config):
+            # imported here: it loads xdist's scheduling modules, which only a walk needs
+            from pytest_depgraph.scheduler import DepGraphScheduling
+
             return DepGraphScheduling(config, log)
         return None
 
