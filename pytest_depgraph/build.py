@@ -466,16 +466,17 @@ def _build(
     external: list[int] = []
     raw_edges: list[tuple[int, int, Kind, Origin]] = []
     queue = deque(selected_positions)
+    resolve = builder.index.resolve
+    collected = builder.collected
     while queue:
         position = queue.popleft()
-        nodeid = builder.collected[position].nodeid
+        nodeid = collected[position].nodeid
         for source in builder.sources(position):
+            kind, origin = source.declaration.kind, source.origin
             if source.resolved is not None:
                 targets: list[tuple[object, Sequence[int]]] = [(None, source.resolved)]
             else:
-                targets = [
-                    (t, builder.index.resolve(t, nodeid)) for t in source.declaration.targets
-                ]
+                targets = [(t, resolve(t, nodeid)) for t in source.declaration.targets]
             for target, matches in targets:
                 if not matches:
                     builder.unresolved(source, target, position)
@@ -484,7 +485,7 @@ def _build(
                     if match == position and source.inherited and len(matches) > 1:
                         continue  # "every test of this file/class" does not include itself
                     if match not in in_run:
-                        if source.declaration.kind is Kind.AFTER:
+                        if kind is Kind.AFTER:
                             continue  # ordering against a test that does not run: nothing to do
                         if pull_dependencies:
                             in_run.add(match)
@@ -492,7 +493,7 @@ def _build(
                             queue.append(match)
                         else:
                             external.append(match)
-                    raw_edges.append((position, match, source.declaration.kind, source.origin))
+                    raw_edges.append((position, match, kind, origin))
 
     # number the tests in the order pytest and the other plugins left them (--ff, randomisers,
     # pytest-order), pulled-in dependencies after them: the stable sort moves each of those
@@ -504,10 +505,13 @@ def _build(
     for position in external_set:
         number[position] = len(number)
     graph = Graph(len(number))
-    graph.add_edges(
-        (number[dependent], number[dependency], kind, origin)
-        for dependent, dependency, kind, origin in raw_edges
-    )
+    if run == selected_positions == list(range(len(run))) and not external_set:
+        graph.add_edges(raw_edges)  # the whole collection in pytest's order: numbers are kept
+    else:
+        graph.add_edges(
+            (number[dependent], number[dependency], kind, origin)
+            for dependent, dependency, kind, origin in raw_edges
+        )
 
     lap("resolve")
     problems = builder.finished_problems()
