@@ -2,7 +2,7 @@
 # Run every benchmark of bench/ one after another and print their Markdown tables.
 #
 #   bench/run_all.sh            # full runs (about 25 minutes on 2 cores)
-#   bench/run_all.sh --quick    # smaller, one-repeat variants (about 5 minutes)
+#   bench/run_all.sh --quick    # smaller, one-repeat variants (about 3 minutes)
 #
 # Uses $PYTHON (default: python3 on PATH), which needs pytest, pytest-xdist and this package
 # installed (e.g. `pip install -e '.[test]'`); peers_bench.py makes its own venvs under
