@@ -26,15 +26,26 @@ first use and reused, with the same pytest version as the running interpreter):
 * ``pytest-depends``: ``@pytest.mark.depends(on=[...])``, ``"test_mod_0003.py::test_000012"``
   across modules.
 
-Suites: ``rand1k`` (1,000 tests, 20 modules), ``rand10k`` (10,000 tests, 200 modules) -- each
-test depends on min(i, 3) distinct random earlier tests, tests are spread over the modules at
-random and shuffled within each module, so most dependents come before their dependencies in
-collection order -- and ``noedge1k`` (1,000 tests, 20 modules, no dependencies). With
-``--big``, also ``rand100k`` for ``plain`` and ``depgraph`` (collect-only).
+Suites (tests spread over the modules at random and shuffled within each module, so most
+dependents come before their dependencies in collection order):
 
-Run: ``python bench/peers_bench.py`` (``--quick`` for the 1k suites only, ``--repeat N``,
-``--only PLUGIN,...``, ``--suites NAME,...``, ``--timeout SECONDS`` per pytest run,
-``--profile`` to write a cProfile of this plugin's 10k collect-only run). Prints Markdown.
+* ``rand1k`` (1,000 tests, 20 modules), ``rand10k`` (10,000 tests, 200 modules): each test
+  depends on min(i, 3) distinct random earlier tests; ``noedge1k``: no dependencies;
+* ``chain1k``, ``chain10k``: test i depends on test i-1;
+* ``fan1k``: one root that the 999 other tests depend on; the last test also depends on 100
+  others (a fan-in);
+* ``param1k``: 100 functions x 10 params, each function depending on an earlier function by
+  name without params, i.e. on all its instances (a meta-node);
+* ``fixture1k``: 20 fixtures in conftest.py carry the dependencies (3 provider tests each), each
+  of the 950 other tests uses one;
+* ``rand100k`` (``--big``): plain and depgraph only, collect-only.
+
+A plugin that has no way to write a suite gets a "cannot express" row (``CANNOT_EXPRESS``).
+
+Run: ``python bench/peers_bench.py`` (``--quick`` for the six 1k suites with one run each,
+``--repeat N`` on the 1k suites, ``--big-repeat N`` on the 10k ones, ``--only PLUGIN,...``,
+``--suites NAME,...``, ``--timeout SECONDS`` per pytest run, ``--profile FILE`` to write a
+cProfile of this plugin's collect-only run of the last suite). Prints Markdown.
 """
 
 from __future__ import annotations
@@ -47,6 +58,7 @@ import random
 import re
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -69,33 +81,78 @@ def pytest_version() -> str:
 
 # --------------------------------------------------------------------------- suites
 
+# Shapes. Every shape spreads its tests over the modules at random and shuffles them within each
+# module, so collection order says little about dependency order and a plugin has to reorder.
+SHAPES = ("random", "noedge", "chain", "fan", "param", "fixture")
+FAN_IN = 100  # fan1k: the last test depends on this many others besides the root
+FIXTURES = 20  # fixture1k: fixtures that carry dependencies
+PROVIDERS = 50  # fixture1k: tests without dependencies that the fixtures depend on
+
 
 @dataclass
 class Suite:
     name: str
-    tests: int
+    tests: int  # test functions (parametrized ones count once)
     modules: int
-    edges_per_test: int
+    shape: str
+    edges_per_test: int = 3  # random / param: distinct earlier functions each one depends on
+    params: int = 0  # param: instances per function; 0 = not parametrized
     seed: int = 1
     module_of: list[int] = field(default_factory=list)
-    deps: list[list[int]] = field(default_factory=list)
+    deps: list[list[int]] = field(default_factory=list)  # written as markers on the test
+    fixture_deps: list[list[int]] = field(default_factory=list)  # per fixture
+    fixture_of: list[int | None] = field(default_factory=list)  # fixture a test uses
 
     def generate(self) -> None:
         rng = random.Random(self.seed)
-        self.deps = [
-            rng.sample(range(i), min(i, self.edges_per_test)) if self.edges_per_test else []
-            for i in range(self.tests)
-        ]
-        self.module_of = [rng.randrange(self.modules) for _ in range(self.tests)]
+        n = self.tests
+        self.fixture_deps, self.fixture_of = [], [None] * n
+        if self.shape in ("random", "param"):
+            k = self.edges_per_test
+            self.deps = [rng.sample(range(i), min(i, k)) for i in range(n)]
+        elif self.shape == "chain":
+            self.deps = [[i - 1] if i else [] for i in range(n)]
+        elif self.shape == "fan":
+            self.deps = [[0] if i else [] for i in range(n)]
+            self.deps[-1] += rng.sample(range(1, n - 1), FAN_IN)
+        elif self.shape == "fixture":
+            self.deps = [[] for _ in range(n)]
+            self.fixture_deps = [rng.sample(range(PROVIDERS), 3) for _ in range(FIXTURES)]
+            self.fixture_of = [None] * PROVIDERS + [
+                rng.randrange(FIXTURES) for _ in range(n - PROVIDERS)]
+        else:  # noedge
+            self.deps = [[] for _ in range(n)]
+        self.module_of = [rng.randrange(self.modules) for _ in range(n)]
         self.order_in_module: dict[int, list[int]] = {m: [] for m in range(self.modules)}
-        for i in range(self.tests):
+        for i in range(n):
             self.order_in_module[self.module_of[i]].append(i)
         for members in self.order_in_module.values():
             rng.shuffle(members)
 
+    def all_deps(self, i: int) -> list[int]:
+        """What test function i must run after: its markers plus its fixture's."""
+        k = self.fixture_of[i]
+        return self.deps[i] + (self.fixture_deps[k] if k is not None else [])
+
+    def instances(self, i: int) -> list[str]:
+        """The names test function i logs: one per parametrized instance."""
+        if not self.params:
+            return [test_name(i)]
+        return [f"{test_name(i)}[{p}]" for p in range(self.params)]
+
+    @property
+    def items(self) -> int:
+        return self.tests * max(self.params, 1)
+
     @property
     def edge_count(self) -> int:
-        return sum(len(d) for d in self.deps)
+        """Edges between test items: a meta-node edge links every pair of instances."""
+        per_edge = max(self.params, 1) ** 2
+        return sum(len(self.all_deps(i)) for i in range(self.tests)) * per_edge
+
+    @property
+    def targets_written(self) -> int:
+        return sum(map(len, self.deps)) + sum(map(len, self.fixture_deps))
 
 
 def test_name(i: int) -> str:
@@ -106,14 +163,32 @@ def module_file(m: int) -> str:
     return f"test_mod_{m:04d}.py"
 
 
+def fixture_name(k: int) -> str:
+    return f"fx_{k:02d}"
+
+
+# (syntax, shape) pairs a plugin has no way to write, with the reason shown in the table.
+CANNOT_EXPRESS = {
+    ("pytest-dependency", "param"): "cannot express: every instance must be named",
+    ("pytest-order", "fixture"): "cannot express: marks on fixtures are ignored",
+    ("pytest-depends", "fixture"): "cannot express: marks on fixtures are ignored",
+}
+
+
 class Syntax:
     """How one plugin spells 'this test depends on these'."""
 
     def __init__(self, plugin: str) -> None:
         self.plugin = plugin
 
-    def target(self, suite: Suite, i: int, dep: int) -> str:
-        if self.plugin == "pytest-dependency":
+    def cannot_express(self, suite: Suite) -> str:
+        return CANNOT_EXPRESS.get((self.plugin, suite.shape), "")
+
+    def target(self, suite: Suite, i: int | None, dep: int) -> str:
+        """A test function's name, or its node id without params when in another module.
+
+        ``i`` is None for a fixture in conftest.py: always the full node id."""
+        if self.plugin == "pytest-dependency" or i is None:
             return f"{module_file(suite.module_of[dep])}::{test_name(dep)}"
         if suite.module_of[i] == suite.module_of[dep]:
             return test_name(dep)
@@ -132,6 +207,25 @@ class Syntax:
                 return [f'@pytest.mark.dependency(depends={targets!r}, scope="session")']
             return ["@pytest.mark.dependency()"]
         return []  # plain
+
+    def fixture(self, suite: Suite, k: int) -> str:
+        """A conftest fixture that carries fixture_deps[k], where the plugin has a way."""
+        targets = [self.target(suite, None, d) for d in suite.fixture_deps[k]]
+        if self.plugin == "depgraph":
+            return (f"@pytest.fixture\n@pytest_depgraph.depends_on(*{targets!r})\n"
+                    f"def {fixture_name(k)}():\n    return None\n")
+        if self.plugin == "pytest-dependency":
+            # pytest-dependency's documented runtime check: skips, never reorders
+            return (f"@pytest.fixture\ndef {fixture_name(k)}(request):\n"
+                    f"    depends(request, {targets!r}, scope='session')\n")
+        return f"@pytest.fixture\ndef {fixture_name(k)}():\n    return None\n"
+
+    def conftest_header(self) -> str:
+        if self.plugin == "depgraph":
+            return "import pytest\nimport pytest_depgraph\n\n"
+        if self.plugin == "pytest-dependency":
+            return "import pytest\nfrom pytest_dependency import depends\n\n"
+        return "import pytest\n\n"
 
 
 MODULE_HEADER = """import os
@@ -171,17 +265,39 @@ if _OUT:
 """
 
 
+def test_source(syntax: Syntax, suite: Suite, i: int) -> list[str]:
+    """Decorators and definition of test function i; it logs the instance it runs as."""
+    lines = syntax.decorators(suite, i)
+    args, logged = [], repr(test_name(i))
+    if suite.params:
+        lines.append(f'@pytest.mark.parametrize("p", range({suite.params}))')
+        args.append("p")
+        logged = f'f"{test_name(i)}[{{p}}]"'
+    k = suite.fixture_of[i]
+    if k is not None:
+        args.append(fixture_name(k))
+    lines.append(f"def {test_name(i)}({', '.join(args)}):\n    _ran({logged})\n\n")
+    return lines
+
+
+def conftest_source(syntax: Syntax, suite: Suite) -> str:
+    parts = [CONFTEST_TIMER] if syntax.plugin == "depgraph" else []
+    if suite.fixture_deps:
+        parts.append(syntax.conftest_header())
+        parts.extend(syntax.fixture(suite, k) for k in range(len(suite.fixture_deps)))
+    return "\n\n".join(parts)
+
+
 def write_suite(suite: Suite, plugin: str, directory: Path) -> None:
     syntax = Syntax(plugin)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "pytest.ini").write_text("[pytest]\n")
-    (directory / "conftest.py").write_text(CONFTEST_TIMER if plugin == "depgraph" else "")
+    (directory / "conftest.py").write_text(conftest_source(syntax, suite))
     header = MODULE_HEADER.format(env=LOG_ENV)
     for m, members in suite.order_in_module.items():
         lines = [header]
         for i in members:
-            lines.extend(syntax.decorators(suite, i))
-            lines.append(f"def {test_name(i)}():\n    _ran({test_name(i)!r})\n\n")
+            lines.extend(test_source(syntax, suite, i))
         (directory / module_file(m)).write_text("\n".join(lines))
 
 
@@ -278,10 +394,15 @@ def run_pytest(venv: Path, cwd: Path, args: list[str], timeout: float,
         cmd = [TIME_BIN, "-f", "%M", "-o", rss_file, *cmd]
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
+    # A session of its own, so that a timeout kills pytest too and not only /usr/bin/time
+    # (an orphaned pytest-order would keep a core busy during the next measurements).
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=timeout)
+        out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         return Run(timeout, 0, -1, "", timed_out=True)
     wall = time.perf_counter() - start
     if rss_file:
@@ -292,7 +413,7 @@ def run_pytest(venv: Path, cwd: Path, args: list[str], timeout: float,
         os.unlink(rss_file)
     else:  # only grows: a max over all children so far, good enough when it grows
         rss = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before)
-    return Run(wall, rss, proc.returncode, proc.stdout + proc.stderr)
+    return Run(wall, rss, proc.returncode, out)
 
 
 SUMMARY = re.compile(
@@ -307,18 +428,21 @@ def summary_line(out: str) -> str:
 
 
 def check_order(suite: Suite, log: Path) -> tuple[int, int]:
-    """(tests that ran, dependency edges violated: dependent ran, dependency not before it)."""
+    """(tests that ran, item edges violated: dependent ran, dependency not before it)."""
     ran = log.read_text().split() if log.exists() else []
     position = {name: k for k, name in enumerate(ran)}
     violations = 0
-    for i, deps in enumerate(suite.deps):
-        p = position.get(test_name(i))
-        if p is None:
-            continue
-        for d in deps:
-            q = position.get(test_name(d))
-            if q is None or q > p:
-                violations += 1
+    for i in range(suite.tests):
+        deps = suite.all_deps(i)
+        for name in suite.instances(i):
+            p = position.get(name)
+            if p is None:
+                continue
+            for d in deps:
+                for dep_name in suite.instances(d):
+                    q = position.get(dep_name)
+                    if q is None or q > p:
+                        violations += 1
     return len(ran), violations
 
 
@@ -330,44 +454,213 @@ def median(values: list[float]) -> float:
 
 
 SUITES = {
-    "rand1k": Suite("rand1k", 1_000, 20, 3),
-    "noedge1k": Suite("noedge1k", 1_000, 20, 0),
-    "rand10k": Suite("rand10k", 10_000, 200, 3),
-    "rand100k": Suite("rand100k", 100_000, 2_000, 3),
+    "rand1k": Suite("rand1k", 1_000, 20, "random"),
+    "noedge1k": Suite("noedge1k", 1_000, 20, "noedge", 0),
+    "chain1k": Suite("chain1k", 1_000, 20, "chain"),
+    "fan1k": Suite("fan1k", 1_000, 20, "fan"),
+    "param1k": Suite("param1k", 100, 20, "param", edges_per_test=1, params=10),
+    "fixture1k": Suite("fixture1k", 1_000, 20, "fixture"),
+    "rand10k": Suite("rand10k", 10_000, 200, "random"),
+    "chain10k": Suite("chain10k", 10_000, 200, "chain"),
+    "rand100k": Suite("rand100k", 100_000, 2_000, "random"),
 }
+QUICK = ["rand1k", "noedge1k", "chain1k", "fan1k", "param1k", "fixture1k"]
+FULL = [*QUICK, "rand10k", "chain10k"]
+BIG = 10_000  # suites of this many items and more get --big-repeat runs
 
 
-def main() -> int:
+def describe(suite: Suite) -> str:
+    if suite.shape == "param":
+        return (f"{suite.tests} functions x {suite.params} params = {suite.items:,} tests; "
+                f"{suite.targets_written} function-level targets (meta-nodes), "
+                f"{suite.edge_count:,} edges between instances, {suite.modules} modules")
+    if suite.shape == "fixture":
+        return (f"{suite.items:,} tests, {FIXTURES} fixtures with 3 targets each, used by "
+                f"{suite.items - PROVIDERS:,} tests: {suite.edge_count:,} edges, "
+                f"{suite.modules} modules")
+    return f"{suite.items:,} tests, {suite.edge_count:,} edges, {suite.modules} modules"
+
+
+@dataclass
+class Results:
+    """Everything measured on one suite."""
+
+    collect: dict[str, list[Run]]
+    fulls: dict[str, list[Run]]
+    checks: dict[str, tuple[int, int, str]] = field(default_factory=dict)
+    phases: list[str] = field(default_factory=list)
+    build_times: list[float] = field(default_factory=list)
+    dead: set[str] = field(default_factory=set)
+
+
+def warm_up(venv: Path, directory: Path, timeout: float) -> None:
+    """Write the suite's byte code (pytest's rewritten modules) once, before any timed run.
+
+    Without plugins: the cache is the same for every venv (same Python and pytest), and a
+    plugin that takes minutes on a 10k suite would spend them again for nothing."""
+    run_pytest(venv, directory, ["--collect-only", "-q"], timeout,
+               {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+
+
+def one_round(suite: Suite, p: Plugin, venv: Path, d: Path, res: Results, full: bool,
+              work: Path, rep: int, timeout: float) -> None:
+    """One collect-only run and, unless collect-only only, one full run with its order check."""
+    r = run_pytest(venv, d, ["--collect-only", "-q", *p.args], timeout)
+    res.collect[p.name].append(r)
+    if r.timed_out:
+        res.dead.add(p.name)
+        return
+    if full:
+        log = work / f"{suite.name}-{p.name}-{rep}.log"
+        log.unlink(missing_ok=True)
+        r = run_pytest(venv, d, ["-q", "-p", "no:cacheprovider", *p.args], timeout,
+                       {LOG_ENV: str(log)})
+        res.fulls[p.name].append(r)
+        if r.timed_out:
+            res.dead.add(p.name)
+            return
+        ran, violations = check_order(suite, log)
+        res.checks[p.name] = (ran, violations, summary_line(r.stdout))
+        log.unlink(missing_ok=True)
+    print(f"# {suite.name} rep {rep + 1} {p.name}: collect {res.collect[p.name][-1].wall:.2f} s"
+          + (f", full {res.fulls[p.name][-1].wall:.2f} s" if full else ""),
+          file=sys.stderr, flush=True)
+
+
+def depgraph_timings(suite: Suite, venv: Path, d: Path, res: Results, work: Path,
+                     timeout: float) -> None:
+    """An extra collect-only run for --depgraph-timings and the build time from the conftest."""
+    times = work / f"{suite.name}-build-times.txt"
+    r = run_pytest(venv, d, ["--collect-only", "-q", "--depgraph-timings"], timeout,
+                   {"PEERS_BENCH_BUILD_TIMES": str(times)})
+    line = next((x for x in r.stdout.splitlines() if x.startswith("depgraph timings")), "")
+    if line:
+        res.phases.append(line)
+    if times.exists():
+        res.build_times.extend(float(x) for x in times.read_text().split())
+        times.unlink()
+
+
+def measure(suite: Suite, plugins: list[Plugin], venvs: dict[str, Path], work: Path,
+            repeat: int, full: bool, timeout: float) -> Results:
+    dirs: dict[str, Path] = {}
+    for p in plugins:
+        d = work / suite.name / p.suite
+        if d not in dirs.values():
+            shutil.rmtree(d, ignore_errors=True)
+            write_suite(suite, p.suite, d)
+            warm_up(venvs[p.venv], d, timeout)
+        dirs[p.name] = d
+    res = Results({p.name: [] for p in plugins}, {p.name: [] for p in plugins})
+    for rep in range(repeat):
+        for p in plugins:  # interleaved: the machine's load drifts
+            if p.name not in res.dead:
+                one_round(suite, p, venvs[p.venv], dirs[p.name], res, full, work, rep, timeout)
+        if "depgraph" in dirs and "depgraph" not in res.dead:
+            depgraph_timings(suite, venvs["depgraph"], dirs["depgraph"], res, work, timeout)
+    return res
+
+
+def report(suite: Suite, plugins: list[Plugin], res: Results, full: bool, timeout: float,
+           repeat: int) -> None:
+    print(f"### {suite.name}: {describe(suite)} (median of {repeat})\n")
+    head = "| plugin | collect-only (s) | ratio | peak RSS (MiB) | ratio |"
+    sep = "|---|---:|---:|---:|---:|"
+    if full:
+        head += " full run (s) | ratio | tests run | order violations | summary |"
+        sep += "---:|---:|---:|---:|---|"
+    print(head)
+    print(sep)
+    plain = res.collect["plain"]
+    base_c = median([r.wall for r in plain])
+    base_m = median([r.rss_kb for r in plain])
+    base_f = median([r.wall for r in res.fulls["plain"]]) if full else float("nan")
+    blank = " | | | |" + (" | | | | |" if full else "")
+    for p in plugins:
+        reason = Syntax(p.suite).cannot_express(suite)
+        cs = res.collect.get(p.name, [])
+        if reason:
+            print(f"| {p.name} | {reason}{blank}")
+            continue
+        if not cs or cs[-1].timed_out:
+            print(f"| {p.name} | > {timeout:.0f} (timed out){blank}")
+            continue
+        bad = "" if all(r.rc == 0 for r in cs) else f" (exit {cs[-1].rc})"
+        c = median([r.wall for r in cs])
+        m = median([r.rss_kb for r in cs])
+        row = f"| {p.name} | {c:.2f}{bad} | {c / base_c:.2f} | {m / 1024:.0f} | {m / base_m:.2f} |"
+        if full:
+            fs = res.fulls[p.name]
+            if not fs or fs[-1].timed_out:
+                row += f" > {timeout:.0f} (timed out) | | | | |"
+            else:
+                f = median([r.wall for r in fs])
+                ran, violations, summary = res.checks.get(p.name, (0, 0, ""))
+                row += f" {f:.2f} | {f / base_f:.2f} | {ran:,} | {violations:,} | {summary} |"
+        print(row)
+    if res.phases:
+        print(f"\ndepgraph `--depgraph-timings` (last of {len(res.phases)}): `{res.phases[-1]}`")
+    if res.build_times:
+        print(f"`pytest_depgraph.build.build` wall time, timed from the suite's conftest: "
+              f"median {median(res.build_times) * 1000:.1f} ms of {len(res.build_times)} runs")
+    print(flush=True)
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="1k suites only")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="runs per plugin on the 1k suites (default 3; 1 with --quick)")
+    parser.add_argument("--big-repeat", type=int, default=1,
+                        help=f"runs per plugin on suites of {BIG:,} tests and more (default 1: "
+                             "pytest-order alone needs about 90 s per run on rand10k)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"the 1k suites only ({', '.join(QUICK)}), one run each")
     parser.add_argument("--big", action="store_true", help="add rand100k (plain, depgraph)")
-    parser.add_argument("--suites", default="", help="comma-separated suite names")
+    parser.add_argument("--suites", default="",
+                        help=f"comma-separated suite names, of: {', '.join(SUITES)}")
     parser.add_argument("--only", default="", help="comma-separated plugin names")
-    parser.add_argument("--timeout", type=float, default=300.0, help="per pytest run, seconds")
+    parser.add_argument("--timeout", type=float, default=150.0,
+                        help="per pytest run, seconds (a plugin that times out is not run again "
+                             "on that suite)")
     parser.add_argument("--no-full", action="store_true", help="collect-only measurements only")
     parser.add_argument("--profile", default="", help="write a cProfile of depgraph's "
                         "collect-only run of the largest suite to this path")
     parser.add_argument("--keep", default="", help="generate the suites here and keep them")
     opts = parser.parse_args()
+    if opts.repeat is None:
+        opts.repeat = 1 if opts.quick else 3
+    return opts
 
-    names = ["rand1k", "noedge1k"] if opts.quick else ["rand1k", "noedge1k", "rand10k"]
+
+def profile(work: Path, venvs: dict[str, Path], big: str, out: str) -> None:
+    d = work / big / "depgraph"
+    if d.exists():
+        subprocess.run([str(venvs["depgraph"] / "bin" / "python"), "-m", "cProfile", "-o",
+                        out, "-m", "pytest", "--collect-only", "-q"], cwd=d, capture_output=True)
+        print(f"cProfile of depgraph `--collect-only -q` on {big}: {out}")
+
+
+def main() -> int:
+    opts = parse_args()
+    names = list(QUICK if opts.quick else FULL)
     if opts.big:
         names.append("rand100k")
     if opts.suites:
         names = opts.suites.split(",")
+    unknown = [n for n in names if n not in SUITES]
+    if unknown:
+        raise SystemExit(f"unknown suite(s) {unknown}; known: {', '.join(SUITES)}")
     plugins = [p for p in PLUGINS if not opts.only or p.name in opts.only.split(",")
                or p.name == "plain"]
 
     venvs = {p.venv: ensure_venv(p.venv) for p in plugins}
     work = Path(opts.keep) if opts.keep else Path(tempfile.mkdtemp(prefix="peers-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    load_before = os.getloadavg()
     started = time.time()
 
     print(f"Python {platform.python_version()} on {platform.machine()}, "
-          f"{os.cpu_count()} cores, load average before {load_before[0]:.2f}; "
-          f"median of {opts.repeat}, runs interleaved across plugins\n")
+          f"{os.cpu_count()} cores, load average before {os.getloadavg()[0]:.2f}; "
+          f"runs interleaved across plugins\n")
     for venv_name, venv in venvs.items():
         print(f"* venv `{venv_name}`: {versions(venv)}")
     print()
@@ -375,122 +668,16 @@ def main() -> int:
     for suite_name in names:
         suite = SUITES[suite_name]
         suite.generate()
-        suite_plugins = plugins if suite_name != "rand100k" else [
-            p for p in plugins if p.name in ("plain", "depgraph")]
-        dirs: dict[str, Path] = {}
-        for p in suite_plugins:
-            d = work / suite_name / p.suite
-            if p.suite not in {x.name for x in dirs.values()}:
-                shutil.rmtree(d, ignore_errors=True)
-                write_suite(suite, p.suite, d)
-            dirs[p.name] = d
+        suite_plugins = [p for p in plugins if suite_name != "rand100k"
+                         or p.name in ("plain", "depgraph")]
+        runnable = [p for p in suite_plugins if not Syntax(p.suite).cannot_express(suite)]
         full = not opts.no_full and suite_name != "rand100k"
-        collect: dict[str, list[Run]] = {p.name: [] for p in suite_plugins}
-        fulls: dict[str, list[Run]] = {p.name: [] for p in suite_plugins}
-        checks: dict[str, tuple[int, int, str]] = {}
-        phases: list[str] = []
-        build_times: list[float] = []
-        dead: set[str] = set()
-
-        # warm-up: byte-compile each suite once per plugin (not timed)
-        for p in suite_plugins:
-            r = run_pytest(venvs[p.venv], dirs[p.name], ["--collect-only", "-q", *p.args],
-                           opts.timeout)
-            if r.timed_out:
-                dead.add(p.name)
-                print(f"# {suite_name} {p.name}: warm-up timed out after {opts.timeout:.0f} s",
-                      file=sys.stderr, flush=True)
-        for rep in range(opts.repeat):
-            for p in suite_plugins:
-                if p.name in dead:
-                    continue
-                r = run_pytest(venvs[p.venv], dirs[p.name], ["--collect-only", "-q", *p.args],
-                               opts.timeout)
-                collect[p.name].append(r)
-                if r.timed_out:
-                    dead.add(p.name)
-                    continue
-                if full:
-                    log = work / f"{suite_name}-{p.name}-{rep}.log"
-                    log.unlink(missing_ok=True)
-                    r = run_pytest(venvs[p.venv], dirs[p.name],
-                                   ["-q", "-p", "no:cacheprovider", *p.args], opts.timeout,
-                                   {LOG_ENV: str(log)})
-                    fulls[p.name].append(r)
-                    if r.timed_out:
-                        dead.add(p.name)
-                        continue
-                    ran, violations = check_order(suite, log)
-                    checks[p.name] = (ran, violations, summary_line(r.stdout))
-                    log.unlink(missing_ok=True)
-                print(f"# {suite_name} rep {rep + 1} {p.name}: collect "
-                      f"{collect[p.name][-1].wall:.2f} s"
-                      + (f", full {fulls[p.name][-1].wall:.2f} s" if full else ""),
-                      file=sys.stderr, flush=True)
-            if "depgraph" in dirs and "depgraph" not in dead:
-                times = work / f"{suite_name}-build-times.txt"
-                r = run_pytest(venvs["depgraph"], dirs["depgraph"],
-                               ["--collect-only", "-q", "--depgraph-timings"], opts.timeout,
-                               {"PEERS_BENCH_BUILD_TIMES": str(times)})
-                line = next((x for x in r.stdout.splitlines()
-                             if x.startswith("depgraph timings")), "")
-                if line:
-                    phases.append(line)
-                if times.exists():
-                    build_times.extend(float(x) for x in times.read_text().split())
-                    times.unlink()
-
-        # ------------------------------------------------------------ report
-        print(f"### {suite_name}: {suite.tests:,} tests, {suite.edge_count:,} edges, "
-              f"{suite.modules} modules\n")
-        base_c = median([r.wall for r in collect["plain"]])
-        base_f = median([r.wall for r in fulls["plain"]]) if full else float("nan")
-        head = "| plugin | collect-only (s) | ratio | peak RSS (MiB) | ratio |"
-        sep = "|---|---:|---:|---:|---:|"
-        if full:
-            head += " full run (s) | ratio | tests run | order violations | summary |"
-            sep += "---:|---:|---:|---:|---|"
-        print(head)
-        print(sep)
-        base_m = median([r.rss_kb for r in collect["plain"]])
-        for p in suite_plugins:
-            cs = collect[p.name]
-            if not cs or cs[-1].timed_out:
-                print(f"| {p.name} | > {opts.timeout:.0f} (timed out) | | | |"
-                      + (" | | | | |" if full else ""))
-                continue
-            bad = "" if all(r.rc == 0 for r in cs) else f" (exit {cs[-1].rc})"
-            c = median([r.wall for r in cs])
-            m = median([r.rss_kb for r in cs])
-            row = (f"| {p.name} | {c:.2f}{bad} | {c / base_c:.2f} | {m / 1024:.0f} | "
-                   f"{m / base_m:.2f} |")
-            if full:
-                fs = fulls[p.name]
-                if not fs or fs[-1].timed_out:
-                    row += f" > {opts.timeout:.0f} (timed out) | | | | |"
-                else:
-                    f = median([r.wall for r in fs])
-                    ran, violations, summary = checks.get(p.name, (0, 0, ""))
-                    row += (f" {f:.2f} | {f / base_f:.2f} | {ran:,} | {violations:,} | "
-                            f"{summary} |")
-            print(row)
-        if phases:
-            print(f"\ndepgraph `--depgraph-timings` (last of {len(phases)}): "
-                  f"`{phases[-1]}`")
-        if build_times:
-            print(f"`pytest_depgraph.build.build` wall time, timed from the suite's conftest: "
-                  f"median {median(build_times) * 1000:.1f} ms of {len(build_times)} runs")
-        print(flush=True)
+        repeat = opts.big_repeat if suite.items >= BIG else opts.repeat
+        res = measure(suite, runnable, venvs, work, repeat, full, opts.timeout)
+        report(suite, suite_plugins, res, full, opts.timeout, repeat)
 
     if opts.profile:
-        big = names[-1]
-        d = work / big / "depgraph"
-        if d.exists():
-            subprocess.run([str(venvs["depgraph"] / "bin" / "python"), "-m", "cProfile", "-o",
-                            opts.profile, "-m", "pytest", "--collect-only", "-q"],
-                           cwd=d, capture_output=True)
-            print(f"cProfile of depgraph `--collect-only -q` on {big}: {opts.profile}")
-
+        profile(work, venvs, names[-1], opts.profile)
     print(f"\nLoad average after: {os.getloadavg()[0]:.2f}; "
           f"{time.time() - started:.0f} s for the whole script.")
     if not opts.keep:

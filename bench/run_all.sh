@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run every benchmark of bench/ one after another and print their Markdown tables.
 #
-#   bench/run_all.sh            # full runs (about 20-30 minutes on 2 cores)
-#   bench/run_all.sh --quick    # smaller, one-repeat variants (a few minutes)
+#   bench/run_all.sh            # full runs (about 25 minutes on 2 cores)
+#   bench/run_all.sh --quick    # smaller, one-repeat variants (about 3 minutes)
 #
 # Uses $PYTHON (default: python3 on PATH), which needs pytest, pytest-xdist and this package
 # installed (e.g. `pip install -e '.[test]'`); peers_bench.py makes its own venvs under
@@ -34,6 +34,7 @@ echo
 
 echo "## Collection overhead and full runs vs peers (bench/peers_bench.py)"
 echo
-if [ "$quick" = 1 ]; then "$PYTHON" bench/peers_bench.py --quick --repeat 1; else "$PYTHON" bench/peers_bench.py; fi
+# quick: the six 1k suites, one run each; full: also rand10k and chain10k (see bench/README.md)
+if [ "$quick" = 1 ]; then "$PYTHON" bench/peers_bench.py --quick; else "$PYTHON" bench/peers_bench.py; fi
 echo
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); ${SECONDS} s in all"

@@ -1,9 +1,15 @@
 """Benchmark of the xdist scheduler: walk time against its bound, overhead against --dist load.
 
-(a) a DAG of sleeping tests with known durations: the walk's wall time (first test start to
-    last test end, recorded by the tests) against ``max(critical path, total / N)``, for -n 2
-    and -n 4, with the previous run's durations in the cache (warm), with unit weights (cold,
-    empty cache) and with a collection-order walker (priorities switched off) for comparison;
+(a) three DAGs of sleeping tests with known durations (3.7-5.9 s of work each):
+    critical-path-heavy (a 12-test chain beside 24 short tests), wide (36 independent tests
+    plus 3 short chains) and mixed (a random 40-test DAG). For each at -n 2 and -n 4, the walk's
+    wall time (first test start to last test end, recorded by the tests) against
+    ``max(critical path, total / N)``, for: this plugin with the previous run's durations in
+    the cache (warm); with unit weights (cold, empty cache; not with --quick); with a
+    collection-order walker (priorities switched off: what critical-path priority buys); and
+    xdist's ``--dist load`` without the plugin, which ignores the dependencies -- its
+    ordering violations (a test started before one of its dependencies ended) are counted,
+    and its walk may beat the bound since the bound assumes the dependencies are kept;
 (b) 2,000 no-op tests without edges on -n 4: process wall time of this plugin (handed to xdist's
     LoadScheduling), of the walker forced by ``--depgraph-parallelism 4``, and of
     ``-p no:depgraph --dist load``; median of 3;
@@ -24,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 PYTHON = sys.executable
@@ -49,6 +56,30 @@ def pytest_runtest_call(item):
 '''
 
 
+PER_MODULE = 10
+
+
+@dataclass
+class Shape:
+    """A DAG of sleeping tests: durations, dependency lists, and the collection order."""
+
+    name: str
+    durations: list[float]
+    deps: list[list[int]]
+    order: list[int]  # test indices in collection order
+
+    def module_of(self) -> dict[int, int]:
+        return {i: pos // PER_MODULE for pos, i in enumerate(self.order)}
+
+    @property
+    def total(self) -> float:
+        return sum(self.durations)
+
+    @property
+    def edges(self) -> int:
+        return sum(map(len, self.deps))
+
+
 def make_dag(count: int, seed: int, low: float, high: float) -> tuple[list[float], list[list[int]]]:
     """Durations and dependency lists of a random layered DAG (each test on 0-2 earlier ones)."""
     rng = random.Random(seed)
@@ -60,16 +91,45 @@ def make_dag(count: int, seed: int, low: float, high: float) -> tuple[list[float
     return durations, deps
 
 
-def write_dag_suite(root: Path, durations: list[float], deps: list[list[int]]) -> None:
-    per_module = 10
+def shuffled(count: int, rng: random.Random) -> list[int]:
+    """A random collection order: where the long chain sits is not up to the author."""
+    order = list(range(count))
+    rng.shuffle(order)
+    return order
+
+
+def chain_heavy_shape(seed: int = 3) -> Shape:
+    """A 12-test chain of 0.2 s (2.4 s: the bound at -n 2 and -n 4) beside 24 short tests."""
+    rng = random.Random(seed)
+    durations = [0.2] * 12 + [round(rng.uniform(0.03, 0.08), 3) for _ in range(24)]
+    deps = [[i - 1] if 0 < i < 12 else [] for i in range(len(durations))]
+    return Shape("critical-path-heavy", durations, deps, shuffled(len(durations), rng))
+
+
+def wide_shape(seed: int = 5) -> Shape:
+    """36 independent tests of 0.05-0.12 s plus 3 chains of 3 x 0.15 s: total / N dominates."""
+    rng = random.Random(seed)
+    durations = [0.15] * 9 + [round(rng.uniform(0.05, 0.12), 3) for _ in range(36)]
+    deps = [[i - 1] if i < 9 and i % 3 else [] for i in range(len(durations))]
+    return Shape("wide", durations, deps, shuffled(len(durations), rng))
+
+
+def mixed_shape() -> Shape:
+    """The random DAG of earlier RESULTS.md tables (seed 7), in its original collection order."""
+    durations, deps = make_dag(40, seed=7, low=0.05, high=0.3)
+    return Shape("mixed", durations, deps, list(range(len(durations))))
+
+
+def write_dag_suite(root: Path, shape: Shape) -> None:
     (root / "conftest.py").write_text(CONFTEST)
-    for start in range(0, len(durations), per_module):
+    module = shape.module_of()
+    for start in range(0, len(shape.order), PER_MODULE):
         lines = ["import time", "import pytest", ""]
-        for i in range(start, min(start + per_module, len(durations))):
-            for d in deps[i]:
-                lines.append(f"@pytest.mark.depends_on('test_m{d // per_module}.py::test_{d}')")
-            lines += [f"def test_{i}():", f"    time.sleep({durations[i]})", ""]
-        (root / f"test_m{start // per_module}.py").write_text("\n".join(lines))
+        for i in shape.order[start:start + PER_MODULE]:
+            for d in shape.deps[i]:
+                lines.append(f"@pytest.mark.depends_on('test_m{module[d]}.py::test_{d}')")
+            lines += [f"def test_{i}():", f"    time.sleep({shape.durations[i]})", ""]
+        (root / f"test_m{start // PER_MODULE}.py").write_text("\n".join(lines))
 
 
 def critical_path(durations: list[float], deps: list[list[int]]) -> float:
@@ -106,26 +166,54 @@ def violations(found: dict[int, tuple[float, float]], deps: list[list[int]]) -> 
     )
 
 
-def bench_dag(
-    workers: int, mode: str, durations: list[float], deps: list[list[int]]
-) -> dict[str, float]:
+# Rows of the DAG tables: how each scheduler is invoked. "warm" reads the durations the fill
+# run left in the cache; the others run without the cache provider.
+MODES = {
+    "warm": ("-p", "depgraph"),
+    "cold": ("-p", "depgraph", "-p", "no:cacheprovider"),
+    "collection order": ("-p", "depgraph", "-p", "no:cacheprovider"),
+    "--dist load": ("-p", "no:depgraph", "-p", "no:cacheprovider", "--dist", "load"),
+}
+
+
+def bench_dag(root: Path, workers: int, mode: str, shape: Shape) -> dict[str, float]:
+    """One run of the suite in root; the walk and violations come from the tests' own log."""
+    (root / "times.log").unlink(missing_ok=True)
+    env = {"BENCH_COLLECTION_ORDER": "1"} if mode == "collection order" else {}
+    wall = pytest_run(root, *MODES[mode], "-n", str(workers), env=env)
+    found = read_times(root)
+    walk = max(e for _, e in found.values()) - min(s for s, _ in found.values())
+    bound = max(critical_path(shape.durations, shape.deps), shape.total / workers)
+    return {"walk": walk, "bound": bound, "process": wall,
+            "violations": violations(found, shape.deps)}
+
+
+def bench_shape(shape: Shape, modes: list[str]) -> list[tuple[int, str, dict[str, float]]]:
+    """Every mode at -n 2 and -n 4 on one generated suite; the cache is filled once, at -n 4."""
     root = Path(tempfile.mkdtemp(prefix="dagbench"))
     try:
-        write_dag_suite(root, durations, deps)
-        env = {"BENCH_COLLECTION_ORDER": "1"} if mode == "collection order" else {}
-        args = ("-p", "depgraph", "-n", str(workers))
-        if mode == "warm":
-            pytest_run(root, *args)  # fills the duration cache
-            (root / "times.log").unlink()
-        cache = () if mode == "warm" else ("-p", "no:cacheprovider")
-        wall = pytest_run(root, *args, *cache, env=env)
-        found = read_times(root)
-        walk = max(e for _, e in found.values()) - min(s for s, _ in found.values())
-        bound = max(critical_path(durations, deps), sum(durations) / workers)
-        return {"walk": walk, "bound": bound, "process": wall,
-                "violations": violations(found, deps)}
+        write_dag_suite(root, shape)
+        if "warm" in modes:
+            pytest_run(root, "-p", "depgraph", "-n", "4")
+        return [(workers, mode, bench_dag(root, workers, mode, shape))
+                for workers in (2, 4) for mode in modes]
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def print_dag_tables(shapes: list[Shape], modes: list[str]) -> None:
+    for shape in shapes:
+        print(f"* **{shape.name}**: {len(shape.durations)} tests, {shape.edges} edges, total "
+              f"{shape.total:.2f} s, critical path "
+              f"{critical_path(shape.durations, shape.deps):.2f} s")
+    print("\n| shape | -n | scheduler | walk (s) | bound (s) | walk / bound | process (s) "
+          "| violations |")
+    print("|---|---|---|---|---|---|---|---|")
+    for shape in shapes:
+        for workers, mode, r in bench_shape(shape, modes):
+            print(f"| {shape.name} | {workers} | {mode} | {r['walk']:.2f} | {r['bound']:.2f} | "
+                  f"{r['walk'] / r['bound']:.3f} | {r['process']:.2f} | "
+                  f"{r['violations']:.0f} |", flush=True)
 
 
 def bench_flat(count: int, repeats: int) -> dict[str, float]:
@@ -149,23 +237,30 @@ def bench_flat(count: int, repeats: int) -> dict[str, float]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def stress(runs: int) -> int:
+    """Ordering violations over ``runs`` cold runs of a small 40-test DAG on -n 4."""
+    durations, deps = make_dag(40, seed=11, low=0.005, high=0.03)
+    shape = Shape("stress", durations, deps, list(range(len(durations))))
+    root = Path(tempfile.mkdtemp(prefix="dagstress"))
+    try:
+        write_dag_suite(root, shape)
+        return sum(int(bench_dag(root, 4, "cold", shape)["violations"]) for _ in range(runs))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one mode per table, 500 no-ops")
-    parser.add_argument("--stress", action="store_true", help="20 runs of the DAG on -n 4")
+    parser.add_argument("--quick", action="store_true",
+                        help="no cold rows, 500 no-ops, one run each")
+    parser.add_argument("--stress", action="store_true", help="20 runs of a DAG on -n 4")
     options = parser.parse_args()
 
-    durations, deps = make_dag(40, seed=7, low=0.05, high=0.3)
-    print(f"DAG: 40 tests, {sum(map(len, deps))} edges, total {sum(durations):.2f} s, "
-          f"critical path {critical_path(durations, deps):.2f} s\n")
-    print("| -n | priorities | walk (s) | bound (s) | walk / bound | process (s) | violations |")
-    print("|---|---|---|---|---|---|---|")
-    modes = ["warm"] if options.quick else ["warm", "cold", "collection order"]
-    for workers in (2, 4):
-        for mode in modes:
-            r = bench_dag(workers, mode, durations, deps)
-            print(f"| {workers} | {mode} | {r['walk']:.2f} | {r['bound']:.2f} | "
-                  f"{r['walk'] / r['bound']:.3f} | {r['process']:.2f} | {r['violations']:.0f} |")
+    # cold rows only in full runs: they show what the cache buys, not the scheduler's quality
+    modes = ["warm", "collection order", "--dist load"]
+    if not options.quick:
+        modes.insert(1, "cold")
+    print_dag_tables([chain_heavy_shape(), wide_shape(), mixed_shape()], modes)
 
     count = 500 if options.quick else 2000
     flat = bench_flat(count, repeats=1 if options.quick else 3)
@@ -177,12 +272,7 @@ def main() -> None:
         print(f"| {mode} | {wall:.2f} | {wall / base:.3f} |")
 
     if options.stress:
-        small, small_deps = make_dag(40, seed=11, low=0.005, high=0.03)
-        total = 0
-        for _ in range(20):
-            r = bench_dag(4, "cold", small, small_deps)
-            total += int(r["violations"])
-        print(f"\nstress: 20 runs of a 40-test DAG on -n 4: {total} ordering violations")
+        print(f"\nstress: 20 runs of a 40-test DAG on -n 4: {stress(20)} ordering violations")
     print(json.dumps({"python": sys.version.split()[0]}))
 
 
