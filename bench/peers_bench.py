@@ -38,7 +38,9 @@ dependents come before their dependencies in collection order):
   name without params, i.e. on all its instances (a meta-node);
 * ``fixture1k``: 20 fixtures in conftest.py carry the dependencies (3 provider tests each), each
   of the 950 other tests uses one;
-* ``rand100k`` (``--big``): plain and depgraph only, collect-only.
+* ``rand100k`` and ``layer100k`` (``--big``): plain and depgraph only, collect-only;
+  ``layer100k`` is 100 layers of 1,000 tests, each depending on two tests of the layer
+  before and one of the layer before that (SPEC section 8's 100k reference shape).
 
 A plugin that has no way to write a suite gets a "cannot express" row (``CANNOT_EXPRESS``).
 
@@ -110,6 +112,18 @@ class Suite:
         if self.shape in ("random", "param"):
             k = self.edges_per_test
             self.deps = [rng.sample(range(i), min(i, k)) for i in range(n)]
+        elif self.shape == "layered":
+            # graph_bench's layered DAG, SPEC section 8's 100k reference shape: layers of
+            # LAYER tests, each depending on two tests of the layer before and one of the
+            # layer before that
+            self.deps = []
+            for i in range(n):
+                layer = i // LAYER
+                start = (layer - 1) * LAYER  # first test of the layer before
+                deps = rng.sample(range(start, start + LAYER), 2) if layer >= 1 else []
+                if layer >= 2:
+                    deps.append(start - LAYER + rng.randrange(LAYER))
+                self.deps.append(deps)
         elif self.shape == "chain":
             self.deps = [[i - 1] if i else [] for i in range(n)]
         elif self.shape == "fan":
@@ -463,7 +477,12 @@ SUITES = {
     "rand10k": Suite("rand10k", 10_000, 200, "random"),
     "chain10k": Suite("chain10k", 10_000, 200, "chain"),
     "rand100k": Suite("rand100k", 100_000, 2_000, "random"),
+    "layer100k": Suite("layer100k", 100_000, 2_000, "layered"),
 }
+#: tests per layer of the "layered" shape
+LAYER = 1_000
+#: suites only plain pytest and this plugin run, collect-only (the peers take minutes or more)
+HUGE = ("rand100k", "layer100k")
 QUICK = ["rand1k", "noedge1k", "chain1k", "fan1k", "param1k", "fixture1k"]
 FULL = [*QUICK, "rand10k", "chain10k"]
 BIG = 10_000  # suites of this many items and more get --big-repeat runs
@@ -615,7 +634,8 @@ def parse_args() -> argparse.Namespace:
                              "pytest-order alone needs about 90 s per run on rand10k)")
     parser.add_argument("--quick", action="store_true",
                         help=f"the 1k suites only ({', '.join(QUICK)}), one run each")
-    parser.add_argument("--big", action="store_true", help="add rand100k (plain, depgraph)")
+    parser.add_argument("--big", action="store_true",
+                        help="add rand100k and layer100k (plain, depgraph)")
     parser.add_argument("--suites", default="",
                         help=f"comma-separated suite names, of: {', '.join(SUITES)}")
     parser.add_argument("--only", default="", help="comma-separated plugin names")
@@ -644,7 +664,7 @@ def main() -> int:
     opts = parse_args()
     names = list(QUICK if opts.quick else FULL)
     if opts.big:
-        names.append("rand100k")
+        names += HUGE
     if opts.suites:
         names = opts.suites.split(",")
     unknown = [n for n in names if n not in SUITES]
@@ -668,10 +688,10 @@ def main() -> int:
     for suite_name in names:
         suite = SUITES[suite_name]
         suite.generate()
-        suite_plugins = [p for p in plugins if suite_name != "rand100k"
+        suite_plugins = [p for p in plugins if suite_name not in HUGE
                          or p.name in ("plain", "depgraph")]
         runnable = [p for p in suite_plugins if not Syntax(p.suite).cannot_express(suite)]
-        full = not opts.no_full and suite_name != "rand100k"
+        full = not opts.no_full and suite_name not in HUGE
         repeat = opts.big_repeat if suite.items >= BIG else opts.repeat
         res = measure(suite, runnable, venvs, work, repeat, full, opts.timeout)
         report(suite, suite_plugins, res, full, opts.timeout, repeat)
