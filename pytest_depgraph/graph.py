@@ -32,7 +32,7 @@ _DESCRIBE = {
 class Origin(NamedTuple):
     """Where an edge was declared (a named tuple: one is made per declared edge)."""
 
-    #: "marker" | "fixture" | "output" | "dependency" | "order"
+    #: "marker" | "fixture" | "output" | "dependency" | "order" | "pin" (where: why)
     kind: str
     #: "tests/test_net.py:14" (file:line), or "" when unknown
     where: str = ""
@@ -45,6 +45,8 @@ class Origin(NamedTuple):
             return f"fixture '{self.fixture}'"
         if self.kind == "output":
             return f"output fixture '{self.fixture}'"
+        if self.kind == "pin":
+            return f"on one worker, in order: {self.where}"
         what = _DESCRIBE.get(self.kind, self.kind)
         return f"{what} at {self.where}" if self.where else what
 
