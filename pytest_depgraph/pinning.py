@@ -68,7 +68,6 @@ def pin(
     module comparison per edge) otherwise, nothing at all for a graph without edges and
     without pytest-dependency.
     """
-    collected = builder.collected
     count = len(run)
     parent = list(range(count)) if graph.edge_count or compat.computed_sites(builder) else []
     if not parent:
@@ -91,29 +90,26 @@ def pin(
             why.setdefault(a, origin)
 
     warnings = _computed_modules(builder, run, broken, union)
-    modules: dict[int, str] = {}
-    keys: dict[int, set[tuple[Any, ...]]] = {}
-
-    def module(n: int) -> str:
-        found = modules.get(n)
-        if found is None:
-            found = modules[n] = collected[run[n]].nodeid.split("::", 1)[0]
-        return found
-
+    # the module/class fixture instances of each test with an edge, made when first needed
+    instances: list[frozenset[tuple[Any, ...]] | None] = [None] * count
     for dependent, dependency, _kind in graph.triples():
-        if dependent >= count or dependency >= count or find(dependent) == find(dependency):
+        if dependent >= count or dependency >= count:
             continue
-        if module(dependent) != module(dependency):
+        mine = instances[dependent]
+        if mine is None:
+            mine = instances[dependent] = _instances(builder, run[dependent])
+        if not mine:
             continue
-        for n in (dependent, dependency):
-            if n not in keys:
-                keys[n] = _instances(collected[run[n]])
-        shared = keys[dependent] & keys[dependency]
-        if shared:
-            name = min(key[3] for key in shared)
-            union(dependent, dependency,
-                  Origin(PIN, f"both use {_SCOPE_WORD[shared.pop()[1] is not None]} fixture "
-                         f"'{name}'", name))
+        theirs = instances[dependency]
+        if theirs is None:
+            theirs = instances[dependency] = _instances(builder, run[dependency])
+        if mine.isdisjoint(theirs) or find(dependent) == find(dependency):
+            continue
+        shared = mine & theirs
+        name = min(key[4] for key in shared)
+        union(dependent, dependency,
+              Origin(PIN, f"both use {_SCOPE_WORD[next(iter(shared))[2] is not None]} "
+                     f"fixture '{name}'", name))
 
     members: dict[int, set[int]] = {}
     for n in joined:
@@ -168,23 +164,30 @@ def _computed_modules(builder: _Builder, run: Sequence[int], broken: Any, union:
     ]
 
 
-def _instances(item: Any) -> set[tuple[Any, ...]]:
-    """The module- and class-scoped fixture instances a test uses: (definition, class,
-    parameter index) -- a parametrized fixture has one instance per parameter."""
+def _instances(builder: _Builder, position: int) -> frozenset[tuple[Any, ...]]:
+    """The module- and class-scoped fixture instances a test uses: (definition, module,
+    class, parameter index, name) -- a parametrized fixture has one instance per parameter."""
+    item: Any = builder.collected[position]
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
-        return set()
-    callspec = getattr(item, "callspec", None)
-    indices = getattr(callspec, "indices", {}) if callspec is not None else {}
-    found = set()
-    for name in getattr(item, "fixturenames", ()):
+        return _NONE
+    found: list[tuple[Any, ...]] = []
+    for name in item.fixturenames:
         definitions = info.name2fixturedefs.get(name)
         if not definitions:
             continue
         definition = definitions[-1]
-        scope = getattr(definition, "scope", None)
+        scope = definition.scope
         if scope not in _SCOPES:
             continue
-        owner = id(getattr(item, "cls", None)) if scope == "class" else None
-        found.add((id(definition), owner, indices.get(name), name))
-    return found
+        if not found:
+            callspec = getattr(item, "callspec", None)
+            indices = getattr(callspec, "indices", {}) if callspec is not None else {}
+            # functions of one module share its globals: a cheap module identity
+            module = id(getattr(builder.functions[position], "__globals__", None))
+        owner = id(builder.classes[position]) if scope == "class" else None
+        found.append((id(definition), module, owner, indices.get(name), name))
+    return frozenset(found) if found else _NONE
+
+
+_NONE: frozenset[tuple[Any, ...]] = frozenset()
