@@ -43,7 +43,7 @@ class Pins:
 
     #: groups of graph nodes, each in serial order
     groups: list[list[int]] = field(default_factory=list)
-    #: one per ``depends()`` call site whose names cannot be read
+    #: one per module with ``depends()`` calls whose names cannot be read
     warnings: list[str] = field(default_factory=list)
     #: AFTER edges added to chain the groups
     edges: int = 0
@@ -61,7 +61,8 @@ def pin(
     broken: Any,
 ) -> Pins:
     """Find the pinned groups of the run, chain each in ``order`` with AFTER edges added to
-    ``graph``; return the groups (graph nodes, in order) and a warning per computed-name site.
+    ``graph``; return the groups (graph nodes, in order) and a warning per module with
+    computed ``depends()`` names.
 
     ``run[n]`` is the builder position of graph node ``n`` (later nodes are external);
     ``broken`` holds the nodes that cannot run. O(V + E) when something is pinned; O(E) (a
@@ -133,7 +134,7 @@ def pin(
 
 
 def _computed_modules(builder: _Builder, run: Sequence[int], broken: Any, union: Any) -> list[str]:
-    """Join every test of a module with computed ``depends()`` names; one warning per site."""
+    """Join every test of a module with computed ``depends()`` names; a warning per module."""
     sites = compat.computed_sites(builder)
     if not sites:
         return []
@@ -152,16 +153,16 @@ def _computed_modules(builder: _Builder, run: Sequence[int], broken: Any, union:
         module = collected[position].nodeid.split("::", 1)[0]
         if module in by_module and n not in broken:
             union(first.setdefault(module, n), n, origins[module])
-    modules_of: dict[str, list[str]] = {}
+    # one warning per module: a suite with such calls tends to have dozens in a module
+    warnings = []
     for module in sorted(by_module):
-        for where in by_module[module]:
-            modules_of.setdefault(where, []).append(module)
-    return [
-        f"depgraph: {where}: depends() with names computed at run time: "
-        f"{', '.join(modules)} {'runs' if len(modules) == 1 else 'run'} on one worker in file "
-        "order"
-        for where, modules in modules_of.items()
-    ]
+        wheres = by_module[module]
+        more = f" (and {len(wheres) - 1} more in this module)" if len(wheres) > 1 else ""
+        warnings.append(
+            f"depgraph: {wheres[0]}: depends() with names computed at run time{more}: "
+            f"{module} runs on one worker in file order"
+        )
+    return warnings
 
 
 def _instances(builder: _Builder, position: int) -> frozenset[tuple[Any, ...]]:

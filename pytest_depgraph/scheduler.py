@@ -13,6 +13,9 @@ ready test goes first, what must be skipped -- to :class:`~pytest_depgraph.walke
   each test weighted by its duration in the previous run (pytest's cache) -- the mean of the
   known durations, or 1, for the unknown ones; ties in collection order. An idle worker prefers
   a test of the module it ran last when that costs no priority (fixture affinity).
+* Pinned groups (:mod:`pytest_depgraph.pinning`) stay on the worker that took their first test;
+  that worker takes its group's next test before anything else. A worker that dies releases its
+  groups to the others.
 * Dependents of an unsatisfied test are reported skipped here, on the controller, and never sent.
 * A plan without edges, broken or unselected tests, with no ``--depgraph-parallelism``, is
   handed to xdist's own ``LoadScheduling`` unchanged: the plugin changes nothing for a suite

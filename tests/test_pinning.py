@@ -148,11 +148,19 @@ def test_computed_depends_names_give_the_serial_outcomes_on_two_workers(
     )
 
 
-def test_one_warning_per_call_site(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_group_fixture2=GROUP_FIXTURE_IN_FIXTURE, test_other=OTHER)
+def test_one_warning_per_module(pytester: pytest.Pytester) -> None:
+    source = GROUP_FIXTURE_IN_FIXTURE + """
+@pytest.mark.dependency()
+def test_d(request, testcase):
+    depends(request, ["test_a[%d]" % testcase])
+"""
+    pytester.makepyfile(test_group_fixture2=source, test_other=OTHER)
     result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly")
-    result.assert_outcomes(passed=26, skipped=2, xfailed=1)
+    result.assert_outcomes(passed=34, skipped=3, xfailed=1)
     assert result.stdout.str().count("names computed at run time") == 1
+    result.stdout.fnmatch_lines(["*depgraph: test_group_fixture2.py:11: depends() with names "
+                                 "computed at run time (and 1 more in this module): "
+                                 "test_group_fixture2.py runs on one worker in file order*"])
 
 
 def test_computed_depends_in_a_conftest_fixture_keeps_the_module_serial(
