@@ -106,11 +106,11 @@ def pin(
             theirs = instances[dependency] = _instances(builder, run[dependency])
         if mine.isdisjoint(theirs) or find(dependent) == find(dependency):
             continue
-        shared = mine & theirs
-        name = min(key[4] for key in shared)
+        # the same reason on every xdist worker (ids differ between processes): by name
+        key = min(mine & theirs, key=lambda k: str(k[4]))
         union(dependent, dependency,
-              Origin(PIN, f"both use {_SCOPE_WORD[next(iter(shared))[2] is not None]} "
-                     f"fixture '{name}'", name))
+              Origin(PIN, f"both use {_SCOPE_WORD[key[2] is not None]} fixture '{key[4]}'",
+                     key[4]))
 
     members: dict[int, set[int]] = {}
     for n in joined:
@@ -170,7 +170,8 @@ def _instances(builder: _Builder, position: int) -> frozenset[tuple[Any, ...]]:
     class, parameter index, name) -- a parametrized fixture has one instance per parameter."""
     item: Any = builder.collected[position]
     info = getattr(item, "_fixtureinfo", None)
-    if info is None:
+    function = builder.functions[position]
+    if info is None or function is None:
         return _NONE
     found: list[tuple[Any, ...]] = []
     for name in item.fixturenames:
@@ -185,7 +186,7 @@ def _instances(builder: _Builder, position: int) -> frozenset[tuple[Any, ...]]:
             callspec = getattr(item, "callspec", None)
             indices = getattr(callspec, "indices", {}) if callspec is not None else {}
             # functions of one module share its globals: a cheap module identity
-            module = id(getattr(builder.functions[position], "__globals__", None))
+            module = id(getattr(function, "__globals__", None))
         owner = id(builder.classes[position]) if scope == "class" else None
         found.append((id(definition), module, owner, indices.get(name), name))
     return frozenset(found) if found else _NONE
