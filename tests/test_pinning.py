@@ -277,7 +277,9 @@ def test_crash_in_a_pinned_group_releases_it(pytester: pytest.Pytester) -> None:
             pass
         """
     )
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly")
+    # a group still bound to the dead worker would hang the run
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly",
+                                           timeout=120)
     result.assert_outcomes(passed=2, failed=1, skipped=1)
 
 
