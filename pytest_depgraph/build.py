@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
-from pytest_depgraph import compat
+from pytest_depgraph import compat, pinning
 from pytest_depgraph import graph as dag
 from pytest_depgraph.graph import Edge, Graph, Kind, Origin
 from pytest_depgraph.markers import (
@@ -531,6 +531,8 @@ def _build(
     acyclic = graph.subgraph_without(set(broken))
     lap("validate")
     order = dag.stable_topological_order(acyclic)
+    # tests that must share a worker, chained in this order (AFTER edges added to acyclic)
+    pins = pinning.pin(builder, run, acyclic, order, broken)
     run_order = [n for n in order if n < len(run)]
     # external nodes go last: they never run, and nothing in the run waits on their position
     final = [*run_order, *range(len(run), len(number))]
@@ -559,9 +561,11 @@ def _build(
         item_count=len(items),
         errors=[p.message for p in problems],
         broken={renumber[n]: message for n, message in broken.items()},
-        edge_counts=edges_by_origin(graph.origins()),
+        edge_counts={**edges_by_origin(graph.origins()), **pins.counts()},
         removed_edges=acyclic.edge_count - reduced.edge_count,
         added=sorted(renumber[number[p]] for p in added),
+        pinned=[[renumber[n] for n in group] for group in pins.groups],
+        warnings=pins.warnings,
     )
     return Result(items=items, plan=plan, problems=problems, timings=timings)
 

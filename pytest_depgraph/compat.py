@@ -144,7 +144,10 @@ class _Compat:
     #: declaring position -> problems of its ``before=`` labels
     _before_problems: dict[int, list[str]] = field(default_factory=dict)
     _where: dict[tuple[int, str], str] = field(default_factory=dict)
-    _calls: dict[int, list[_RuntimeCall]] = field(default_factory=dict)
+    _calls: dict[int, tuple[list[_RuntimeCall], list[str]]] = field(default_factory=dict)
+    #: position -> ``file:line`` of each ``depends()`` call whose names cannot be read (computed
+    #: at run time, or passed through a helper) in the test or its fixtures
+    computed: dict[int, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         marked = _marker_names(self.builder.collected)
@@ -264,7 +267,8 @@ class _Compat:
         return hints
 
     def _runtime_calls(self, position: int) -> list[_RuntimeCall]:
-        """Literal ``depends(request, [...])`` calls in the test and the fixtures it uses."""
+        """Literal ``depends(request, [...])`` calls in the test and the fixtures it uses; the
+        sites of the other calls go to :attr:`computed`."""
         item = self.builder.collected[position]
         found: list[_RuntimeCall] = []
         functions: list[object] = [getattr(item, "function", None)]
@@ -273,15 +277,19 @@ class _Compat:
             for name in getattr(item, "fixturenames", ()):
                 functions.extend(getattr(d, "func", None)
                                  for d in info.name2fixturedefs.get(name, ()))
+        computed: list[str] = []
         for function in functions:
             if function is None:
                 continue
-            calls = self._calls.get(id(function))
-            if calls is None:
-                calls = self._calls[id(function)] = _literal_depends_calls(
+            cached = self._calls.get(id(function))
+            if cached is None:
+                cached = self._calls[id(function)] = _depends_calls(
                     function, self.builder._relative
                 )
-            found.extend(calls)
+            found.extend(cached[0])
+            computed.extend(cached[1])
+        if computed:
+            self.computed[position] = computed
         return found
 
     # -- pytest-order ------------------------------------------------------------------------
@@ -477,18 +485,54 @@ class _RuntimeCall:
     where: str
 
 
-def _literal_depends_calls(function: object, relative: Callable[[str], str]) -> list[_RuntimeCall]:
-    """Calls of pytest-dependency's ``depends`` with literal names (O(size of the source))."""
+def computed_sites(builder: _Builder) -> dict[int, list[str]]:
+    """Position -> sites of the ``depends()`` calls whose names cannot be read, found while
+    the builder read the dependency sources (nothing when pytest-dependency is not used)."""
+    return builder.compat.computed if builder.compat is not None else {}
+
+
+def _depends_calls(
+    function: object, relative: Callable[[str], str]
+) -> tuple[list[_RuntimeCall], list[str]]:
+    """Calls of pytest-dependency's ``depends`` in ``function``: those with literal names, and
+    the sites of the others -- names computed at run time, or any ``depends`` call in a helper
+    function of the same globals that ``function`` calls (its names are the helper's
+    arguments). O(size of the source); a function that names neither costs a set lookup per
+    global name it uses."""
     function = inspect.unwrap(function)  # type: ignore[arg-type]
     code = getattr(function, "__code__", None)
-    if code is None or "depends" not in code.co_names:
-        return []
+    if code is None:
+        return [], []
+    calls: list[_RuntimeCall] = []
+    computed: list[str] = []
+    if "depends" in code.co_names:
+        calls, computed = _parse_depends_calls(function, code, relative)
+    namespace = getattr(function, "__globals__", {})
+    for name in code.co_names:
+        helper = namespace.get(name)
+        helper_code = getattr(helper, "__code__", None)
+        if (
+            helper_code is None
+            or helper is function
+            or "depends" not in helper_code.co_names
+            or str(getattr(helper, "__module__", "")).startswith("pytest_dependency")
+        ):
+            continue
+        literal, other = _parse_depends_calls(helper, helper_code, relative)
+        computed.extend([call.where for call in literal] + other)
+    return calls, computed
+
+
+def _parse_depends_calls(
+    function: object, code: Any, relative: Callable[[str], str]
+) -> tuple[list[_RuntimeCall], list[str]]:
     try:
         lines, first = inspect.getsourcelines(function)  # type: ignore[arg-type]
         tree = ast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError):
-        return []
+        return [], []
     calls = []
+    computed = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or len(node.args) < 2:
             continue
@@ -501,11 +545,12 @@ def _literal_depends_calls(function: object, relative: Callable[[str], str]) -> 
             (k.value for k in node.keywords if k.arg == "scope"), None
         )
         scope = "module" if scope_node is None else _literal_string(scope_node)
-        if names is None or scope is None:
-            continue  # names computed at run time: nothing to read here
         where = relative(f"{code.co_filename}:{first + node.lineno - 1}")
+        if names is None or scope is None:
+            computed.append(where)  # names computed at run time: nothing to read here
+            continue
         calls.append(_RuntimeCall(tuple(names), scope, where))
-    return calls
+    return calls, computed
 
 
 def _literal_strings(node: ast.expr) -> list[str] | None:

@@ -42,7 +42,7 @@ class Origin:
     def __init__(
         self, kind: str, where: str | Callable[[], str] = "", fixture: str = ""
     ) -> None:
-        #: "marker" | "fixture" | "output" | "dependency" | "order"
+        #: "marker" | "fixture" | "output" | "dependency" | "order" | "pin" (where: why)
         self.kind = kind
         #: the fixture name, for kinds "fixture" and "output"
         self.fixture = fixture
@@ -76,6 +76,8 @@ class Origin:
             return f"fixture '{self.fixture}'"
         if self.kind == "output":
             return f"output fixture '{self.fixture}'"
+        if self.kind == "pin":
+            return f"on one worker, in order: {self.where}"
         what = _DESCRIBE.get(self.kind, self.kind)
         where = self.where
         return f"{what} at {where}" if where else what

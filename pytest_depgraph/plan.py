@@ -17,7 +17,7 @@ from typing import Any
 from pytest_depgraph.graph import Graph, Kind, Origin
 
 #: Bumped whenever the JSON layout changes; controller and workers must agree.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 
 @dataclass
@@ -47,6 +47,11 @@ class Plan:
     added: list[int] = field(default_factory=list)
     #: seconds each item took in the previous run, when known (cache), else absent.
     durations: dict[int, float] = field(default_factory=dict)
+    #: pinned groups: items that run on one worker, one at a time, in plan order (the graph
+    #: chains each group with AFTER edges); see :mod:`pytest_depgraph.pinning`.
+    pinned: list[list[int]] = field(default_factory=list)
+    #: warnings for a parallel run (the controller shows each once; serial runs do not).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def external(self) -> range:
@@ -72,6 +77,8 @@ class Plan:
             "removed_edges": self.removed_edges,
             "added": self.added,
             "durations": {str(k): v for k, v in self.durations.items()},
+            "pinned": self.pinned,
+            "warnings": self.warnings,
         }
         return json.dumps(payload, separators=(",", ":"))
 
@@ -102,6 +109,8 @@ class Plan:
             removed_edges=data["removed_edges"],
             added=data["added"],
             durations={int(k): v for k, v in data["durations"].items()},
+            pinned=data["pinned"],
+            warnings=data["warnings"],
         )
 
 

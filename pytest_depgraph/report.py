@@ -42,6 +42,8 @@ def lines(
     parts = [f"{counts.get('marker', 0)} explicit", f"{fixture} from fixtures"]
     if compat:
         parts.append(f"{compat} from pytest-dependency/pytest-order markers")
+    if counts.get("pin"):
+        parts.append(f"{counts['pin']} keeping pinned tests on one worker")
     out = [
         f"{plan.item_count} tests, {_plural(total, 'edge')} ({', '.join(parts)}); "
         f"{plan.removed_edges} removed by transitive reduction"

@@ -13,6 +13,9 @@ ready test goes first, what must be skipped -- to :class:`~pytest_depgraph.walke
   each test weighted by its duration in the previous run (pytest's cache) -- the mean of the
   known durations, or 1, for the unknown ones; ties in collection order. An idle worker prefers
   a test of the module it ran last when that costs no priority (fixture affinity).
+* Pinned groups (:mod:`pytest_depgraph.pinning`) stay on the worker that took their first test;
+  that worker takes its group's next test before anything else. A worker that dies releases its
+  groups to the others.
 * Dependents of an unsatisfied test are reported skipped here, on the controller, and never sent.
 * A plan without edges, broken or unselected tests, with no ``--depgraph-parallelism``, is
   handed to xdist's own ``LoadScheduling`` unchanged: the plugin changes nothing for a suite
@@ -187,7 +190,9 @@ class DepGraphScheduling:
             group=_padded(plan.group, len(plan.nodeids)),
             limit=self.limit,
             unsatisfied=[*plan.broken, *plan.external],
+            pinned=plan.pinned,
         )
+        self._warn(plan.warnings)
         for node in sorted(plan.broken):
             self._report_broken(node, plan.broken[node])
         self._report_skips(self.walker.initial.skipped)
@@ -239,9 +244,14 @@ class DepGraphScheduling:
             crashed: str | None = self.delegate.remove_node(node)
             return crashed
         if worker.running is None:
+            if self.walker is not None:
+                self.walker.release(node)
+                self._dispatch()
             return None
         index = worker.running
         nodeid = self._nodeid(index)
+        if self.walker is not None:  # its pinned groups go on elsewhere
+            self.walker.release(node)
         # xdist reports the crash as a failure right after this returns; say so already, so
         # the dependents' skip reason reads "failed"
         self.recorder.mark(nodeid, FAILED)
@@ -381,9 +391,11 @@ class DepGraphScheduling:
                 continue
             if node.shutting_down:
                 continue
-            index = walker.next(prefer_group=worker.last_group)
+            index = walker.next(prefer_group=worker.last_group, worker=node)
             if index is None:
-                return
+                if self.limit is not None and walker.in_flight >= self.limit:
+                    return
+                continue  # what is ready is pinned to other workers
             self._send(node, worker, index)
 
     def _send(self, node: Any, worker: _Worker, index: int) -> None:
@@ -409,12 +421,26 @@ class DepGraphScheduling:
         if node.shutting_down or worker.last_group is None:
             return
         for index in ready:  # best first
-            if plan.group[index] == worker.last_group and walker.is_ready(index):
+            if plan.group[index] == worker.last_group and walker.may_start(index, node):
                 if self.limit is not None and walker.in_flight >= self.limit:
                     return
-                walker.start(index)
+                walker.start(index, node)
                 self._send(node, worker, index)
                 return
+
+    def _warn(self, messages: list[str]) -> None:
+        """Show the plan's warnings once, on the controller (workers would repeat them)."""
+        for message in messages:
+            self.config.hook.pytest_warning_recorded.call_historic(
+                kwargs={
+                    "warning_message": warnings.WarningMessage(
+                        pytest.PytestWarning(message), pytest.PytestWarning, __file__, 0
+                    ),
+                    "when": "runtest",
+                    "nodeid": "",
+                    "location": None,
+                }
+            )
 
     def _report_skips(self, skipped: list[Skip]) -> None:
         plan = self.plan

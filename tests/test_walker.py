@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.graph import Graph, Kind, Origin, transitive_reduction
+from pytest_depgraph.graph import (
+    Graph,
+    Kind,
+    Origin,
+    stable_topological_order,
+    transitive_reduction,
+)
 from pytest_depgraph.walker import Skip, Step, Walker
 
 R, A = Kind.REQUIRES, Kind.AFTER
@@ -262,3 +268,158 @@ def test_random_walks_match_the_oracle(
             assert root in failing | unsatisfied
             assert root not in walker.skipped
             assert nx.has_path(requires, node, root)
+
+
+# -- pinned groups -------------------------------------------------------------------------
+
+
+def test_a_pinned_group_stays_on_the_worker_that_started_it() -> None:
+    # 0 -> 1 pinned (chained by an AFTER edge, as the plan does); 2 free
+    graph = make(3, [(1, 0, A)])
+    walker = Walker(graph, priority=[5.0, 5.0, 3.0], pinned=[[0, 1]])
+    assert walker.next(worker="w1") == 0
+    assert walker.next(worker="w2") == 2
+    walker.finish(0, True)
+    assert not walker.may_start(1, "w2") and walker.may_start(1, "w1")
+    assert walker.next(worker="w2") is None
+    with pytest.raises(ValueError, match="pinned to another worker"):
+        walker.start(1, "w2")
+    assert walker.next(worker="w1") == 1
+    walker.finish(1, True)
+    walker.finish(2, True)
+    assert walker.done and walker.bound_groups("w1") == []
+
+
+def test_a_bound_worker_takes_its_group_before_better_work() -> None:
+    graph = make(4, [(1, 0, A)])
+    walker = Walker(graph, priority=[1.0, 1.0, 9.0, 9.0], pinned=[[0, 1]])
+    assert walker.next(worker="w1") == 2
+    assert walker.next(worker="w2") == 3
+    walker.finish(2, True)
+    assert walker.next(worker="w1") == 0
+    walker.finish(0, True)
+    walker.finish(3, True)
+    # w2 is idle first, but the group is bound to w1
+    assert walker.next(worker="w2") is None
+    assert walker.next(worker="w1") == 1
+
+
+def test_release_hands_a_dead_workers_group_to_another() -> None:
+    graph = make(3, [(1, 0, A), (2, 1, R)])
+    walker = Walker(graph, pinned=[[0, 1, 2]])
+    assert walker.next(worker="w1") == 0
+    walker.finish(0, True)
+    assert walker.next(worker="w1") == 1
+    walker.release("w1")  # w1 died running 1
+    step = walker.finish(1, False)
+    assert step.skipped == [Skip(2, 1)]
+    assert walker.done
+
+
+def test_release_moves_the_ready_nodes_of_a_dead_worker() -> None:
+    graph = make(3, [(1, 0, A)])
+    walker = Walker(graph, pinned=[[0, 1]])
+    assert walker.next(worker="w1") == 0
+    walker.finish(0, True)
+    walker.release("w1")
+    assert walker.next(worker="w2") == 1
+
+
+def test_a_group_is_free_again_once_every_node_finished_or_skipped() -> None:
+    graph = make(4, [(1, 0, R), (2, 1, A)])
+    walker = Walker(graph, pinned=[[0, 1]], unsatisfied=[3])
+    assert walker.next(worker="w1") == 0
+    step = walker.finish(0, False)
+    assert step.skipped == [Skip(1, 0)]
+    assert walker.bound_groups("w1") == []
+    assert walker.next(worker="w2") == 2
+
+
+def test_pinned_groups_are_checked() -> None:
+    with pytest.raises(ValueError, match="two groups"):
+        Walker(make(3, []), pinned=[[0, 1], [1, 2]])
+
+
+@st.composite
+def pinned_scenarios(
+    draw: st.DrawFn,
+) -> tuple[Graph, list[list[int]], set[int], int | None, int]:
+    """A graph, disjoint groups chained as the plan chains them, failures, a limit, a seed."""
+    graph, failing, _unsatisfied, limit, seed = draw(scenarios())
+    size = graph.size
+    label = draw(st.lists(st.integers(-1, 2), min_size=size, max_size=size))
+    order = stable_topological_order(graph)
+    groups = [[v for v in order if label[v] == g] for g in range(3)]
+    groups = [g for g in groups if len(g) > 1]
+    for group in groups:
+        for before, after in zip(group, group[1:]):
+            graph.add_edge(after, before, A, Origin("pin"))
+    return graph, groups, failing, limit, seed
+
+
+@settings(max_examples=400, deadline=None)
+@given(pinned_scenarios(), st.integers(1, 3), st.floats(0, 0.3))
+def test_random_pinned_walks_keep_order_and_binding(
+    scenario: tuple[Graph, list[list[int]], set[int], int | None, int],
+    workers: int,
+    crash_rate: float,
+) -> None:
+    """Random workers take, finish and die: a group never runs on two live workers at once,
+    its nodes start in group order one at a time, dependencies finish first, nothing stalls."""
+    graph, groups, failing, limit, seed = scenario
+    rng = random.Random(seed)
+    group_of = {v: g for g, members in enumerate(groups) for v in members}
+    ancestors = {v: nx.descendants(to_nx(graph), v) for v in range(graph.size)}
+    walker = Walker(
+        graph, priority=[float(rng.randrange(3)) for _ in range(graph.size)],
+        group=[rng.randrange(2) for _ in range(graph.size)], limit=limit, pinned=groups,
+    )
+    alive = list(range(workers))
+    next_worker = workers
+    running: dict[int, int] = {}  # worker -> node
+    finished = {s.node for s in walker.initial.skipped}
+    owner: dict[int, int] = {}  # group -> worker that runs it now
+    while not walker.done:
+        for w in alive:
+            if w in running or rng.random() < 0.2:
+                continue
+            node = walker.next(prefer_group=rng.choice([None, 0, 1]), worker=w)
+            if node is None:
+                continue
+            assert ancestors[node] <= finished, "started before a dependency finished"
+            g = group_of.get(node)
+            if g is not None:
+                members = groups[g]
+                assert all(m in finished for m in members[: members.index(node)]), "order"
+                assert not any(running.get(x) in members for x in running), "two in flight"
+                assert owner.get(g, w) == w, "group moved to another live worker"
+                owner[g] = w
+            running[w] = node
+        if not running:  # some worker must get something
+            for w in alive:
+                node = walker.next(worker=w)
+                if node is not None:
+                    g = group_of.get(node)
+                    if g is not None:
+                        assert owner.get(g, w) == w
+                        owner[g] = w
+                    running[w] = node
+                    break
+            assert running, "stalled"
+        w = rng.choice(list(running))
+        node = running.pop(w)
+        if rng.random() < crash_rate:  # the worker dies in the test; a new one replaces it
+            alive.remove(w)
+            walker.release(w)
+            owner = {g: o for g, o in owner.items() if o != w}
+            alive.append(next_worker)
+            next_worker += 1
+            step = walker.finish(node, False)
+        else:
+            step = walker.finish(node, node not in failing)
+        finished.add(node)
+        finished.update(s.node for s in step.skipped)
+        for g, members in enumerate(groups):
+            if all(m in finished for m in members):
+                owner.pop(g, None)
+    assert finished == set(range(graph.size))

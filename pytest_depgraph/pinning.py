@@ -1,0 +1,195 @@
+"""Pinned groups: tests that must run on one xdist worker, one at a time, in serial order.
+
+Two rules make a group (docs/parallel.md, docs/choices.md):
+
+* **Computed names.** A module whose tests or their fixtures call pytest-dependency's
+  ``depends(request, names)`` with names that cannot be read from the source (computed at run
+  time, or passed through a helper) has edges nobody can see, and pytest-dependency checks them
+  against results recorded in the process that ran the test. All of the module's tests form one
+  group, so the module runs as it would serially.
+* **Shared fixture instance.** Two tests of one module linked by a dependency edge that use the
+  same module-scoped fixture definition (same parameter), or the same class-scoped one in the
+  same class, expect the state the earlier one left in that instance: they join one group
+  (union-find over such edges). Session-scoped fixtures do not pin: that would serialise whole
+  suites.
+
+Each group is chained with AFTER edges between consecutive members in the serial (stable
+topological) order, so the order, the DOT file and the walk all see it; the chain follows an
+order that is already valid, so it never makes a cycle. The walker binds a group to the worker
+that starts its first test (:class:`~pytest_depgraph.walker.Walker`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_depgraph import compat
+from pytest_depgraph.graph import Graph, Kind, Origin
+
+if TYPE_CHECKING:
+    from pytest_depgraph.build import _Builder
+
+#: origin kind of the chain edges
+PIN = "pin"
+_SCOPES = ("module", "class")
+_SCOPE_WORD = {False: "the module", True: "the class"}
+
+
+@dataclass
+class Pins:
+    """What :func:`pin` found."""
+
+    #: groups of graph nodes, each in serial order
+    groups: list[list[int]] = field(default_factory=list)
+    #: one per module with ``depends()`` calls whose names cannot be read
+    warnings: list[str] = field(default_factory=list)
+    #: AFTER edges added to chain the groups
+    edges: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """Edge counts by origin kind, for the plan's summary."""
+        return {PIN: self.edges} if self.edges else {}
+
+
+def pin(
+    builder: _Builder,
+    run: Sequence[int],
+    graph: Graph,
+    order: Sequence[int],
+    broken: Any,
+) -> Pins:
+    """Find the pinned groups of the run, chain each in ``order`` with AFTER edges added to
+    ``graph``; return the groups (graph nodes, in order) and a warning per module with
+    computed ``depends()`` names.
+
+    ``run[n]`` is the builder position of graph node ``n`` (later nodes are external);
+    ``broken`` holds the nodes that cannot run. O(V + E) when something is pinned; O(E) (a
+    module comparison per edge) otherwise, nothing at all for a graph without edges and
+    without pytest-dependency.
+    """
+    count = len(run)
+    parent = list(range(count)) if graph.edge_count or compat.computed_sites(builder) else []
+    if not parent:
+        return Pins()
+
+    def find(v: int) -> int:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    joined: list[int] = []
+    why: dict[int, Origin] = {}
+
+    def union(a: int, b: int, origin: Origin) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+            joined.extend((a, b))
+            why.setdefault(a, origin)
+
+    warnings = _computed_modules(builder, run, broken, union)
+    # the module/class fixture instances of each test with an edge, made when first needed
+    instances: list[frozenset[tuple[Any, ...]] | None] = [None] * count
+    for dependent, dependency, _kind in graph.triples():
+        if dependent >= count or dependency >= count:
+            continue
+        mine = instances[dependent]
+        if mine is None:
+            mine = instances[dependent] = _instances(builder, run[dependent])
+        if not mine:
+            continue
+        theirs = instances[dependency]
+        if theirs is None:
+            theirs = instances[dependency] = _instances(builder, run[dependency])
+        if mine.isdisjoint(theirs) or find(dependent) == find(dependency):
+            continue
+        # the same reason on every xdist worker (ids differ between processes): by name
+        key = min(mine & theirs, key=lambda k: str(k[4]))
+        union(dependent, dependency,
+              Origin(PIN, f"both use {_SCOPE_WORD[key[2] is not None]} fixture '{key[4]}'",
+                     key[4]))
+
+    members: dict[int, set[int]] = {}
+    for n in joined:
+        members.setdefault(find(n), set()).add(n)
+    pins = Pins(warnings=warnings)
+    if not members:
+        return pins
+    rank = {n: i for i, n in enumerate(order)}
+    edges = graph.edge_count
+    for joined_set in members.values():
+        group = sorted((n for n in joined_set if n not in broken), key=rank.__getitem__)
+        if len(group) < 2:
+            continue
+        origin = next(why[n] for n in group if n in why)
+        for before, after in zip(group, group[1:]):
+            graph.add_edge(after, before, Kind.AFTER, origin)
+        pins.groups.append(group)
+    pins.groups.sort(key=lambda group: rank[group[0]])
+    pins.edges = graph.edge_count - edges
+    return pins
+
+
+def _computed_modules(builder: _Builder, run: Sequence[int], broken: Any, union: Any) -> list[str]:
+    """Join every test of a module with computed ``depends()`` names; a warning per module."""
+    sites = compat.computed_sites(builder)
+    if not sites:
+        return []
+    collected = builder.collected
+    by_module: dict[str, list[str]] = {}
+    for position, wheres in sites.items():
+        module = collected[position].nodeid.split("::", 1)[0]
+        found = by_module.setdefault(module, [])
+        found.extend(w for w in wheres if w not in found)
+    first: dict[str, int] = {}
+    origins = {
+        module: Origin(PIN, f"depends() with names computed at run time at {wheres[0]}")
+        for module, wheres in by_module.items()
+    }
+    for n, position in enumerate(run):
+        module = collected[position].nodeid.split("::", 1)[0]
+        if module in by_module and n not in broken:
+            union(first.setdefault(module, n), n, origins[module])
+    # one warning per module: a suite with such calls tends to have dozens in a module
+    warnings = []
+    for module in sorted(by_module):
+        wheres = by_module[module]
+        more = f" (and {len(wheres) - 1} more in this module)" if len(wheres) > 1 else ""
+        warnings.append(
+            f"depgraph: {wheres[0]}: depends() with names computed at run time{more}: "
+            f"{module} runs on one worker in file order"
+        )
+    return warnings
+
+
+def _instances(builder: _Builder, position: int) -> frozenset[tuple[Any, ...]]:
+    """The module- and class-scoped fixture instances a test uses: (definition, module,
+    class, parameter index, name) -- a parametrized fixture has one instance per parameter."""
+    item: Any = builder.collected[position]
+    info = getattr(item, "_fixtureinfo", None)
+    function = builder.functions[position]
+    if info is None or function is None:
+        return _NONE
+    found: list[tuple[Any, ...]] = []
+    for name in item.fixturenames:
+        definitions = info.name2fixturedefs.get(name)
+        if not definitions:
+            continue
+        definition = definitions[-1]
+        scope = definition.scope
+        if scope not in _SCOPES:
+            continue
+        if not found:
+            callspec = getattr(item, "callspec", None)
+            indices = getattr(callspec, "indices", {}) if callspec is not None else {}
+            # functions of one module share its globals: a cheap module identity
+            module = id(getattr(function, "__globals__", None))
+        owner = id(builder.classes[position]) if scope == "class" else None
+        found.append((id(definition), module, owner, indices.get(name), name))
+    return frozenset(found) if found else _NONE
+
+
+_NONE: frozenset[tuple[Any, ...]] = frozenset()

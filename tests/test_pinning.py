@@ -1,0 +1,437 @@
+"""Pinned groups on xdist: tests that need serial semantics run on one worker, in order.
+
+Two causes (docs/parallel.md): a module calls pytest-dependency's ``depends()`` with names
+computed at run time (no edge can be read, so the whole module is kept serial), and tests linked
+by a dependency edge share a module- or class-scoped fixture instance.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_depgraph.plan import Plan
+from pytest_depgraph.state import PLAN_KEY
+
+GROUP_FIXTURE = """
+import time
+import pytest
+from pytest_dependency import depends
+
+@pytest.fixture(scope="module", params=range(1, 10))
+def testcase(request):
+    return request.param
+
+@pytest.mark.dependency()
+def test_a(testcase):
+    time.sleep(0.02)
+    if testcase % 7 == 0:
+        pytest.xfail("deliberate fail")
+
+@pytest.mark.dependency()
+def test_b(request, testcase):
+    depends(request, ["test_a[%d]" % testcase])
+"""
+
+GROUP_FIXTURE_IN_FIXTURE = """
+import time
+import pytest
+from pytest_dependency import depends
+
+@pytest.fixture(scope="module", params=range(1, 10))
+def testcase(request):
+    return request.param
+
+@pytest.fixture(scope="module")
+def dep_testcase(request, testcase):
+    depends(request, [f"test_a[{testcase}]"])
+    return testcase
+
+@pytest.mark.dependency()
+def test_a(testcase):
+    time.sleep(0.02)
+    if testcase % 7 == 0:
+        pytest.xfail("deliberate fail")
+
+@pytest.mark.dependency()
+def test_b(dep_testcase):
+    pass
+
+@pytest.mark.dependency()
+def test_c(dep_testcase):
+    pass
+"""
+
+OR_DEPENDENCY = """
+import time
+import pytest
+from pytest_dependency import depends
+
+def depends_or(request, other, scope='module'):
+    for o in other:
+        try:
+            depends(request, [o], scope)
+        except pytest.skip.Exception:
+            continue
+        else:
+            return
+    pytest.skip("%s depends on any of %s" % (request.node.name, ", ".join(other)))
+
+@pytest.mark.dependency()
+def test_ap():
+    time.sleep(0.05)
+
+@pytest.mark.dependency()
+@pytest.mark.xfail(reason="deliberate fail")
+def test_ax():
+    assert False
+
+@pytest.mark.dependency()
+def test_bp():
+    time.sleep(0.05)
+
+@pytest.mark.dependency()
+@pytest.mark.xfail(reason="deliberate fail")
+def test_bx():
+    assert False
+
+@pytest.mark.dependency()
+def test_c(request):
+    depends_or(request, ["test_ax", "test_bx"])
+
+@pytest.mark.dependency()
+def test_d(request):
+    depends_or(request, ["test_ax", "test_bp"])
+
+@pytest.mark.dependency()
+def test_f(request):
+    depends_or(request, ["test_ap", "test_bp"])
+"""
+
+#: a literal edge elsewhere in the session: the depgraph scheduler walks the run (without any
+#: edge it hands the run to xdist's own load scheduling)
+OTHER = """
+import pytest
+
+@pytest.mark.dependency()
+def test_base():
+    pass
+
+@pytest.mark.dependency(depends=["test_base"])
+def test_next():
+    pass
+"""
+
+#: file, its source, its outcomes serially under pytest-dependency (without test_other.py)
+COMPUTED = [
+    ("test_group_fixture", GROUP_FIXTURE, {"passed": 16, "skipped": 1, "xfailed": 1}),
+    ("test_group_fixture2", GROUP_FIXTURE_IN_FIXTURE,
+     {"passed": 24, "skipped": 2, "xfailed": 1}),
+    ("test_or_dependency", OR_DEPENDENCY, {"passed": 4, "skipped": 1, "xfailed": 2}),
+]
+
+
+@pytest.mark.parametrize(("name", "source", "outcomes"), COMPUTED, ids=[c[0] for c in COMPUTED])
+def test_computed_depends_names_give_the_serial_outcomes_on_two_workers(
+    pytester: pytest.Pytester, name: str, source: str, outcomes: dict[str, int]
+) -> None:
+    pytester.makepyfile(**{name: source, "test_other": OTHER})
+    outcomes = {**outcomes, "passed": outcomes["passed"] + 2}
+    serial = pytester.runpytest_subprocess("-p", "no:randomly")
+    serial.assert_outcomes(**outcomes)
+    assert "names computed at run time" not in serial.stdout.str()
+    for _ in range(3):  # timing decides where the old scheduler sent the dependents
+        result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly")
+        result.assert_outcomes(**outcomes)
+    result.stdout.fnmatch_lines(
+        [f"*depgraph: {name}.py:*: depends() with names computed at run time: {name}.py runs "
+         "on one worker in file order*"]
+    )
+
+
+def test_one_warning_per_module(pytester: pytest.Pytester) -> None:
+    source = GROUP_FIXTURE_IN_FIXTURE + """
+@pytest.mark.dependency()
+def test_d(request, testcase):
+    depends(request, ["test_a[%d]" % testcase])
+"""
+    pytester.makepyfile(test_group_fixture2=source, test_other=OTHER)
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly")
+    result.assert_outcomes(passed=34, skipped=3, xfailed=1)
+    assert result.stdout.str().count("names computed at run time") == 1
+    result.stdout.fnmatch_lines(["*depgraph: test_group_fixture2.py:11: depends() with names "
+                                 "computed at run time (and 1 more in this module): "
+                                 "test_group_fixture2.py runs on one worker in file order*"])
+
+
+def test_computed_depends_in_a_conftest_fixture_keeps_the_module_serial(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(
+        """
+        import pytest
+        from pytest_dependency import depends
+
+        @pytest.fixture
+        def after_previous(request):
+            number = int(request.node.name.rsplit("_", 1)[1])
+            if number > 1:
+                depends(request, [f"test_{number - 1}"])
+        """
+    )
+    pytester.makepyfile(
+        test_steps="""
+        import time
+        import pytest
+
+        @pytest.mark.dependency()
+        def test_1(after_previous):
+            time.sleep(0.05)
+
+        @pytest.mark.dependency()
+        def test_2(after_previous):
+            time.sleep(0.05)
+
+        @pytest.mark.dependency()
+        def test_3(after_previous):
+            pass
+
+        @pytest.mark.dependency()
+        def test_4(after_previous):
+            pass
+        """,
+        test_other=OTHER,
+    )
+    for _ in range(2):
+        result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly")
+        result.assert_outcomes(passed=6)
+
+
+STATE_CHAIN = """
+import time
+import pytest
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory):
+    marker = tmp_path_factory.getbasetemp().parent / "state-setup"
+    assert not marker.exists(), "module fixture set up twice"
+    marker.touch()
+    return []
+
+def test_create(state):
+    time.sleep(0.05)
+    state.append("created")
+
+@pytest.mark.depends_on("test_create")
+def test_read(state):
+    time.sleep(0.05)
+    assert state[0] == "created"
+
+@pytest.mark.depends_on("test_create")
+def test_extend(state):
+    assert state[0] == "created"
+    state.append("extended")
+
+@pytest.mark.depends_on("test_extend")
+def test_check(state):
+    assert state[-1] == "extended"
+
+def test_unlinked():
+    time.sleep(0.05)
+"""
+
+
+def test_a_chain_sharing_a_module_fixture_runs_on_one_worker(pytester: pytest.Pytester) -> None:
+    """P1/A1: test_read and test_extend both became ready when test_create finished; the old
+    scheduler gave one of them to the other worker, where the module fixture was new."""
+    pytester.makepyfile(test_state=STATE_CHAIN)
+    for _ in range(3):
+        result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly")
+        result.assert_outcomes(passed=5)
+        for marker in pytester.path.parent.glob("state-setup"):
+            marker.unlink()
+
+
+def test_crash_in_a_pinned_group_releases_it(pytester: pytest.Pytester) -> None:
+    """A worker dies in the middle of a pinned module: the rest goes elsewhere or skips."""
+    pytester.makepyfile(
+        test_crash="""
+        import os
+        import pytest
+        from pytest_dependency import depends
+
+        @pytest.mark.dependency()
+        def test_1():
+            pass
+
+        @pytest.mark.dependency()
+        def test_2(request):
+            depends(request, ["test_" + "1"])
+            os._exit(1)
+
+        @pytest.mark.dependency()
+        def test_3(request):
+            depends(request, ["test_" + "2"])
+
+        @pytest.mark.dependency()
+        def test_4():
+            pass
+        """
+    )
+    # a group still bound to the dead worker would hang the run
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly",
+                                           timeout=120)
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
+
+
+# -- which tests are pinned (the plan, in process) -------------------------------------------
+
+
+class _Grab:
+    plan: Plan | None = None
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.plan = session.config.stash.get(PLAN_KEY, None)
+
+
+def pinned_names(pytester: pytest.Pytester, source: str) -> list[list[str]]:
+    grab = _Grab()
+    pytester.makepyfile(test_p=source)
+    pytester.inline_run("--collect-only", "-p", "no:randomly", plugins=[grab])
+    assert grab.plan is not None
+    return [[grab.plan.nodeids[n].split("::", 1)[1] for n in group]
+            for group in grab.plan.pinned]
+
+
+def test_linked_tests_sharing_a_module_fixture_are_pinned(pytester: pytest.Pytester) -> None:
+    groups = pinned_names(pytester, """
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def db():
+            return {}
+
+        @pytest.fixture(scope="session")
+        def config():
+            return {}
+
+        @pytest.mark.depends_on("test_fill")
+        def test_read(db):
+            pass
+
+        def test_fill(db):
+            pass
+
+        @pytest.mark.depends_on("test_fill")
+        def test_other(config):
+            pass
+
+        def test_alone(db):
+            pass
+
+        @pytest.mark.depends_on("test_read")
+        def test_again(db):
+            pass
+    """)
+    assert groups == [["test_fill", "test_read", "test_again"]]
+
+
+def test_session_fixtures_do_not_pin(pytester: pytest.Pytester) -> None:
+    assert pinned_names(pytester, """
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def shared():
+            return {}
+
+        def test_a(shared):
+            pass
+
+        @pytest.mark.depends_on("test_a")
+        def test_b(shared):
+            pass
+    """) == []
+
+
+def test_class_fixtures_pin_within_their_class_only(pytester: pytest.Pytester) -> None:
+    assert pinned_names(pytester, """
+        import pytest
+
+        @pytest.fixture(scope="class")
+        def env():
+            return {}
+
+        class TestA:
+            def test_1(self, env):
+                pass
+
+            @pytest.mark.depends_on("test_1")
+            def test_2(self, env):
+                pass
+
+        class TestB:
+            @pytest.mark.depends_on("test_p.py::TestA::test_1")
+            def test_3(self, env):
+                pass
+    """) == [["TestA::test_1", "TestA::test_2"]]
+
+
+def test_other_parameters_of_a_module_fixture_do_not_pin(pytester: pytest.Pytester) -> None:
+    assert pinned_names(pytester, """
+        import pytest
+
+        @pytest.fixture(scope="module", params=[1, 2])
+        def conn(request):
+            return request.param
+
+        @pytest.mark.depends_on("test_b[1]")
+        def test_a(conn):
+            pass
+
+        def test_b(conn):
+            pass
+    """) == [["test_b[1]", "test_a[1]"]]
+
+
+def test_computed_names_pin_the_whole_module(pytester: pytest.Pytester) -> None:
+    groups = pinned_names(pytester, """
+        import pytest
+        from pytest_dependency import depends
+
+        @pytest.mark.dependency()
+        def test_a():
+            pass
+
+        def test_free():
+            pass
+
+        @pytest.mark.dependency()
+        def test_b(request):
+            depends(request, ["test_" + "a"])
+    """)
+    assert groups == [["test_a", "test_free", "test_b"]]
+
+
+def test_literal_names_do_not_pin(pytester: pytest.Pytester) -> None:
+    assert pinned_names(pytester, """
+        import pytest
+        from pytest_dependency import depends
+
+        @pytest.mark.dependency()
+        def test_a():
+            pass
+
+        def test_free():
+            pass
+
+        @pytest.mark.dependency()
+        def test_b(request):
+            depends(request, ["test_a"])
+    """) == []
+
+
+def test_the_chain_is_in_the_dot_file(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_state=STATE_CHAIN)
+    result = pytester.runpytest("--collect-only", "-q", "--depgraph-dot=-", "-p", "no:randomly")
+    text = result.stdout.str()
+    assert '"test_state.py::test_extend" -> "test_state.py::test_read"' in text
+    assert "on one worker, in order: both use the module fixture 'state'" in text
