@@ -13,7 +13,7 @@ import linecache
 import re
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -103,38 +103,42 @@ class _Builder:
         self._mark_lines: dict[int, list[int]] = {}
         self._parent_marks: dict[int, list[tuple[Node, pytest.Mark]]] = {}
         self._closure_sources: dict[int, tuple[list[_Source], list[Problem]]] = {}
+        #: what ``depends_on`` written on a test function or class declares, by id
+        self._declared: dict[int, tuple[list[_Source], list[Problem]]] = {}
         self._relative_paths: dict[str, str] = {}
         self._root = rootpath.resolve()
         self.compat = compat.reader(self)
 
     # -- declarations ------------------------------------------------------------------------
 
-    def sources(self, position: int) -> Iterator[_Source]:
+    def sources(self, position: int) -> list[_Source]:
         """Every dependency declaration that applies to one item."""
         item = self.collected[position]
+        function = self.functions[position]
+        found: list[_Source] = []
         for node, mark in self._marks(position):
             # a class or module marker is one Mark shared by all its tests, a test function's
             # by all its parametrized instances: validate it once
-            key = (id(self.functions[position] if node is item else node), id(mark))
+            key = (id(function if node is item else node), id(mark))
             cached = self._mark_sources.get(key)
             if cached is None:
                 cached = self._mark_sources[key] = self._marker_sources(node, mark, position)
-            yield from self._note(cached, position)
+            found += self._note(cached, position)
         # pytest_depgraph.depends_on written on a test function or class works like the marker
-        for owner, inherited in ((self.functions[position], False),
-                                 (self.classes[position], True)):
+        for owner, inherited in ((function, False), (self.classes[position], True)):
             if owner is None:
                 continue
-            key = (id(owner), 0)
-            cached = self._mark_sources.get(key)
+            cached = self._declared.get(id(owner))
             if cached is None:
-                cached = self._mark_sources[key] = self._decorator_sources(
+                cached = self._declared[id(owner)] = self._decorator_sources(
                     owner, inherited, position
                 )
-            yield from self._note(cached, position)
-        yield from self._fixture_declarations(position)
+            if cached[0] or cached[1]:
+                found += self._note(cached, position)
+        found += self._fixture_declarations(position)
         if self.compat is not None:
-            yield from self.compat.sources(position)
+            found += self.compat.sources(position)
+        return found
 
     def _marks(self, position: int) -> list[tuple[Node, pytest.Mark]]:
         """``item.iter_markers_with_node(name=MARKER)``, with each parent's part found once.
@@ -472,12 +476,10 @@ def _build(
         position = queue.popleft()
         nodeid = collected[position].nodeid
         for source in builder.sources(position):
-            kind, origin = source.declaration.kind, source.origin
-            if source.resolved is not None:
-                targets: list[tuple[object, Sequence[int]]] = [(None, source.resolved)]
-            else:
-                targets = [(t, resolve(t, nodeid)) for t in source.declaration.targets]
-            for target, matches in targets:
+            declaration, origin, resolved = source.declaration, source.origin, source.resolved
+            kind = declaration.kind
+            for target in declaration.targets if resolved is None else (None,):
+                matches = resolve(target, nodeid) if resolved is None else resolved
                 if not matches:
                     builder.unresolved(source, target, position)
                     continue
