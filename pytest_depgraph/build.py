@@ -94,9 +94,7 @@ class _Builder:
             None if isinstance(item.parent, pytest.Module) else getattr(item, "cls", None)
             for item in self.collected
         ]
-        self.index = TargetIndex(
-            [item.nodeid for item in self.collected], self.functions, self.classes
-        )
+        self._index: TargetIndex | None = None
         self.problems: dict[str, Problem] = {}
         self._fixture_sources: dict[tuple[int, str], tuple[list[_Source], list[Problem]]] = {}
         self._mark_sources: dict[tuple[int, int], tuple[list[_Source], list[Problem]]] = {}
@@ -108,6 +106,16 @@ class _Builder:
         self._relative_paths: dict[str, str] = {}
         self._root = rootpath.resolve()
         self.compat = compat.reader(self)
+
+    @property
+    def index(self) -> TargetIndex:
+        """The targets' index, made when the first target is resolved (a suite without
+        dependencies never needs it)."""
+        if self._index is None:
+            self._index = TargetIndex(
+                [item.nodeid for item in self.collected], self.functions, self.classes
+            )
+        return self._index
 
     # -- declarations ------------------------------------------------------------------------
 
@@ -470,7 +478,6 @@ def _build(
     external: list[int] = []
     raw_edges: list[tuple[int, int, Kind, Origin]] = []
     queue = deque(selected_positions)
-    resolve = builder.index.resolve
     collected = builder.collected
     while queue:
         position = queue.popleft()
@@ -479,7 +486,7 @@ def _build(
             declaration, origin, resolved = source.declaration, source.origin, source.resolved
             kind = declaration.kind
             for target in declaration.targets if resolved is None else (None,):
-                matches = resolve(target, nodeid) if resolved is None else resolved
+                matches = builder.index.resolve(target, nodeid) if resolved is None else resolved
                 if not matches:
                     builder.unresolved(source, target, position)
                     continue
