@@ -79,8 +79,11 @@ class _Source(NamedTuple):
     @property
     def site(self) -> str:
         """The declaration and where it was written, for error messages."""
-        where = self.origin.where
-        return f"{self.label} at {where}" if where else self.label
+        return _site(self.label, self.origin.where)
+
+
+def _site(label: str, where: str) -> str:
+    return f"{label} at {where}" if where else label
 
 
 class _Builder:
@@ -127,7 +130,7 @@ class _Builder:
         for node, mark in self._marks(position):
             # a class or module marker is one Mark shared by all its tests, a test function's
             # by all its parametrized instances: validate it once
-            key = (id(function if node is item else node), id(mark))
+            key = (id(function or item if node is item else node), id(mark))
             cached = self._mark_sources.get(key)
             if cached is None:
                 cached = self._mark_sources[key] = self._marker_sources(node, mark, position)
@@ -261,7 +264,7 @@ class _Builder:
             declaration = validate(raw)
         except DeclarationError as error:
             where = origin.where
-            site = f"{label} at {where}" if where else label
+            site = _site(label, where)
             if position is None:
                 message = f"depgraph: {where}: {site}: {error}"
                 report_nodeid = where.rsplit(":", 1)[0]
