@@ -453,7 +453,10 @@ class DepGraphScheduling:
             self.skips[nodeid] = plan.nodeids[skip.root_cause]
             location = plan.locations[skip.node]
             reason = skip_reason(plan, self.recorder, skip.root_cause)
-            longrepr = (location[0], (location[1] or 0) + 1, f"Skipped: {reason}")
+            # an absolute path, as pytest's own skips carry: -rs shows it from the current
+            # directory, the same as on a serial run
+            path = str(self.config.rootpath / location[0])
+            longrepr = (path, (location[1] or 0) + 1, f"Skipped: {reason}")
             hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
             for report in (
                 pytest.TestReport(nodeid, location, {}, "skipped", longrepr, "setup"),

@@ -149,6 +149,19 @@ def test_dependencies_first_overlap_and_skips_with_root_cause(suite: pytest.Pyte
         assert element is not None and element.get("message") == reason
 
 
+def test_skip_lines_name_the_file_from_the_current_directory(pytester: pytest.Pytester) -> None:
+    # rootdir in a subfolder, as examples/ has: the controller's skips must read like the
+    # serial run's, "sub/test_dag.py:N", not the rootdir-relative "test_dag.py:N"
+    sub = pytester.mkdir("sub")
+    (sub / "pytest.ini").write_text("[pytest]\n")
+    (sub / "test_dag.py").write_text(DIAMOND)
+    reason = "depgraph: upstream test_dag.py::test_broken failed"
+    for args in ((), ("-n", "2")):
+        result = pytester.runpytest_subprocess("sub", "-p", "depgraph", "-rs", *args)
+        result.assert_outcomes(passed=5, failed=1, skipped=2)
+        result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] sub/test_dag.py:*: {reason}"] * 2)
+
+
 def test_in_flight_never_exceeds_the_bound(suite: pytest.Pytester) -> None:
     suite.makepyfile(
         test_flat="import time\n"
