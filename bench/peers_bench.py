@@ -329,6 +329,10 @@ class Plugin:
 PLUGINS = [
     Plugin("plain", "depgraph", "plain", ("-p", "no:depgraph")),
     Plugin("depgraph", "depgraph", "depgraph"),
+    # this plugin's suite with the plugin off (its marker registered, so pytest does not warn):
+    # what the markers themselves cost pytest, so "depgraph" minus this row is the plugin's own
+    Plugin("markers only", "depgraph", "depgraph",
+           ("-p", "no:depgraph", "-o", "markers=depends_on")),
     Plugin("pytest-order", "pytest-order", "pytest-order"),
     Plugin("pytest-dependency", "pytest-dependency", "pytest-dependency"),
     Plugin(
