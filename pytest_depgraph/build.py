@@ -560,12 +560,7 @@ def _build(
     groups: dict[str, int] = {}
     plan = Plan(
         nodeids=[nodeids[n] for n in final],
-        # item.location is costly (pytest computes it lazily); only the xdist controller needs
-        # it, for the skips it reports, so serial runs and --collect-only skip it
-        locations=[item.location for item in items]
-        + [builder.collected[p].location for p in external_set]
-        if with_locations
-        else [],
+        locations=_locations(items, plan_graph, broken, renumber) if with_locations else [],
         graph=plan_graph,
         # affinity groups are the innermost scope (class, else module): a worker that keeps
         # to one class keeps its class fixtures, which pytest sets up again after a switch
@@ -580,6 +575,27 @@ def _build(
         warnings=pins.warnings,
     )
     return Result(items=items, plan=plan, problems=problems, timings=timings)
+
+
+def _locations(
+    items: Sequence[pytest.Item],
+    graph: Graph,
+    broken: dict[int, str],
+    renumber: dict[int, int],
+) -> list[tuple[str, int | None, str] | None]:
+    """``item.location`` of the items the xdist controller may report itself: those that
+    can be skipped (they require another test) and those that cannot run (broken).
+
+    pytest computes a location on demand, and a worker runs only its share of the tests:
+    computing it for every collected item cost more than the rest of the plan.
+    """
+    reported = {renumber[n] for n in broken}
+    return [
+        item.location
+        if n in reported or any(graph.kind(n, d) is Kind.REQUIRES for d in graph.dependency_ids(n))
+        else None
+        for n, item in enumerate(items)
+    ]
 
 
 def _cycle_message(cycle: list[Edge], nodeids: Sequence[str]) -> str:
