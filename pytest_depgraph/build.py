@@ -91,6 +91,7 @@ class _Builder:
         self.collected = list(collected)
         self.rootpath = rootpath
         self.position = {item: i for i, item in enumerate(self.collected)}
+        self.nodeids = [item.nodeid for item in self.collected]
         # pytest computes item.cls by walking up the tree: once per item is enough
         self.functions = [getattr(item, "function", None) for item in self.collected]
         self.classes = [
@@ -116,7 +117,7 @@ class _Builder:
         dependencies never needs it)."""
         if self._index is None:
             self._index = TargetIndex(
-                [item.nodeid for item in self.collected], self.functions, self.classes
+                self.nodeids, self.functions, self.classes
             )
         return self._index
 
@@ -269,7 +270,7 @@ class _Builder:
                 message = f"depgraph: {where}: {site}: {error}"
                 report_nodeid = where.rsplit(":", 1)[0]
             else:
-                nodeid = self.collected[position].nodeid
+                nodeid = self.nodeids[position]
                 message = (
                     f"depgraph: {where}: {site}: {error}\n"
                     f"  (declared for {nodeid}{{more}})"
@@ -481,10 +482,10 @@ def _build(
     external: list[int] = []
     raw_edges: list[tuple[int, int, Kind, Origin]] = []
     queue = deque(selected_positions)
-    collected = builder.collected
+    collected_ids = builder.nodeids
     while queue:
         position = queue.popleft()
-        nodeid = collected[position].nodeid
+        nodeid = collected_ids[position]
         for source in builder.sources(position):
             declaration, origin, resolved = source.declaration, source.origin, source.resolved
             kind = declaration.kind
@@ -532,7 +533,7 @@ def _build(
         for position in problem.items:
             if position in number:
                 broken.setdefault(number[position], problem.message)
-    nodeids = [builder.collected[p].nodeid for p in [*run, *external_set]]
+    nodeids = [collected_ids[p] for p in [*run, *external_set]]
     for cycle in dag.find_cycles(graph):
         problem = Problem(_cycle_message(cycle, nodeids), _module_of(nodeids[cycle[0].dependent]))
         problems.append(problem)
@@ -550,9 +551,10 @@ def _build(
     final = [*run_order, *range(len(run), len(number))]
     renumber = {old: new for new, old in enumerate(final)}
     lap("order")
+    # (its own breadth-first order keeps the closures shorter than the serial order would)
     reduced = dag.transitive_reduction(acyclic)
     new_id = [0] * len(final)
-    for old, new in renumber.items():
+    for new, old in enumerate(final):
         new_id[old] = new
     plan_graph = reduced.relabel(new_id)
     lap("reduce")
@@ -560,12 +562,7 @@ def _build(
     groups: dict[str, int] = {}
     plan = Plan(
         nodeids=[nodeids[n] for n in final],
-        # item.location is costly (pytest computes it lazily); only the xdist controller needs
-        # it, for the skips it reports, so serial runs and --collect-only skip it
-        locations=[item.location for item in items]
-        + [builder.collected[p].location for p in external_set]
-        if with_locations
-        else [],
+        locations=_locations(items, plan_graph, broken, renumber) if with_locations else [],
         graph=plan_graph,
         # affinity groups are the innermost scope (class, else module): a worker that keeps
         # to one class keeps its class fixtures, which pytest sets up again after a switch
@@ -580,6 +577,27 @@ def _build(
         warnings=pins.warnings,
     )
     return Result(items=items, plan=plan, problems=problems, timings=timings)
+
+
+def _locations(
+    items: Sequence[pytest.Item],
+    graph: Graph,
+    broken: dict[int, str],
+    renumber: dict[int, int],
+) -> list[tuple[str, int | None, str] | None]:
+    """``item.location`` of the items the xdist controller may report itself: those that
+    can be skipped (they require another test) and those that cannot run (broken).
+
+    pytest computes a location on demand, and a worker runs only its share of the tests:
+    computing it for every collected item cost more than the rest of the plan.
+    """
+    reported = {renumber[n] for n in broken}
+    return [
+        item.location
+        if n in reported or any(graph.kind(n, d) is Kind.REQUIRES for d in graph.dependency_ids(n))
+        else None
+        for n, item in enumerate(items)
+    ]
 
 
 def _cycle_message(cycle: list[Edge], nodeids: Sequence[str]) -> str:

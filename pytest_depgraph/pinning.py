@@ -93,7 +93,7 @@ def pin(
     warnings = _computed_modules(builder, run, broken, union)
     # the module/class fixture instances of each test with an edge, made when first needed
     instances: list[frozenset[tuple[Any, ...]] | None] = [None] * count
-    for dependent, dependency, _kind in graph.triples():
+    for dependent, dependency, _kind in graph.triples() if _any_shared(builder) else ():
         if dependent >= count or dependency >= count:
             continue
         mine = instances[dependent]
@@ -163,6 +163,20 @@ def _computed_modules(builder: _Builder, run: Sequence[int], broken: Any, union:
             f"{module} runs on one worker in file order"
         )
     return warnings
+
+
+def _any_shared(builder: _Builder) -> bool:
+    """Whether any test uses a module- or class-scoped fixture (else no edge can pin). O(V)."""
+    seen: set[int] = set()
+    for item in builder.collected:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or id(info) in seen:
+            continue
+        seen.add(id(info))
+        for definitions in info.name2fixturedefs.values():
+            if definitions and definitions[-1].scope in _SCOPES:
+                return True
+    return False
 
 
 def _instances(builder: _Builder, position: int) -> frozenset[tuple[Any, ...]]:

@@ -26,8 +26,9 @@ class Plan:
 
     #: node id of every node (items first, then external nodes).
     nodeids: list[str]
-    #: ``item.location`` of every item: (relative file, 0-based line or None, domain).
-    locations: list[tuple[str, int | None, str]]
+    #: ``item.location`` of the items the controller may report itself (skipped or broken
+    #: ones): (relative file, 0-based line or None, domain); None for the others.
+    locations: list[tuple[str, int | None, str] | None]
     #: the reduced graph, over the same node numbers.
     graph: Graph
     #: an int per node naming its innermost scope, class or module (fixture affinity).
@@ -52,6 +53,14 @@ class Plan:
     pinned: list[list[int]] = field(default_factory=list)
     #: warnings for a parallel run (the controller shows each once; serial runs do not).
     warnings: list[str] = field(default_factory=list)
+
+    def location(self, node: int) -> tuple[str, int | None, str]:
+        """The location to report ``node`` under (from its node id when none was kept)."""
+        found = self.locations[node] if node < len(self.locations) else None
+        if found is None:
+            nodeid = self.nodeids[node]
+            return (nodeid.split("::")[0], None, nodeid)
+        return found
 
     @property
     def external(self) -> range:
@@ -99,7 +108,8 @@ class Plan:
         )
         return cls(
             nodeids=nodeids,
-            locations=[(p, ln, d) for p, ln, d in data["locations"]],
+            locations=[None if loc is None else (loc[0], loc[1], loc[2])
+                       for loc in data["locations"]],
             graph=graph,
             group=data["group"],
             item_count=data["item_count"],

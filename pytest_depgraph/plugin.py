@@ -8,14 +8,13 @@ from collections.abc import Generator
 
 import pytest
 
-from pytest_depgraph import compat, dot, report, selection, worker
+from pytest_depgraph import compat, report, selection, worker
 from pytest_depgraph.build import Result as BuildResult
 from pytest_depgraph.build import build
 from pytest_depgraph.markers import MARKER, MARKER_HELP
 from pytest_depgraph.options import Settings, add_options, read_settings
 from pytest_depgraph.outcomes import OutcomeRecorder
 from pytest_depgraph.outputs import OUTPUTS_KEY, DepGraph, Outputs
-from pytest_depgraph.serial import SerialWalk
 from pytest_depgraph.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -31,12 +30,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     compat.register(config)
     settings = read_settings(config)
-    if settings.dot and dot.needs_graphviz(settings.dot) and shutil.which("dot") is None:
-        raise pytest.UsageError(
-            f"--depgraph-dot {settings.dot}: rendering to "
-            f"{settings.dot.rsplit('.', 1)[-1].upper()} needs Graphviz's 'dot' program, which "
-            "is not on PATH. Install Graphviz (e.g. apt-get install graphviz) or write a .dot file."
-        )
+    if settings.dot:
+        from pytest_depgraph import dot  # only --depgraph-dot needs it
+
+        if dot.needs_graphviz(settings.dot) and shutil.which("dot") is None:
+            raise pytest.UsageError(
+                f"--depgraph-dot {settings.dot}: rendering to "
+                f"{settings.dot.rsplit('.', 1)[-1].upper()} needs Graphviz's 'dot' program, "
+                "which is not on PATH. Install Graphviz (e.g. apt-get install graphviz) or "
+                "write a .dot file."
+            )
     config.stash[SETTINGS_KEY] = settings
     recorder = config.stash[RECORDER_KEY] = OutcomeRecorder()
     config.stash[SKIPS_KEY] = {}
@@ -156,6 +159,11 @@ class _Collection:
             config.pluginmanager.unregister(previous)
         if config.option.collectonly or worker.is_walked_worker(config):
             return  # nothing runs, or the xdist controller decides what runs
+        plan = result.plan
+        if not plan.graph.edge_count and not plan.broken and plan.item_count == len(plan.nodeids):
+            return  # nothing to wait for and nothing to skip: pytest's own loop as it is
+        from pytest_depgraph.serial import SerialWalk  # only a run with dependencies needs it
+
         config.pluginmanager.register(
             SerialWalk(
                 result.plan,
@@ -218,6 +226,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     recorder = None if config.option.collectonly else config.stash[RECORDER_KEY]
     skips: dict[str, str] = config.stash[SKIPS_KEY]
+    from pytest_depgraph import dot  # only --depgraph-dot needs it
+
     try:
         dot.write(settings.dot, plan, recorder, skips)
     except dot.RenderError as error:

@@ -50,6 +50,7 @@ from pytest_depgraph.state import (
     WalkStats,
 )
 from pytest_depgraph.walker import Skip, Walker
+from pytest_depgraph.xdist_hooks import record_warning
 
 
 def is_controller(config: pytest.Config) -> bool:
@@ -431,16 +432,7 @@ class DepGraphScheduling:
     def _warn(self, messages: list[str]) -> None:
         """Show the plan's warnings once, on the controller (workers would repeat them)."""
         for message in messages:
-            self.config.hook.pytest_warning_recorded.call_historic(
-                kwargs={
-                    "warning_message": warnings.WarningMessage(
-                        pytest.PytestWarning(message), pytest.PytestWarning, __file__, 0
-                    ),
-                    "when": "runtest",
-                    "nodeid": "",
-                    "location": None,
-                }
-            )
+            record_warning(self.config, message)
 
     def _report_skips(self, skipped: list[Skip]) -> None:
         plan = self.plan
@@ -451,7 +443,7 @@ class DepGraphScheduling:
             if skip.node >= plan.item_count:
                 continue
             self.skips[nodeid] = plan.nodeids[skip.root_cause]
-            location = plan.locations[skip.node]
+            location = plan.location(skip.node)
             reason = skip_reason(plan, self.recorder, skip.root_cause)
             # an absolute path, as pytest's own skips carry: -rs shows it from the current
             # directory, the same as on a serial run
@@ -470,7 +462,7 @@ class DepGraphScheduling:
         """A test that cannot run (``--continue-on-collection-errors``): an error at setup."""
         plan = self.plan
         assert plan is not None
-        nodeid, location = plan.nodeids[node], plan.locations[node]
+        nodeid, location = plan.nodeids[node], plan.location(node)
         hook = self.config.hook
         hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
         for report in (
@@ -498,7 +490,7 @@ def _edgeless_plan(collection: list[str]) -> Plan:
     modules: dict[str, int] = {}
     return Plan(
         nodeids=list(collection),
-        locations=[(nodeid.split("::")[0], None, nodeid) for nodeid in collection],
+        locations=[],
         graph=Graph(len(collection)),
         group=[modules.setdefault(nodeid.split("::")[0], len(modules)) for nodeid in collection],
         item_count=len(collection),

@@ -39,6 +39,20 @@ def register(config: pytest.Config) -> None:
     config.pluginmanager.register(XdistHooks(), _NAME)
 
 
+def record_warning(config: pytest.Config, message: str) -> None:
+    """Show a warning in the controller's warnings summary (it runs no test to warn from)."""
+    config.hook.pytest_warning_recorded.call_historic(
+        kwargs={
+            "warning_message": warnings.WarningMessage(
+                pytest.PytestWarning(message), pytest.PytestWarning, __file__, 0
+            ),
+            "when": "runtest",
+            "nodeid": "",
+            "location": None,
+        }
+    )
+
+
 def xdist_version() -> tuple[int, ...]:
     """The installed pytest-xdist version as integers (0 when unknown)."""
     try:
@@ -136,16 +150,7 @@ class XdistHooks:
             return
         message = unhonoured_message(plan, str(node.config.getoption("dist")))
         if message:
-            node.config.hook.pytest_warning_recorded.call_historic(
-                kwargs={
-                    "warning_message": warnings.WarningMessage(
-                        pytest.PytestWarning(message), pytest.PytestWarning, __file__, 0
-                    ),
-                    "when": "runtest",
-                    "nodeid": "",
-                    "location": None,
-                }
-            )
+            record_warning(node.config, message)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
