@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from pytest_depgraph.outcomes import SYNTHETIC
+from pytest_depgraph.outcomes import OutcomeRecorder
+from pytest_depgraph.state import RECORDER_KEY
 
 CACHE_KEY = "depgraph/durations"
 _PLUGIN_NAME = "depgraph-durations"
@@ -45,19 +46,18 @@ def save_durations(config: pytest.Config, durations: Mapping[str, float]) -> Non
 
 
 class DurationLog:
-    """Sums the phase durations of every real test report this process sees; saves at the end."""
+    """Saves the seconds of every test this process saw run, at the end of the session.
 
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
+    The outcome recorder already folds every report of every test (on the xdist controller:
+    of every worker), durations included; this only writes them to the cache.
+    """
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if getattr(report, SYNTHETIC, False) or report.when not in ("setup", "call", "teardown"):
-            return
-        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+    def __init__(self, recorder: OutcomeRecorder) -> None:
+        self.recorder = recorder
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        save_durations(session.config, self.seconds)
+        save_durations(session.config, self.recorder.durations())
 
 
 def install(config: pytest.Config) -> DurationLog | None:
@@ -70,12 +70,6 @@ def install(config: pytest.Config) -> DurationLog | None:
     existing = config.pluginmanager.get_plugin(_PLUGIN_NAME)
     if isinstance(existing, DurationLog):
         return existing
-    log = DurationLog()
+    log = DurationLog(config.stash[RECORDER_KEY])
     config.pluginmanager.register(log, _PLUGIN_NAME)
     return log
-
-
-def log_of(config: pytest.Config) -> DurationLog | None:
-    """The registered duration log, if any."""
-    log = config.pluginmanager.get_plugin(_PLUGIN_NAME)
-    return log if isinstance(log, DurationLog) else None

@@ -42,6 +42,8 @@ class _Phases:
     outcome: str = PASSED
     finished: bool = False
     duration: float = 0.0
+    #: a report of a phase that really ran arrived (not only an outcome set by this plugin)
+    ran: bool = False
 
 
 class OutcomeRecorder:
@@ -64,6 +66,8 @@ class OutcomeRecorder:
             phases.outcome = XFAILED if hasattr(report, "wasxfail") else SKIPPED
         if report.when == "teardown":
             phases.finished = True
+        if phases.outcome != UPSTREAM:
+            phases.ran = True
 
     def mark(self, nodeid: str, outcome: str) -> None:
         """Set an outcome that no report carries (a crashed worker, a test never started)."""
@@ -82,6 +86,10 @@ class OutcomeRecorder:
         """Seconds spent in setup, call and teardown (0.0 for a test with no report)."""
         phases = self._by_nodeid.get(nodeid)
         return phases.duration if phases is not None else 0.0
+
+    def durations(self) -> dict[str, float]:
+        """Seconds of every test that ran (setup, call and teardown), by node id."""
+        return {nodeid: p.duration for nodeid, p in self._by_nodeid.items() if p.ran}
 
     def __contains__(self, nodeid: str) -> bool:
         return nodeid in self._by_nodeid
