@@ -8,9 +8,6 @@ each a message for a person that names the test, the file and line, and what to 
 from __future__ import annotations
 
 import gc
-import inspect
-import linecache
-import re
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -24,6 +21,7 @@ import pytest
 from pytest_depgraph import compat, pinning
 from pytest_depgraph import graph as dag
 from pytest_depgraph.graph import Edge, Graph, Kind, Origin
+from pytest_depgraph.locate import Locator, own_marks
 from pytest_depgraph.markers import (
     MARKER,
     Declaration,
@@ -102,13 +100,14 @@ class _Builder:
         self.problems: dict[str, Problem] = {}
         self._fixture_sources: dict[tuple[int, str], tuple[list[_Source], list[Problem]]] = {}
         self._mark_sources: dict[tuple[int, int], tuple[list[_Source], list[Problem]]] = {}
-        self._mark_lines: dict[int, list[int]] = {}
         self._parent_marks: dict[int, list[tuple[Node, pytest.Mark]]] = {}
         self._closure_sources: dict[int, tuple[list[_Source], list[Problem]]] = {}
         #: what ``depends_on`` written on a test function or class declares, by id
         self._declared: dict[int, tuple[list[_Source], list[Problem]]] = {}
-        self._relative_paths: dict[str, str] = {}
-        self._root = rootpath.resolve()
+        # the lazy file:line of every marker origin holds the locator, not the builder: the
+        # builder and its indexes are garbage once the plan is built
+        self.locator = Locator(rootpath)
+        self._relative = self.locator.relative
         self.compat = compat.reader(self)
 
     @property
@@ -184,7 +183,7 @@ class _Builder:
         self, node: Node, mark: pytest.Mark, position: int
     ) -> tuple[list[_Source], list[Problem]]:
         # the file:line is looked up only if a message or the DOT file shows it
-        origin = Origin("marker", partial(self._mark_where, node, mark))
+        origin = Origin("marker", partial(self.locator.mark, node, mark))
         raw = RawDeclaration(mark.args, mark.kwargs, "")
         inherited = not isinstance(node, pytest.Item)
         return self._validated(raw, origin, f"@pytest.mark.{MARKER}", position, inherited)
@@ -229,8 +228,8 @@ class _Builder:
         func = getattr(fixturedef, "func", None)
         sources: list[_Source] = []
         problems: list[Problem] = []
-        if any(m.name == MARKER for m in _own_marks(func)):
-            where = self._definition_where(func)
+        if any(m.name == MARKER for m in own_marks(func)):
+            where = self.locator.definition(func)
             problems.append(self._problem(
                 f"depgraph: {where}: @pytest.mark.{MARKER} on fixture '{name}' has no "
                 "effect: pytest ignores marks on fixtures.\n"
@@ -279,74 +278,6 @@ class _Builder:
             return [], [self._problem(message, report_nodeid)]
         return [_Source(declaration, origin, label, inherited)], []
 
-    # -- locations ---------------------------------------------------------------------------
-
-    def _relative(self, filename: str) -> str:
-        """``/abs/path/f.py:12`` (or a path) relative to rootdir, with forward slashes."""
-        path, sep, line = filename.rpartition(":")
-        if not sep or not line.isdigit():
-            path, sep, line = filename, "", ""
-        rel = self._relative_paths.get(path)
-        if rel is None:
-            try:
-                rel = Path(path).resolve().relative_to(self._root).as_posix()
-            except ValueError:
-                rel = Path(path).as_posix()
-            self._relative_paths[path] = rel
-        return f"{rel}{sep}{line}"
-
-    def _definition_where(self, obj: object) -> str:
-        code = getattr(obj, "__code__", None)
-        if code is None:
-            return "<unknown>"
-        return self._relative(f"{code.co_filename}:{code.co_firstlineno}")
-
-    def _mark_where(self, node: Node, mark: pytest.Mark) -> str:
-        """``file:line`` of the decorator (or ``pytestmark``) that wrote ``mark`` on ``node``."""
-        obj = getattr(node, "obj", None)
-        path = getattr(node, "path", None)
-        if path is None:
-            return node.nodeid
-        rel = self._relative(str(path))
-        lines = self._marker_lines(node, obj, str(path))
-        if not lines:
-            return rel
-        if len(lines) == 1:
-            return f"{rel}:{lines[0]}"
-        own = [m for m in _own_marks(obj) if m.name == MARKER]
-        # decorators apply bottom-up, so the last declared mark is the top line
-        for k, candidate in enumerate(own):
-            if candidate is mark and len(own) == len(lines):
-                return f"{rel}:{lines[len(own) - 1 - k]}"
-        return f"{rel}:{lines[0]}"
-
-    def _marker_lines(self, node: object, obj: object, filename: str) -> list[int]:
-        """1-based lines that mention the marker in ``obj``'s decorators or ``pytestmark``."""
-        key = id(obj)
-        if key in self._mark_lines:
-            return self._mark_lines[key]
-        found: list[int] = []
-        if isinstance(node, pytest.Module):
-            lines = linecache.getlines(filename)
-            for number, text in enumerate(lines, 1):
-                if re.match(r"\s*pytestmark\b", text):
-                    found.append(number)
-                    break
-        else:
-            first = _first_line(obj)
-            if first:
-                lines = linecache.getlines(filename)
-                for number in range(first, min(first + 200, len(lines)) + 1):
-                    text = lines[number - 1]
-                    if MARKER in text:
-                        found.append(number)
-                    elif text.lstrip().startswith(("def ", "async def", "class ")):
-                        break
-                if not found:
-                    found.append(first)
-        self._mark_lines[key] = found
-        return found
-
     # -- problems ----------------------------------------------------------------------------
 
     def _problem(self, message: str, report_nodeid: str) -> Problem:
@@ -387,25 +318,6 @@ class _Builder:
                 "{more}", f" and {more} more test{'s' if more > 1 else ''}" if more > 0 else ""
             )
         return list(self.problems.values())
-
-
-def _own_marks(obj: object) -> list[pytest.Mark]:
-    """The marks stored on ``obj`` itself (``pytestmark`` may be one mark or a list)."""
-    stored = getattr(obj, "pytestmark", [])
-    if not isinstance(stored, (list, tuple)):
-        stored = [stored]
-    marks = [getattr(m, "mark", m) for m in stored]
-    return [m for m in marks if isinstance(m, pytest.Mark)]
-
-
-def _first_line(obj: object) -> int:
-    code = getattr(obj, "__code__", None)
-    if code is not None:
-        return int(code.co_firstlineno)
-    try:
-        return inspect.getsourcelines(obj)[1]  # type: ignore[arg-type]
-    except (OSError, TypeError):
-        return 0
 
 
 def _used_definitions(name: str, definitions: Sequence[object]) -> list[object]:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import pytest
 
 from pytest_depgraph.graph import Kind, Origin
+from pytest_depgraph.locate import first_line
 from pytest_depgraph.markers import Declaration
 
 if TYPE_CHECKING:
@@ -430,8 +431,6 @@ class _Compat:
         return self._where[key]
 
     def _find_where(self, node: object, obj: object, filename: str, name: str) -> str:
-        from pytest_depgraph.build import _first_line
-
         rel = self.builder._relative(filename)
         lines = linecache.getlines(filename)
         if isinstance(node, pytest.Module):
@@ -439,7 +438,7 @@ class _Compat:
                 if re.match(r"\s*pytestmark\b", text):
                     return f"{rel}:{number}"
             return rel
-        first = _first_line(obj)
+        first = first_line(obj)
         if not first:
             return rel
         for number in range(first, min(first + 200, len(lines)) + 1):
