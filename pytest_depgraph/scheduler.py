@@ -244,15 +244,14 @@ class DepGraphScheduling:
         if self.delegate is not None:
             crashed: str | None = self.delegate.remove_node(node)
             return crashed
+        if self.walker is not None:  # its pinned groups go on elsewhere
+            self.walker.release(node)
         if worker.running is None:
             if self.walker is not None:
-                self.walker.release(node)
                 self._dispatch()
             return None
         index = worker.running
         nodeid = self._nodeid(index)
-        if self.walker is not None:  # its pinned groups go on elsewhere
-            self.walker.release(node)
         # xdist reports the crash as a failure right after this returns; say so already, so
         # the dependents' skip reason reads "failed"
         self.recorder.mark(nodeid, FAILED)

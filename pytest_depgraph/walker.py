@@ -151,10 +151,7 @@ class Walker:
     def may_start(self, node: int, worker: Hashable = None) -> bool:
         """Whether ``worker`` may start ``node`` now (limit aside): it is ready, and its pinned
         group, if any, is free or bound to ``worker``."""
-        if self._state[node] != _READY:
-            return False
-        group = self._pin.get(node)
-        return group is None or self._bound.get(group, worker) == worker
+        return self._state[node] == _READY and self._free_for(node, worker)
 
     def bound_groups(self, worker: Hashable) -> list[int]:
         """The pinned groups bound to ``worker`` now (indexes into ``pinned``)."""
@@ -200,9 +197,7 @@ class Walker:
                 heapq.heappop(heap)
             elif not self._free_for(node, worker):
                 # bound to another worker since it was queued: it waits for that one
-                entry = heapq.heappop(heap)
-                heapq.heappush(self._reserved.setdefault(self._bound[self._pin[node]], []),
-                               entry)
+                self._reserve(heapq.heappop(heap))
             else:
                 break
         if not heap:
@@ -277,10 +272,15 @@ class Walker:
         entry = (self._key[node], node)
         group = self._pin.get(node)
         if group is not None and group in self._bound:
-            heapq.heappush(self._reserved.setdefault(self._bound[group], []), entry)
+            self._reserve(entry)
         else:
             self._push(entry)
         step.ready.append(node)
+
+    def _reserve(self, entry: tuple[float, int]) -> None:
+        """Queue a ready node of a bound pinned group for the worker its group is bound to."""
+        worker = self._bound[self._pin[entry[1]]]
+        heapq.heappush(self._reserved.setdefault(worker, []), entry)
 
     def _push(self, entry: tuple[float, int]) -> None:
         heapq.heappush(self._heap, entry)
