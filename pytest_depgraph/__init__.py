@@ -6,8 +6,13 @@ The public surface is small: :func:`depends_on` (for fixtures), :func:`output_fi
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
+
 from pytest_depgraph.markers import depends_on
 from pytest_depgraph.outputs import DepGraph, output_fixture
 
 __all__ = ["DepGraph", "depends_on", "output_fixture"]
-__version__ = "0.1.0"
+try:
+    __version__ = version("pytest-depgraph")
+except PackageNotFoundError:  # pragma: no cover - run from a source tree that is not installed
+    __version__ = "0+unknown"

@@ -24,7 +24,8 @@ ATTRIBUTE = "_depgraph_depends_on"
 MARKER_HELP = (
     "depends_on(*targets, on_failure='skip'): run this test after the target tests "
     "(names, node ids, test functions or classes); skip it unless they passed "
-    "(on_failure='run': order only). See pytest-depgraph."
+    "(on_failure='run': order only). "
+    "See the 'Declaring dependencies' page of the pytest-depgraph docs (docs/markers.md)."
 )
 
 _ON_FAILURE = {"skip": Kind.REQUIRES, "run": Kind.AFTER}

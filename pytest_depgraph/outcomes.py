@@ -1,7 +1,7 @@
 """Test outcomes as the graph sees them: which reports make a dependency satisfied, and why not.
 
 A dependency is satisfied when its setup, call and teardown all passed; a non-strict XPASS
-counts as passed; skip, xfail, failure and error do not (SPEC §4.1). The recorder folds the
+counts as passed; skip, xfail, failure and error do not (docs/how-it-works.md). The recorder folds the
 reports of each test, from whichever process ran it, into one outcome per node id.
 """
 

@@ -1,6 +1,6 @@
 """Resolution of dependency targets (strings, functions, classes) into node numbers.
 
-The rules are SPEC §2.2. Every node id is indexed once under each of its boundary prefixes
+The rules are those of docs/markers.md, "Target strings". Every node id is indexed once under each of its boundary prefixes
 (``a/``, ``a/test_x.py``, ``a/test_x.py::C``, ``a/test_x.py::C::t``, the full id), so resolving a
 target is a few dictionary look-ups instead of a scan over every test.
 """
@@ -108,7 +108,7 @@ class TargetIndex:
         return ()
 
     def _candidates(self, target: str, nodeid: str) -> Iterator[str]:
-        """Where ``target`` may point, in the order of SPEC §2.2 (generated lazily)."""
+        """Where ``target`` may point, in the documented order (generated lazily)."""
         context = self._contexts.get(nodeid)
         if context is None:
             context = self._contexts[nodeid] = _split(nodeid)
