@@ -1,8 +1,8 @@
 """Test outcomes as the graph sees them: which reports make a dependency satisfied, and why not.
 
 A dependency is satisfied when its setup, call and teardown all passed; a non-strict XPASS
-counts as passed; skip, xfail, failure and error do not (docs/how-it-works.md). The recorder folds the
-reports of each test, from whichever process ran it, into one outcome per node id.
+counts as passed; skip, xfail, failure and error do not (docs/how-it-works.md). The recorder
+folds the reports of each test, from whichever process ran it, into one outcome per node id.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Resolution of dependency targets (strings, functions, classes) into node numbers.
 
-The rules are those of docs/markers.md, "Target strings". Every node id is indexed once under each of its boundary prefixes
+The rules are those of docs/markers.md, "Target strings". Every node id is indexed once under
+each of its boundary prefixes
 (``a/``, ``a/test_x.py``, ``a/test_x.py::C``, ``a/test_x.py::C::t``, the full id), so resolving a
 target is a few dictionary look-ups instead of a scan over every test.
 """
