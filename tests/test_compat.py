@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
-
-import pytest_depgraph.plugin
 
 from .conftest import names, passed_order
 
@@ -51,11 +48,6 @@ def pytest_runtest_call(item):
 
 NO_DEPENDENCY = ("-p", "no:dependency")
 HAS_DEPENDENCY = importlib.util.find_spec("pytest_dependency") is not None
-# compat.register(config) is called from plugin.pytest_configure (markers, runtime helpers)
-WIRED = "compat.register(" in Path(pytest_depgraph.plugin.__file__).read_text(encoding="utf-8")
-needs_register = pytest.mark.skipif(
-    not WIRED, reason="compat.register(config) is not yet called from plugin.pytest_configure"
-)
 
 
 def outcomes(pytester: pytest.Pytester) -> dict[str, str]:
@@ -582,14 +574,12 @@ def test_order_unknown_label_is_an_error(pytester: pytest.Pytester) -> None:
     ])
 
 
-@needs_register
 def test_markers_registered_without_the_plugins(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(DECLARED_FIRST)
     result = pytester.runpytest("--strict-markers", *NO_DEPENDENCY, "-p", "no:pytest_order")
     result.assert_outcomes(passed=3)
 
 
-@needs_register
 def test_order_index_kept_where_no_edge_contradicts(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
@@ -662,7 +652,6 @@ def test_marker(n):
 
 
 @pytest.mark.skipif(not HAS_DEPENDENCY, reason="pytest-dependency is not installed")
-@needs_register
 @MODES
 def test_dependency_installed_runtime_and_markers(pytester: pytest.Pytester, mode: str) -> None:
     pytester.makepyfile(test_runtime=RUNTIME, test_first=DECLARED_FIRST)
@@ -679,7 +668,6 @@ def test_dependency_installed_runtime_and_markers(pytester: pytest.Pytester, mod
 
 
 @pytest.mark.skipif(not HAS_DEPENDENCY, reason="pytest-dependency is not installed")
-@needs_register
 def test_dependency_installed_options_keep_their_meaning(pytester: pytest.Pytester) -> None:
     """automark_dependency makes every test known by name; --ignore-unknown-dependency ignores
     unknown names instead of making them errors."""

@@ -413,12 +413,3 @@ def test_durations_round_trip_through_the_cache(pytester: pytest.Pytester) -> No
     save_durations(config, {"t.py::b": 1.0})
     assert load_durations(config, ["t.py::b", "t.py::x", "t.py::a"]) == {0: 1.0, 2: 0.5}
 
-
-def test_worker_docstring_explains_the_mechanism() -> None:
-    from pytest_depgraph import worker
-
-    doc = worker.__doc__ or ""
-    for heading in ("Why xdist's worker holds its last test", "What we do",
-                    "How teardown stays correct"):
-        assert heading in doc
-
