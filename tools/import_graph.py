@@ -1,0 +1,142 @@
+"""Draw the package's module import graph and check the house rules.
+
+    python tools/import_graph.py            # the graph as text, then the findings
+    python tools/import_graph.py --mermaid  # the graph as a Mermaid flowchart (for the docs)
+    python tools/import_graph.py --check    # exit 1 if a rule is broken
+
+Every import counts, also those inside functions (they hide cycles, they do not remove them).
+Rules checked: no cycle between the package's modules; no module imports another module's
+private (``_``-prefixed) name; the graph core (``CORE`` below) imports nothing from pytest,
+pluggy or xdist, nor from the rest of the package outside the core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = "pytest_depgraph"
+#: modules that must not know pytest: the graph, the walk, the plan, target resolution
+CORE = {"graph", "walker", "plan", "resolve", "shard", "timeline"}
+HOST = ("pytest", "_pytest", "pluggy", "xdist", "execnet")
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Module name (relative to the package, dotted) -> file."""
+    found = {}
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        parts = path.relative_to(root / PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts) or "__init__"] = path
+    return found
+
+
+def imports(name: str, path: Path) -> Iterator[tuple[str, str, int]]:
+    """(imported module, imported name or '', line) for every import in one module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = name.rsplit(".", 1)[0] if "." in name else ""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, "", node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([PACKAGE, *[p for p in parent if p], *([base] if base else [])])
+            for alias in node.names:
+                yield base, alias.name, node.lineno
+
+
+def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
+    """Internal edges between modules, and the findings that break a rule."""
+    mods = modules(root)
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    findings = []
+    for name, path in mods.items():
+        for module, imported, line in imports(name, path):
+            where = f"{path.relative_to(root)}:{line}"
+            if module.split(".")[0] in HOST and name in CORE:
+                findings.append(f"{where}: core module {name} imports {module}")
+            if module == PACKAGE and imported in mods:
+                target = imported  # from pytest_depgraph import markers
+            elif module.startswith(PACKAGE + "."):
+                target = module[len(PACKAGE) + 1:]
+            else:
+                continue
+            if target not in mods:
+                continue
+            if imported.startswith("_") and not imported.startswith("__"):
+                findings.append(f"{where}: {name} imports the private name {target}.{imported}")
+            if name in CORE and target not in CORE:
+                findings.append(f"{where}: core module {name} imports {target}, outside the core")
+            if target != name:
+                edges[name].add(target)
+    for cycle in cycles(edges):
+        findings.append("import cycle: " + " -> ".join([*cycle, cycle[0]]))
+    return edges, findings
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (each sorted)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:  # the package has a few dozen modules: recursion is fine
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mermaid", action="store_true", help="print a Mermaid flowchart")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a rule is broken")
+    args = parser.parse_args(argv)
+    root = Path(__file__).resolve().parent.parent
+    edges, findings = graph(root)
+    if args.mermaid:
+        print("flowchart LR")
+        for source in sorted(edges):
+            for target in sorted(edges[source]):
+                print(f"    {source.replace('.', '_')} --> {target.replace('.', '_')}")
+    else:
+        for source in sorted(edges):
+            print(f"{source} -> {', '.join(sorted(edges[source])) or '(nothing)'}")
+    if findings:
+        print(f"\n{len(findings)} finding(s):", file=sys.stderr)
+        for finding in findings:
+            print(f"  {finding}", file=sys.stderr)
+    return 1 if findings and args.check else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
