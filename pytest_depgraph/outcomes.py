@@ -53,12 +53,24 @@ class OutcomeRecorder:
         self._by_nodeid: dict[str, _Phases] = {}
 
     def record(self, report: pytest.TestReport) -> None:
-        """Take one phase report (any process); ``rerun`` reports are ignored."""
+        """Take one phase report (any process); the last attempt of a re-run test decides.
+
+        ``rerun`` reports (pytest-rerunfailures) are ignored; the setup report of a new
+        attempt starts the outcome afresh, so a test that passes on a rerun is satisfied.
+        Durations add up over all attempts: that is the time the test took.
+        """
+        phases = self._by_nodeid.get(report.nodeid)
+        if phases is None:
+            phases = self._by_nodeid[report.nodeid] = _Phases()
         if report.outcome not in ("passed", "failed", "skipped"):
-            return  # e.g. "rerun" from pytest-rerunfailures: the test is not done yet
-        phases = self._by_nodeid.setdefault(report.nodeid, _Phases())
+            # e.g. "rerun" from pytest-rerunfailures: this attempt does not count
+            phases.duration += report.duration
+            return
+        synthetic = getattr(report, SYNTHETIC, False)
+        if report.when == "setup" and phases.ran and not synthetic:
+            phases.outcome, phases.finished = PASSED, False  # a new attempt: the last decides
         phases.duration += report.duration
-        if getattr(report, SYNTHETIC, False):
+        if synthetic:
             phases.outcome = UPSTREAM
         elif report.failed:
             phases.outcome = FAILED if report.when == "call" else _worse(phases.outcome, ERROR)

@@ -219,7 +219,11 @@ class DepGraphScheduling:
         self._dispatch(first=node)
 
     def mark_test_pending(self, item: str) -> None:
-        """Re-queue a crashed test (pytest-rerunfailures): not possible in a dependency walk."""
+        """Re-queue a crashed test (pytest-rerunfailures): not possible in a dependency walk.
+
+        Raises NotImplementedError, as xdist's own LoadScope does: the caller then reports the
+        crash as the test's failure (a "rerun" report would drop it from the exit code).
+        """
         if self.delegate is not None:
             self.delegate.mark_test_pending(item)
             return
@@ -229,6 +233,10 @@ class DepGraphScheduling:
                 "cannot re-run a test after its dependents were decided"
             ),
             stacklevel=1,
+        )
+        raise NotImplementedError(
+            "pytest-depgraph's xdist scheduler cannot re-run a crashed test: its dependents "
+            "were already decided"
         )
 
     def remove_pending_tests_from_node(self, node: Any, indices: list[int]) -> None:

@@ -40,6 +40,10 @@ class SerialWalk:
         node = self.node_of.get(item.nodeid)
         if node is None:
             return
+        if node in self.started:
+            # another attempt of a test that is running (pytest-rerunfailures calls the whole
+            # run protocol again inside ours): it was let in once; its last attempt decides
+            return
         if node in self.plan.broken:
             pytest.fail(self.plan.broken[node], pytrace=False)
         root = self.walker.root_cause(node)

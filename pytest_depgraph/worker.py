@@ -37,13 +37,20 @@ reported as a ``teardown`` error report of the held test (while the interactor's
 still names it, which xdist asserts), so a failing module fixture finaliser is attributed to the
 last test that used it, as in pytest. It is a second report: the held test's own report already
 went out, and a dependent that started in between is not recalled.
+
+pytest drops a test's ``funcargs`` and ``_request`` at the end of its run protocol, but plugins
+read them when they make a report (pytest-benchmark does). So the held test gets them back
+until its deferred teardown is reported, and loses them after, as in a serial run. Anything
+that goes wrong on that deferred path, a plugin's ``pytest_runtest_makereport`` included,
+becomes an error report of the held test: an exception there would otherwise end the worker
+with an INTERNALERROR and take the teardown error with it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -118,7 +125,9 @@ def install(config: pytest.Config) -> None:
     ):
         if not present:
             raise RuntimeError(_XDIST_TOO_OLD.format(missing=missing))
-    interactor.run_one_test = OneAtATime(interactor, marker).run_one_test
+    one_at_a_time = OneAtATime(interactor, marker)
+    interactor.run_one_test = one_at_a_time.run_one_test
+    config.pluginmanager.register(one_at_a_time, "depgraph-one-at-a-time")
 
 
 class OneAtATime:
@@ -129,6 +138,16 @@ class OneAtATime:
         self.shutdown = shutdown
         #: index of the last test run with ``nextitem=item.parent``: its scopes are still set up
         self.held: int | None = None
+        #: the ``funcargs`` and ``_request`` of the test whose teardown began last
+        self._request_state: tuple[pytest.Item, object, object] | None = None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> None:
+        # The last attempt's objects (pytest-rerunfailures makes new ones per attempt): pytest
+        # unbinds them when the protocol ends, the held test needs them back for its report.
+        self._request_state = (
+            item, getattr(item, "funcargs", None), getattr(item, "_request", None)
+        )
 
     def run_one_test(self) -> None:
         interactor = self.interactor
@@ -149,6 +168,7 @@ class OneAtATime:
         else:
             nextitem = items[following]
 
+        self._request_state = None
         start = time.perf_counter()
         interactor.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         duration = time.perf_counter() - start
@@ -158,6 +178,7 @@ class OneAtATime:
             interactor.nextitem_index = following
             return
         self.held = index
+        self._keep_request(item)
         if session.shouldfail or session.shouldstop:
             # xdist's loop ends right after this call: finish the teardown now
             self._finish_held(None)
@@ -166,6 +187,16 @@ class OneAtATime:
         interactor.nextitem_index = interactor.torun.get()
         if interactor.nextitem_index is self.shutdown:
             self._finish_held(None)
+
+    def _keep_request(self, item: pytest.Item) -> None:
+        """Give the held test back what pytest dropped, for the report of its deferred teardown."""
+        state, self._request_state = self._request_state, None
+        if state is None or state[0] is not item or not hasattr(item, "_request"):
+            return
+        _, funcargs, request = state
+        if getattr(item, "funcargs", None) is None and funcargs is not None:
+            item.funcargs = funcargs  # type: ignore[attr-defined]
+            item._request = request
 
     def _finish_held(self, nextitem: pytest.Item | None) -> None:
         """Tear the held test down towards ``nextitem``; report an error against the held test."""
@@ -176,6 +207,33 @@ class OneAtATime:
         previous = session.items[held]
         interactor.item_index = held
         config: pytest.Config = interactor.config
+        try:
+            done = pytest.CallInfo.from_call(
+                lambda: self._deferred_teardown(config, session, previous, nextitem),
+                when="teardown",
+                reraise=(pytest.exit.Exception, KeyboardInterrupt),
+            )
+            # our own path failing is an error of the held test too, never an INTERNALERROR
+            report = (
+                done.result
+                if done.excinfo is None
+                else pytest.TestReport.from_item_and_call(previous, cast(Any, done))
+            )
+        finally:
+            if hasattr(previous, "_request"):  # what pytest does at the end of the protocol
+                previous._request = False
+                previous.funcargs = None  # type: ignore[attr-defined]
+        if report is not None:
+            config.hook.pytest_runtest_logreport(report=report)
+
+    def _deferred_teardown(
+        self,
+        config: pytest.Config,
+        session: pytest.Session,
+        previous: pytest.Item,
+        nextitem: pytest.Item | None,
+    ) -> pytest.TestReport | None:
+        """Run the deferred teardown; its error report, or None when it passed."""
         capture = config.pluginmanager.getplugin("capturemanager")
         guard = (
             capture.item_capture("teardown", previous)
@@ -183,12 +241,28 @@ class OneAtATime:
             else contextlib.nullcontext()
         )
         setupstate = session._setupstate
+        reraise = (pytest.exit.Exception, KeyboardInterrupt)
         with guard:
             call = pytest.CallInfo.from_call(
-                lambda: setupstate.teardown_exact(nextitem),
-                when="teardown",
-                reraise=(pytest.exit.Exception, KeyboardInterrupt),
+                lambda: setupstate.teardown_exact(nextitem), when="teardown", reraise=reraise
             )
-        if call.excinfo is not None:
-            report = config.hook.pytest_runtest_makereport(item=previous, call=call)
-            config.hook.pytest_runtest_logreport(report=report)
+        if call.excinfo is None:
+            return None
+        made = pytest.CallInfo.from_call(
+            lambda: config.hook.pytest_runtest_makereport(item=previous, call=call),
+            when="teardown",
+            reraise=reraise,
+        )
+        if made.excinfo is None:
+            report: pytest.TestReport = made.result
+            return report
+        # a plugin's report hook failed: report the teardown error without it, and say why
+        report = pytest.TestReport.from_item_and_call(previous, call)
+        report.sections.append(
+            (
+                "depgraph",
+                "a plugin's pytest_runtest_makereport raised while reporting this deferred "
+                f"teardown error:\n{made.excinfo.getrepr(style='short')}",
+            )
+        )
+        return report
