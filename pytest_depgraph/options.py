@@ -22,8 +22,9 @@ def add_options(parser: pytest.Parser) -> None:
         "--depgraph-dot",
         default=None,
         metavar="PATH",
-        help="write the reduced dependency graph as Graphviz DOT to PATH ('-' for stdout); "
-        "a .svg/.png/.pdf PATH is rendered with Graphviz 'dot'. (ini: depgraph_dot)",
+        help="write the reduced dependency graph as Graphviz DOT to PATH (.dot or .gv; '-' for "
+        "stdout); a picture PATH (.svg, .png, .pdf, .jpg, ...) is rendered with Graphviz "
+        "'dot'. (ini: depgraph_dot)",
     )
     group.addoption(
         "--depgraph-no-deps",
@@ -79,3 +80,11 @@ def read_settings(config: pytest.Config) -> Settings:
         no_deps=bool(no_deps),
         timings=bool(config.getoption("depgraph_timings")),
     )
+
+
+def dot_option(config: pytest.Config, path: str) -> str:
+    """Where the DOT path came from, for a message: the option, or the ini line and file."""
+    if config.getoption("depgraph_dot"):
+        return f"--depgraph-dot {path}"
+    where = f" in {config.inipath.name}" if config.inipath is not None else ""
+    return f"depgraph_dot = {path}{where}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import shutil
 from collections.abc import Generator
 
 import pytest
@@ -12,7 +11,7 @@ from pytest_depgraph import compat, report, selection, worker
 from pytest_depgraph.build import Result as BuildResult
 from pytest_depgraph.build import build
 from pytest_depgraph.markers import MARKER, MARKER_HELP
-from pytest_depgraph.options import Settings, add_options, read_settings
+from pytest_depgraph.options import Settings, add_options, dot_option, read_settings
 from pytest_depgraph.outcomes import OutcomeRecorder
 from pytest_depgraph.outputs import OUTPUTS_KEY, DepGraph, Outputs
 from pytest_depgraph.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY
@@ -30,16 +29,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     compat.register(config)
     settings = read_settings(config)
-    if settings.dot:
+    if settings.dot and not _is_xdist_worker(config):  # workers never write the graph
         from pytest_depgraph import dot  # only --depgraph-dot needs it
 
-        if dot.needs_graphviz(settings.dot) and shutil.which("dot") is None:
-            raise pytest.UsageError(
-                f"--depgraph-dot {settings.dot}: rendering to "
-                f"{settings.dot.rsplit('.', 1)[-1].upper()} needs Graphviz's 'dot' program, "
-                "which is not on PATH. Install Graphviz (e.g. apt-get install graphviz) or "
-                "write a .dot file."
-            )
+        dot.check_path(settings.dot, dot_option(config, settings.dot))
+        config.pluginmanager.register(dot.DotExport(settings.dot), "depgraph-dot")
     config.stash[SETTINGS_KEY] = settings
     recorder = config.stash[RECORDER_KEY] = OutcomeRecorder()
     config.stash[SKIPS_KEY] = {}
@@ -214,27 +208,6 @@ class _Recorder:
             lastfailed = getattr(lfplugin, "lastfailed", None)
             if lastfailed is not None:
                 lastfailed[report.nodeid] = True
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    config = session.config
-    if _is_xdist_worker(config):
-        return
-    plan = config.stash.get(PLAN_KEY, None)
-    settings = config.stash.get(SETTINGS_KEY, None)
-    if plan is None or settings is None or not settings.dot:
-        return
-    recorder = None if config.option.collectonly else config.stash[RECORDER_KEY]
-    skips: dict[str, str] = config.stash[SKIPS_KEY]
-    from pytest_depgraph import dot  # only --depgraph-dot needs it
-
-    try:
-        dot.write(settings.dot, plan, recorder, skips)
-    except dot.RenderError as error:
-        terminal = config.pluginmanager.get_plugin("terminalreporter")
-        if terminal is not None:
-            terminal.write_line(f"depgraph: {error}", red=True)
-        session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

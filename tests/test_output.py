@@ -95,15 +95,20 @@ def test_collect_only_writes_without_outcomes_to_stdout(pytester: pytest.Pyteste
     assert '"test_acct.py::test_read" -> "test_acct.py::test_create"' in text
 
 
+MAGIC = {"svg": b"<?xml", "png": b"\x89PNG", "pdf": b"%PDF", "jpg": b"\xff\xd8\xff", "gif": b"GIF8"}
+
+
 @needs_dot
-@pytest.mark.parametrize("suffix", ["svg", "png", "pdf"])
+@pytest.mark.parametrize("suffix", sorted(MAGIC))
 def test_rendered_formats(pytester: pytest.Pytester, run, suffix: str) -> None:
     pytester.makepyfile(test_acct=SUITE)
-    out = pytester.path / "out" / f"graph.{suffix}"
-    run(f"--depgraph-dot={out}")
+    (pytester.path / "out").mkdir()
+    out = pytester.path / "out" / f"graph.{suffix.upper()}"
+    result = run(f"--depgraph-dot={out}")
     data = out.read_bytes()
-    magic = {"svg": b"<?xml", "png": b"\x89PNG", "pdf": b"%PDF"}[suffix]
-    assert data.startswith(magic) or magic in data[:200]
+    assert data.startswith(MAGIC[suffix]) or MAGIC[suffix] in data[:200]
+    assert not data.startswith(b"digraph")
+    result.stdout.fnmatch_lines([f"*- generated depgraph {suffix.upper()} file: {out} -*"])
 
 
 def test_rendering_without_graphviz_is_a_clear_usage_error(
@@ -164,3 +169,190 @@ def test_timings_switch_prints_each_phase(pytester: pytest.Pytester) -> None:
         ["depgraph timings: 4 tests, 3 edges after reduction: resolve * ms, validate * ms, "
          "order * ms, reduce * ms; total * ms"]
     )
+
+
+# -- the path, checked before the run ------------------------------------------------------
+
+#: a suite that leaves a file behind when it runs, to tell that nothing ran
+RAN = """
+import pathlib
+
+def test_marks_that_it_ran():
+    pathlib.Path(__file__).with_name("ran").write_text("yes")
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        (".", "--depgraph-dot .: . is a directory; give a file name, e.g. ./depgraph.dot"),
+        ("missing/g.dot", "--depgraph-dot missing/g.dot: the folder */missing does not exist*"),
+        ("/proc/depgraph.dot", "--depgraph-dot /proc/depgraph.dot: cannot write*"),
+        ("graph.txt", "--depgraph-dot graph.txt: graph.txt has extension '.txt'; use .dot or "
+         ".gv for DOT text, or one of .svg, *, .jpg, * for a picture drawn by Graphviz"),
+        ("graph", "--depgraph-dot graph: graph has no extension; use .dot or .gv*"),
+    ],
+    ids=["directory", "missing-folder", "unwritable", "unknown-extension", "no-extension"],
+)
+def test_a_path_that_cannot_be_written_is_refused_before_any_test_runs(
+    pytester: pytest.Pytester, path: str, message: str
+) -> None:
+    pytester.makepyfile(test_ran=RAN)
+    result = pytester.runpytest(f"--depgraph-dot={path}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    assert not (pytester.path / "ran").exists()
+    assert not (pytester.path / "missing").exists()
+
+
+def test_an_ini_path_is_named_with_its_file(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ndepgraph_dot = graphs/g.dot\n")
+    pytester.makepyfile(test_ran=RAN)
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: depgraph_dot = graphs/g.dot in tox.ini: the folder */graphs does not exist*"]
+    )
+
+
+def test_a_format_graphviz_cannot_write_is_refused(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never DOT text in a .jpg: a Graphviz without JPEG is named before the run."""
+    bin_dir = pytester.mkdir("bin")
+    fake = bin_dir / "dot"
+    fake.write_text(
+        "#!/bin/sh\necho 'Format: \"?\" not recognized. Use one of: dot png svg:cairo' >&2\n"
+        "exit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    pytester.makepyfile(test_ran=RAN)
+    result = pytester.runpytest("--depgraph-dot=graph.jpg")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --depgraph-dot graph.jpg: the installed Graphviz cannot write JPG (graph.jpg); "
+         "it can write .png, .svg, or write a .dot file."]
+    )
+    assert not (pytester.path / "ran").exists() and not (pytester.path / "graph.jpg").exists()
+
+
+# -- after the run -------------------------------------------------------------------------
+
+
+def test_the_summary_says_where_the_file_was_written(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_acct=SUITE)
+    result = pytester.runpytest("--depgraph-dot=graph.gv")
+    out = pytester.path / "graph.gv"
+    assert out.read_text().startswith("digraph depgraph {")
+    result.stdout.fnmatch_lines(
+        ["*= depgraph =*", f"*- generated depgraph DOT file: {out} -*", "*= 1 failed, *"]
+    )
+    # as junitxml: -q drops the line
+    quiet = pytester.runpytest("-q", "--depgraph-dot=graph.gv")
+    quiet.stdout.no_fnmatch_line("*generated depgraph*")
+
+
+def test_stdout_graph_starts_on_a_line_of_its_own(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_acct=SUITE)
+    result = pytester.runpytest("-q", "--depgraph-dot", "-")
+    assert "digraph depgraph {" in result.outlines
+    start = result.outlines.index("digraph depgraph {")
+    assert result.outlines[start - 1].startswith(".F")  # the progress line, ended
+    assert "}" in result.outlines[start:]
+    result.stdout.no_fnmatch_line("*generated depgraph*")
+
+
+def test_an_error_writing_after_the_run_keeps_the_summary_and_exit_code(
+    pytester: pytest.Pytester,
+) -> None:
+    """The folder disappears during the run: one red line says so; the results stay."""
+    pytester.mkdir("graphs")
+    pytester.makepyfile(
+        test_gone="""
+        import pathlib, shutil
+
+        def test_removes_the_folder():
+            shutil.rmtree(pathlib.Path(__file__).with_name("graphs"))
+
+        def test_fails():
+            assert 0
+        """
+    )
+    result = pytester.runpytest("--depgraph-dot=graphs/g.dot")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "depgraph: could not write graphs/g.dot: No such file or directory",
+            "*= short test summary info =*",
+            "FAILED test_gone.py::test_fails - assert 0",
+            "*= 1 failed, 1 passed in *",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*Traceback*")
+    # with every test passed, the missing graph is not a silent success
+    pytester.mkdir("graphs")
+    passing = pytester.runpytest("--depgraph-dot=graphs/g.dot", "-k", "removes")
+    assert passing.ret == pytest.ExitCode.USAGE_ERROR
+    passing.stdout.fnmatch_lines(["depgraph: could not write graphs/g.dot: *", "*= 1 passed*"])
+
+
+# -- what the graph shows ------------------------------------------------------------------
+
+PINNED = """
+import pytest
+from pytest_depgraph import depends_on
+
+@pytest.fixture(scope="module")
+def db():
+    return {}
+
+@pytest.fixture
+@depends_on("test_a")
+def seeded():
+    pass
+
+def test_a(db):
+    pass
+
+@pytest.mark.depends_on("test_a")
+def test_b(db):
+    assert 0
+
+@pytest.mark.depends_on("test_a")
+def test_c(db):
+    pass
+
+@pytest.mark.depends_on("test_b", on_failure="run")
+def test_d(seeded):
+    pass
+
+@pytest.mark.depends_on("test_b")
+def test_e():
+    pass
+"""
+
+
+def test_legend_and_pinned_edges(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_pin=PINNED)
+    out = pytester.path / "g.dot"
+    pytester.runpytest(f"--depgraph-dot={out}").assert_outcomes(passed=3, failed=1, skipped=1)
+    text = out.read_text()
+    if shutil.which("dot"):
+        _dot_accepts(out)
+    # test_c shares test_b's module fixture 'db': pinned behind it, dotted and blue
+    pin = '"test_pin.py::test_c" -> "test_pin.py::test_b" ['
+    assert pin in text
+    pin_attrs = text.split(pin, 1)[1].splitlines()[0]
+    assert 'style = "dotted", color = "steelblue"' in pin_attrs
+    assert 'label = "pinned: db"' in pin_attrs
+    fixture = text.split('"test_pin.py::test_d" -> "test_pin.py::test_a" [', 1)[1].splitlines()[0]
+    assert 'label = "seeded"' in fixture and "dotted" not in fixture
+    legend = text.split('subgraph "cluster_legend" {', 1)[1]
+    for entry in (
+        "passed", "failed or error", "skipped: a dependency failed",
+        "requires: skipped unless it passed", "runs after, whatever the outcome",
+        "pinned: one worker, in this order", "from that fixture",
+    ):
+        assert f'label = "{entry}' in legend, entry
+    assert "not run" not in legend and "not selected" not in legend  # only what the graph has
