@@ -1,7 +1,13 @@
-"""The graph algorithms against networkx and brute force, on hand-made and random graphs."""
+"""The graph algorithms against networkx and brute force, on hand-made and random graphs.
+
+Small graphs are drawn edge by edge (they shrink to minimal examples); large ones, up to
+a few hundred nodes in the shapes of :mod:`tests.graph_strategies`, run
+``PROPERTIES.max_examples`` (500) examples per algorithm.
+"""
 
 from __future__ import annotations
 
+import random
 import sys
 
 import networkx as nx
@@ -20,6 +26,8 @@ from pytest_depgraph.graph import (
     strongly_connected_components,
     transitive_reduction,
 )
+
+from .graph_strategies import PROPERTIES, Drawn, dags, reachable
 
 R, A = Kind.REQUIRES, Kind.AFTER
 M = Origin("marker", "t.py:1")
@@ -166,6 +174,17 @@ def cycle_oracle_length(g: nx.DiGraph, start: int) -> int:
 @settings(max_examples=300, deadline=None)
 @given(digraphs())
 def test_scc_and_cycles_match_networkx(graph: Graph) -> None:
+    check_scc_and_cycles(graph)
+
+
+@settings(PROPERTIES)
+@given(dags(back_edges=True))
+def test_scc_and_cycles_match_networkx_on_large_graphs(drawn: Drawn) -> None:
+    check_scc_and_cycles(drawn.graph)
+
+
+def check_scc_and_cycles(graph: Graph) -> None:
+    """Components as networkx finds them, in dependency order; one shortest loop each."""
     g = to_nx(graph)
     components = strongly_connected_components(graph)
     assert sorted(map(sorted, components)) == sorted(
@@ -192,12 +211,10 @@ def test_scc_and_cycles_match_networkx(graph: Graph) -> None:
             continue
         nodes = [e.dependent for e in loop]
         assert len(set(nodes)) == len(nodes)
-        assert nodes[0] == min(where_component(components, nodes[0]))
+        assert nodes[0] == components[where[nodes[0]]][0]
         assert len(loop) == cycle_oracle_length(no_self, nodes[0])
-
-
-def where_component(components: list[list[int]], node: int) -> list[int]:
-    return next(c for c in components if node in c)
+    if not loops:
+        assert nx.is_directed_acyclic_graph(g)
 
 
 # -- stable topological order --------------------------------------------------------------
@@ -354,3 +371,80 @@ def test_everything_on_empty_and_edgeless_graphs() -> None:
         assert transitive_reduction(graph).edge_count == 0
         assert critical_path(graph, [2.0] * size) == [2.0] * size
         assert stable_topological_order(graph) == list(range(size))
+
+
+# -- large graphs: order, reduction, critical path -------------------------------------------
+
+
+def reference_order(graph: Graph) -> list[int]:
+    """The documented order, written plainly: in id order, place each test after placing its
+    dependencies, smallest id first (a depth-first post-order)."""
+    placed: set[int] = set()
+    order: list[int] = []
+
+    def place(v: int) -> None:
+        if v in placed:
+            return
+        placed.add(v)
+        for d in sorted(graph.dependency_ids(v)):
+            place(d)
+        order.append(v)
+
+    for v in range(graph.size):
+        place(v)
+    return order
+
+
+@settings(PROPERTIES)
+@given(dags())
+def test_order_on_large_graphs(drawn: Drawn) -> None:
+    graph = drawn.graph
+    order = stable_topological_order(graph)
+    assert sorted(order) == list(range(graph.size))
+    position = {v: i for i, v in enumerate(order)}
+    assert all(position[e.dependency] < position[e.dependent] for e in graph.edges())
+    assert order == reference_order(graph)
+    if all(e.dependency < e.dependent for e in graph.edges()):
+        assert order == list(range(graph.size))  # nothing has to move, nothing moves
+
+
+@settings(PROPERTIES)
+@given(dags())
+def test_reduction_on_large_graphs(drawn: Drawn) -> None:
+    graph = drawn.graph
+    reduced = transitive_reduction(graph)
+    every, requires = reachable(graph), reachable(graph, (R,))
+    out: dict[int, list[tuple[int, Kind]]] = {}
+    for u, v, kind in graph.triples():
+        out.setdefault(u, []).append((v, kind))
+    # an edge is redundant when another way out of its dependent leads to its dependency:
+    # any edge for an AFTER edge, a REQUIRES edge (then REQUIRES all the way) for a REQUIRES one
+    redundant = set()
+    for u, v, kind in graph.triples():
+        if kind is R:
+            found = any(requires[w] >> v & 1 for w, k in out[u] if k is R and w != v)
+        else:
+            found = any(every[w] >> v & 1 for w, _ in out[u] if w != v)
+        if found:
+            redundant.add((u, v))
+    kept = {(e.dependent, e.dependency) for e in reduced.edges()}
+    assert {(e.dependent, e.dependency) for e in graph.edges()} - kept == redundant
+    assert kept.isdisjoint(redundant)
+    assert all(e == graph.edge(e.dependent, e.dependency) for e in reduced.edges())
+    assert reachable(reduced) == every and reachable(reduced, (R,)) == requires
+    if all(e.kind is R for e in graph.edges()):
+        assert kept == set(nx.transitive_reduction(to_nx(graph)).edges())
+    assert transitive_reduction(reduced).edges() == reduced.edges()
+
+
+@settings(PROPERTIES)
+@given(dags(), st.randoms(use_true_random=False))
+def test_critical_path_on_large_graphs(drawn: Drawn, rng: random.Random) -> None:
+    graph = drawn.graph
+    weights = [float(rng.randint(0, 9)) for _ in range(graph.size)]
+    remaining = critical_path(graph, weights)
+    g = to_nx(graph)  # dependent -> dependency: the longest path *down* from v ends at v
+    expected = [0.0] * graph.size
+    for v in nx.topological_sort(g):
+        expected[v] = weights[v] + max((expected[u] for u in g.predecessors(v)), default=0.0)
+    assert remaining == expected

@@ -1,8 +1,14 @@
-"""The walker: order, skips with their root causes, the in-flight limit, priority and affinity."""
+"""The walker: order, skips with their root causes, the in-flight limit, priority and affinity.
+
+Hand-made graphs, small random ones against an oracle, and large ones (up to a few hundred
+nodes, :mod:`tests.graph_strategies`) walked by random workers that fail and crash, each
+answer checked against :class:`Reference`, a plain simulation of the documented walk.
+"""
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 import networkx as nx
 import pytest
@@ -17,6 +23,8 @@ from pytest_depgraph.graph import (
     transitive_reduction,
 )
 from pytest_depgraph.walker import Skip, Step, Walker
+
+from .graph_strategies import PROPERTIES, Drawn, dags, reachable
 
 R, A = Kind.REQUIRES, Kind.AFTER
 M = Origin("marker")
@@ -169,16 +177,17 @@ def oracle(graph: Graph, failing: set[int], unsatisfied: set[int]) -> set[int]:
     """Skipped iff some REQUIRES dependency is unsatisfied (failed, skipped, or given)."""
     g = nx.DiGraph()
     g.add_nodes_from(range(graph.size))
-    g.add_edges_from((e.dependency, e.dependent) for e in graph.edges())
+    requires: dict[int, list[int]] = {}
+    for dependent, dependency, kind in graph.triples():
+        g.add_edge(dependency, dependent)
+        if kind is R:
+            requires.setdefault(dependent, []).append(dependency)
     skipped: set[int] = set()
+    bad = failing | unsatisfied
     for v in nx.topological_sort(g):
-        if v in unsatisfied:
-            continue
-        if any(
-            e.kind is R and (e.dependency in skipped | failing | unsatisfied)
-            for e in graph.dependencies(v)
-        ):
+        if v not in unsatisfied and any(d in bad for d in requires.get(v, ())):
             skipped.add(v)
+            bad.add(v)
     return skipped
 
 
@@ -423,3 +432,261 @@ def test_random_pinned_walks_keep_order_and_binding(
             if all(m in finished for m in members):
                 owner.pop(g, None)
     assert finished == set(range(graph.size))
+
+
+# -- large graphs against a reference simulation ---------------------------------------------
+
+PASSED, FAILED, SKIPPED, UNSATISFIED = "passed", "failed", "skipped", "unsatisfied"
+DONE = {PASSED, FAILED, SKIPPED, UNSATISFIED}
+#: outcomes that make a REQUIRES-dependent skip
+BAD = {FAILED, SKIPPED, UNSATISFIED}
+
+
+class Reference:
+    """The walk as the docs tell it, kept plainly: a test is decided once every dependency is
+    done; it skips if a REQUIRES dependency is bad, and then its root cause is the root of
+    the bad dependency that went bad first (any of them when several went bad in one event).
+
+    The walker must agree at every event. Where the docs allow several answers (ties within
+    one event) the reference keeps the set of allowed ones and then follows the walker's.
+    """
+
+    def __init__(self, graph: Graph, unsatisfied: set[int], key: list[tuple[float, int]],
+                 pinned: list[list[int]]) -> None:
+        self.dependencies: dict[int, list[tuple[int, Kind]]] = {v: [] for v in range(graph.size)}
+        self.dependents: dict[int, list[int]] = {v: [] for v in range(graph.size)}
+        for u, v, kind in graph.triples():
+            self.dependencies[u].append((v, kind))
+            self.dependents[v].append(u)
+        self.key = key
+        self.state = {v: UNSATISFIED if v in unsatisfied else "waiting" for v in range(graph.size)}
+        self.went_bad = dict.fromkeys(unsatisfied, 0)  # node -> event in which it went bad
+        self.root = {v: v for v in unsatisfied}
+        self.event = 0
+        self.group = {v: g for g, members in enumerate(pinned) for v in members}
+        self.members = pinned
+        self.bound: dict[int, object] = {}
+        self._ready: set[int] = set()
+        self._running = 0
+
+    def ready(self) -> set[int]:
+        return self._ready
+
+    def running(self) -> int:
+        return self._running
+
+    def allowed(self, node: int, worker: object) -> bool:
+        g = self.group.get(node)
+        return g is None or self.bound.get(g, worker) == worker
+
+    def best(self, prefer: int | None, group: list[int]) -> int:
+        """The node :meth:`Walker.next` must hand out when nothing is pinned."""
+        ready = self.ready()
+        top = min(self.key[v][0] for v in ready)  # the best priority; ids break ties
+        mine = [v for v in ready if group[v] == prefer and self.key[v][0] == top]
+        return min(mine or [v for v in ready if self.key[v][0] == top])
+
+    def start(self, node: int, worker: object) -> None:
+        assert self.state[node] == "ready", "started a node that is not ready"
+        assert self.allowed(node, worker), "a pinned group went to a second worker"
+        self.state[node] = "running"
+        self._ready.discard(node)
+        self._running += 1
+        g = self.group.get(node)
+        if g is not None:
+            self.bound[g] = worker
+
+    def release(self, worker: object) -> None:
+        self.bound = {g: w for g, w in self.bound.items() if w != worker}
+
+    def initial(self, step: Step) -> None:
+        self._decide(list(range(len(self.state))), step)
+
+    def finish(self, node: int, satisfied: bool, step: Step) -> None:
+        assert self.state[node] == "running"
+        self._running -= 1
+        self.event += 1
+        self.state[node] = PASSED if satisfied else FAILED
+        if not satisfied:
+            self.went_bad[node], self.root[node] = self.event, node
+        self._unbind_done(node)
+        self._decide(self.dependents[node], step)
+
+    def _unbind_done(self, node: int) -> None:
+        g = self.group.get(node)
+        if g is not None and all(self.state[m] in DONE for m in self.members[g]):
+            self.bound.pop(g, None)
+
+    def _decide(self, candidates: list[int], step: Step) -> None:
+        """Decide the waiting candidates whose dependencies are all done, then their
+        dependents; check the walker's step says the same."""
+        skipped_by_walker = {s.node: s.root_cause for s in step.skipped}
+        ready: list[int] = []
+        skipped: list[int] = []
+        queue = list(candidates)
+        while queue:
+            v = queue.pop()
+            if self.state[v] != "waiting":
+                continue
+            deps = self.dependencies[v]
+            if any(self.state[d] not in DONE for d, _ in deps):
+                continue
+            bad = [d for d, k in deps if k is R and self.state[d] in BAD]
+            if not bad:
+                self.state[v] = "ready"
+                self._ready.add(v)
+                ready.append(v)
+                continue
+            first = min(self.went_bad[d] for d in bad)
+            allowed = {self.root[d] for d in bad if self.went_bad[d] == first}
+            assert v in skipped_by_walker, f"{v} must skip (root cause one of {allowed})"
+            assert skipped_by_walker[v] in allowed, (v, skipped_by_walker[v], allowed)
+            self.state[v] = SKIPPED
+            self.went_bad[v], self.root[v] = self.event, skipped_by_walker[v]
+            skipped.append(v)
+            self._unbind_done(v)
+            queue.extend(self.dependents[v])
+        assert sorted(step.ready, key=self.key.__getitem__) == step.ready
+        assert set(step.ready) == set(ready)
+        assert set(skipped_by_walker) == set(skipped)
+        order = {s.node: i for i, s in enumerate(step.skipped)}
+        for s in step.skipped:  # dependencies before dependents
+            assert all(order.get(d, -1) < order[s.node] for d, _ in self.dependencies[s.node])
+
+
+@dataclass(frozen=True)
+class WalkPlan:
+    """How a random walk goes: the share of failing tests and of crashing workers, tests
+    unsatisfied from the start, workers, the bound, pinned groups, and a seed for the rest."""
+
+    fail: float
+    crash: float
+    unsatisfied: int
+    workers: int
+    limit: int | None
+    pins: int
+    seed: int
+
+
+@st.composite
+def walks(draw: st.DrawFn, pins: bool = False) -> tuple[Drawn, WalkPlan]:
+    """A large graph and how its walk goes."""
+    drawn = draw(dags())
+    plan = WalkPlan(
+        fail=draw(st.sampled_from([0.0, 0.02, 0.1, 0.4])),
+        crash=draw(st.sampled_from([0.0, 0.0, 0.05, 0.2])),
+        unsatisfied=draw(st.sampled_from([0, 0, 1, 3])),
+        workers=draw(st.integers(1, 6)),
+        limit=draw(st.one_of(st.none(), st.integers(1, 5))),
+        pins=draw(st.integers(1, 4)) if pins else 0,
+        seed=draw(st.integers(0, 2**32 - 1)),
+    )
+    return drawn, plan
+
+
+def walk_against_reference(drawn: Drawn, plan: WalkPlan) -> dict[str, set[int]]:
+    """Drive a walker with random workers that take, finish, fail and crash; check every
+    answer against :class:`Reference`. Returns the nodes by final outcome."""
+    graph = drawn.graph
+    size = graph.size
+    rng = random.Random(plan.seed)
+    pinned: list[list[int]] = []
+    if plan.pins:  # groups chained with AFTER edges in serial order, as the plan does
+        order = stable_topological_order(graph)
+        label = [rng.randrange(-3, plan.pins) for _ in range(size)]
+        members = [[v for v in order if label[v] == g] for g in range(plan.pins)]
+        pinned = [m for m in members if len(m) > 1]
+        for group in pinned:
+            for before, after in zip(group, group[1:]):
+                graph.add_edge(after, before, A, Origin("pin"))
+    failing = {v for v in range(size) if rng.random() < plan.fail}
+    unsatisfied = set(rng.sample(range(size), min(size, plan.unsatisfied)))
+    priority = [float(rng.randrange(4)) for _ in range(size)]
+    group = [rng.randrange(4) for _ in range(size)]
+    limit = plan.limit
+    walker = Walker(graph, priority=priority, group=group, limit=limit,
+                    unsatisfied=unsatisfied, pinned=pinned)
+    reference = Reference(graph, unsatisfied, [(-p, v) for v, p in enumerate(priority)], pinned)
+    reference.initial(walker.initial)
+    workers = list(range(plan.workers))
+    fresh = len(workers)
+    running: dict[int, int] = {}  # worker -> node
+    while not walker.done:
+        for w in rng.sample(workers, len(workers)):
+            if w in running or (running and rng.random() < 0.3):
+                continue  # busy, or slow to ask (then another worker may get its test)
+            prefer = rng.choice([None, 0, 1, 2, 3])
+            full = limit is not None and reference.running() >= limit
+            expected = None
+            if not pinned and reference.ready() and not full:
+                expected = reference.best(prefer, group)
+            node = walker.next(prefer_group=prefer, worker=w)
+            if node is None:
+                assert full or not any(reference.allowed(v, w) for v in reference.ready()), \
+                    "a worker got nothing while a ready test was free for it"
+                continue
+            assert expected is None or node == expected, (
+                f"next(prefer_group={prefer}) gave {node}, not {expected}; ready (key, id, "
+                f"group): {sorted((reference.key[v], group[v]) for v in reference.ready())}"
+            )
+            reference.start(node, w)
+            running[w] = node
+            assert limit is None or len(running) <= limit, "more in flight than the bound"
+        assert walker.in_flight == len(running) == reference.running()
+        assert walker.ready_count == len(reference.ready())
+        if not running:
+            raise AssertionError("stalled: nothing runs, nothing is handed out")
+        w = rng.choice(sorted(running))
+        node = running.pop(w)
+        if rng.random() < plan.crash:
+            # the worker dies in the test: its test failed, its pinned groups go elsewhere
+            workers.remove(w)
+            walker.release(w)
+            reference.release(w)
+            workers.append(fresh)
+            fresh += 1
+            satisfied = False
+        else:
+            satisfied = node not in failing
+        step = walker.finish(node, satisfied)
+        reference.finish(node, satisfied, step)
+    assert all(s in DONE for s in reference.state.values())
+    assert walker.skipped == {v: reference.root[v] for v, s in reference.state.items()
+                              if s == SKIPPED}
+    by_outcome: dict[str, set[int]] = {s: set() for s in DONE}
+    for v, s in reference.state.items():
+        by_outcome[s].add(v)
+    requires = reachable(graph, (R,))
+    for v, root in walker.skipped.items():  # the root cause is unsatisfied and upstream
+        assert root in by_outcome[FAILED] | by_outcome[UNSATISFIED]
+        assert requires[v] >> root & 1
+    return by_outcome
+
+
+@settings(PROPERTIES)
+@given(walks())
+def test_large_walks_match_the_reference(case: tuple[Drawn, WalkPlan]) -> None:
+    drawn, plan = case
+    outcomes = walk_against_reference(drawn, plan)
+    # the skips follow from the failures alone, whatever the order things ran in
+    assert outcomes[SKIPPED] == oracle(
+        drawn.graph, outcomes[FAILED], outcomes[UNSATISFIED]
+    )
+
+
+@settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 3))
+@given(walks())
+def test_large_walks_of_the_reduced_graph_skip_the_same_tests(
+    case: tuple[Drawn, WalkPlan],
+) -> None:
+    drawn, plan = case
+    full = drawn.graph
+    drawn.graph = transitive_reduction(full)
+    outcomes = walk_against_reference(drawn, plan)
+    assert outcomes[SKIPPED] == oracle(full, outcomes[FAILED], outcomes[UNSATISFIED])
+
+
+@settings(PROPERTIES)
+@given(walks(pins=True))
+def test_large_pinned_walks_with_crashes(case: tuple[Drawn, WalkPlan]) -> None:
+    walk_against_reference(*case)

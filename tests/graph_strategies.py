@@ -1,0 +1,155 @@
+"""Hypothesis strategies for large dependency graphs, and the settings of the property tests.
+
+Drawing hundreds of edges one by one makes hypothesis slow and its examples huge, so a graph
+is drawn as a few choices -- a shape, a size, a density, a seed -- and built from them with
+``random.Random(seed)``. Shrinking still works on those choices (smaller size, simpler
+shape). The shapes are the ones real suites and the algorithms' corner cases have: long
+chains with shortcuts, wide fans in and out, a dense core, layers, and plain random DAGs;
+node ids are shuffled so that the id order is not already a topological order.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+
+import networkx as nx
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+from pytest_depgraph.graph import Graph, Kind, Origin
+
+R, A = Kind.REQUIRES, Kind.AFTER
+M = Origin("marker", "t.py:1")
+
+#: the largest graph drawn
+MAX_NODES = 300
+
+# ``DEPGRAPH_PROPERTY_EXAMPLES`` scales the runs up (a nightly job) or down (a quick check).
+settings.register_profile(
+    "depgraph-properties",
+    max_examples=int(os.environ.get("DEPGRAPH_PROPERTY_EXAMPLES", "500")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+#: the settings of every large-graph property test
+PROPERTIES = settings.get_profile("depgraph-properties")
+
+Pairs = list[tuple[int, int]]
+
+
+def _random(rng: random.Random, size: int, density: float) -> Pairs:
+    """Each node depends on a few earlier nodes anywhere."""
+    pairs = []
+    for v in range(1, size):
+        for _ in range(rng.randint(0, max(1, round(density * 4)))):
+            pairs.append((v, rng.randrange(v)))
+    return pairs
+
+
+def _chain(rng: random.Random, size: int, density: float) -> Pairs:
+    """One long chain, with shortcuts that the reduction must drop (or keep, by kind)."""
+    pairs = [(v, v - 1) for v in range(1, size)]
+    for v in range(2, size):
+        if rng.random() < density:
+            pairs.append((v, v - rng.randint(2, min(v, 12))))
+    return pairs
+
+
+def _fans(rng: random.Random, size: int, density: float) -> Pairs:
+    """A few hubs: many tests depend on one (fan-in), one test depends on many (fan-out)."""
+    hubs = max(1, size // 60)
+    pairs = []
+    for v in range(hubs, size - hubs):
+        pairs.append((v, rng.randrange(hubs)))
+        if rng.random() < density / 4 and v > hubs:
+            pairs.append((v, rng.randrange(hubs, v)))
+    for sink in range(max(hubs, size - hubs), size):
+        pairs.extend((sink, u) for u in range(hubs, sink) if rng.random() < 0.5 + density / 2)
+    return pairs
+
+
+def _dense_core(rng: random.Random, size: int, density: float) -> Pairs:
+    """A dense core (every pair with high probability) inside a sparse random rim."""
+    core = min(size, 12 + round(28 * density))
+    pairs = [(v, u) for v in range(core) for u in range(v) if rng.random() < 0.6]
+    for v in range(core, size):
+        pairs.extend((v, rng.randrange(v)) for _ in range(rng.randint(0, 2)))
+    return pairs
+
+
+def _layers(rng: random.Random, size: int, density: float) -> Pairs:
+    """Layers of tests, each depending on some of the layers below."""
+    width = rng.randint(1, max(1, size // 4))
+    pairs = []
+    for v in range(width, size):
+        layer = v // width
+        for _ in range(rng.randint(1, 1 + round(3 * density))):
+            below = rng.randint(max(0, layer - 3), layer - 1)
+            u = below * width + rng.randrange(width)
+            pairs.append((v, u))
+    return pairs
+
+
+SHAPES: dict[str, Callable[[random.Random, int, float], Pairs]] = {
+    "random": _random,
+    "chain": _chain,
+    "fans": _fans,
+    "dense core": _dense_core,
+    "layers": _layers,
+}
+
+
+class Drawn:
+    """A drawn graph and the choices it was built from (hypothesis prints them on failure)."""
+
+    def __init__(self, graph: Graph, shape: str, seed: int, after: float) -> None:
+        self.graph, self.shape, self.seed, self.after = graph, shape, seed, after
+
+    def __repr__(self) -> str:
+        return (
+            f"Drawn({self.shape}, {self.graph.size} nodes, {self.graph.edge_count} edges, "
+            f"seed={self.seed}, after={self.after})"
+        )
+
+
+@st.composite
+def dags(draw: st.DrawFn, max_size: int = MAX_NODES, back_edges: bool = False) -> Drawn:
+    """A large DAG of REQUIRES and AFTER edges (``back_edges``: plus some that close cycles)."""
+    shape = draw(st.sampled_from(sorted(SHAPES)))
+    size = draw(st.integers(1, max_size))
+    density = draw(st.sampled_from([0.0, 0.1, 0.3, 0.6, 1.0]))
+    after = draw(st.sampled_from([0.0, 0.2, 0.5, 1.0]))
+    shuffle = draw(st.booleans())
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = random.Random(seed)
+    pairs = SHAPES[shape](rng, size, density)
+    if back_edges:
+        for _ in range(rng.choice([0, 1, 1, 2, 3, size // 20 + 1])):
+            u, v = rng.randrange(size), rng.randrange(size)
+            pairs.append((min(u, v), max(u, v)))  # points up the order: a cycle when v reaches u
+    # shuffled ids: the id order is no longer a topological order; unshuffled: it is
+    label = list(range(size))
+    if shuffle:
+        rng.shuffle(label)
+    graph = Graph(size)
+    for dependent, dependency in pairs:
+        kind = A if rng.random() < after else R
+        graph.add_edge(label[dependent], label[dependency], kind, M)
+    return Drawn(graph, shape, seed, after)
+
+
+def reachable(graph: Graph, kinds: tuple[Kind, ...] = (R, A)) -> list[int]:
+    """For each node, the bitset of the nodes its edges of ``kinds`` lead to (itself not
+    included), computed over networkx's topological order (an acyclic graph)."""
+    g = nx.DiGraph()
+    g.add_nodes_from(range(graph.size))
+    g.add_edges_from((u, v) for u, v, kind in graph.triples() if kind in kinds)
+    reach = [0] * graph.size
+    for v in reversed(list(nx.topological_sort(g))):
+        bits = 0
+        for w in g.successors(v):
+            bits |= (1 << w) | reach[w]
+        reach[v] = bits
+    return reach
