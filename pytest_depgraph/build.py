@@ -58,6 +58,9 @@ class Result:
     problems: list[Problem]
     #: seconds spent in each phase (resolve, validate, order, reduce)
     timings: dict[str, float] = field(default_factory=dict)
+    #: the graph before transitive reduction, over the plan's numbers (``keep_unreduced``):
+    #: a shard's edge counts are taken from it
+    unreduced: Graph | None = None
 
 
 class _Source(NamedTuple):
@@ -347,6 +350,7 @@ def build(
     *,
     pull_dependencies: bool = True,
     with_locations: bool = True,
+    keep_unreduced: bool = False,
 ) -> Result:
     """Resolve every declaration of the selected items (and of the dependencies pulled in),
     validate the graph, reduce it and order the items.
@@ -364,6 +368,7 @@ def build(
             rootpath,
             pull_dependencies=pull_dependencies,
             with_locations=with_locations,
+            keep_unreduced=keep_unreduced,
         )
     finally:
         if enabled:
@@ -377,6 +382,7 @@ def _build(
     *,
     pull_dependencies: bool,
     with_locations: bool,
+    keep_unreduced: bool = False,
 ) -> Result:
     clock = time.perf_counter()
     timings: dict[str, float] = {}
@@ -488,7 +494,10 @@ def _build(
         pinned=[[renumber[n] for n in group] for group in pins.groups],
         warnings=pins.warnings,
     )
-    return Result(items=items, plan=plan, problems=problems, timings=timings)
+    unreduced = acyclic.relabel(new_id) if keep_unreduced else None
+    return Result(
+        items=items, plan=plan, problems=problems, timings=timings, unreduced=unreduced
+    )
 
 
 def _locations(

@@ -39,9 +39,35 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
         help="print how long each graph phase took (resolve, validate, order, reduce)",
     )
+    group.addoption(
+        "--depgraph-shard",
+        default=None,
+        metavar="K/N",
+        help="run only the K-th of N shards of the selected tests (1 <= K <= N); a shard holds "
+        "whole groups of dependent tests, balanced by expected duration",
+    )
+    group.addoption(
+        "--depgraph-durations",
+        default=None,
+        metavar="PATH",
+        help="durations that balance --depgraph-shard: a JSON object of node id -> seconds "
+        "(pytest-split's .test_durations); default: the last run's, from pytest's cache. "
+        "(ini: depgraph_durations)",
+    )
+    group.addoption(
+        "--depgraph-store-durations",
+        default=None,
+        metavar="PATH",
+        help="merge this run's test durations into the JSON file PATH at the end of the session "
+        "(the format --depgraph-durations reads). (ini: depgraph_store_durations)",
+    )
     parser.addini("depgraph_parallelism", "default for --depgraph-parallelism", default="")
     parser.addini("depgraph_dot", "default for --depgraph-dot", default="")
     parser.addini("depgraph_no_deps", "default for --depgraph-no-deps", type="bool", default=False)
+    parser.addini("depgraph_durations", "default for --depgraph-durations", default="")
+    parser.addini(
+        "depgraph_store_durations", "default for --depgraph-store-durations", default=""
+    )
 
 
 @dataclass(frozen=True)
@@ -52,6 +78,10 @@ class Settings:
     dot: str | None
     no_deps: bool
     timings: bool = False
+    #: (K, N) of --depgraph-shard
+    shard: tuple[int, int] | None = None
+    durations: str | None = None
+    store_durations: str | None = None
 
 
 def read_settings(config: pytest.Config) -> Settings:
@@ -74,11 +104,23 @@ def read_settings(config: pytest.Config) -> Settings:
     no_deps = config.getoption("depgraph_no_deps")
     if no_deps is None:
         no_deps = bool(config.getini("depgraph_no_deps"))
+    shard = None
+    raw_shard = config.getoption("depgraph_shard")
+    if raw_shard is not None:
+        from pytest_depgraph.shard import parse  # only --depgraph-shard needs it
+
+        try:
+            shard = parse(raw_shard)
+        except ValueError as error:
+            raise pytest.UsageError(f"--depgraph-shard {error}") from None
     return Settings(
         parallelism=parallelism,
         dot=dot,
         no_deps=bool(no_deps),
         timings=bool(config.getoption("depgraph_timings")),
+        shard=shard,
+        durations=_path(config, "depgraph_durations"),
+        store_durations=_path(config, "depgraph_store_durations"),
     )
 
 
@@ -88,3 +130,15 @@ def dot_option(config: pytest.Config, path: str) -> str:
         return f"--depgraph-dot {path}"
     where = f" in {config.inipath.name}" if config.inipath is not None else ""
     return f"depgraph_dot = {path}{where}"
+
+
+def _path(config: pytest.Config, name: str) -> str | None:
+    """A path option: the command line's as given, the ini file's relative to its folder."""
+    given = config.getoption(name)
+    if given:
+        return str(given)
+    raw = str(config.getini(name)).strip()
+    if not raw:
+        return None
+    base = config.inipath.parent if config.inipath is not None else config.rootpath
+    return str(base / raw)

@@ -17,7 +17,32 @@ from typing import Any
 from pytest_depgraph.graph import Graph, Kind, Origin
 
 #: Bumped whenever the JSON layout changes; controller and workers must agree.
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """What ``--depgraph-shard K/N`` kept of the selected tests (for the summary)."""
+
+    #: K (1-based) and N
+    index: int
+    count: int
+    #: tests and components (groups) in this shard
+    tests: int
+    groups: int
+    #: expected seconds of this shard and of every selected test
+    expected: float
+    total: float
+    #: selected tests in all shards together
+    selected: int
+    #: (first test, tests, expected seconds) of each group of this shard that is heavier
+    #: than the ideal share ``total / count``
+    oversized: tuple[tuple[str, int, float], ...] = ()
+
+    def to_list(self) -> list[Any]:
+        """The fields in order, for JSON."""
+        return [self.index, self.count, self.tests, self.groups, self.expected, self.total,
+                self.selected, [list(group) for group in self.oversized]]
 
 
 @dataclass
@@ -53,6 +78,8 @@ class Plan:
     pinned: list[list[int]] = field(default_factory=list)
     #: warnings for a parallel run (the controller shows each once; serial runs do not).
     warnings: list[str] = field(default_factory=list)
+    #: the shard this plan is (``--depgraph-shard``), None when the run is not sharded
+    shard: ShardInfo | None = None
 
     def location(self, node: int) -> tuple[str, int | None, str]:
         """The location to report ``node`` under (from its node id when none was kept)."""
@@ -88,6 +115,7 @@ class Plan:
             "durations": {str(k): v for k, v in self.durations.items()},
             "pinned": self.pinned,
             "warnings": self.warnings,
+            "shard": None if self.shard is None else self.shard.to_list(),
         }
         return json.dumps(payload, separators=(",", ":"))
 
@@ -121,7 +149,18 @@ class Plan:
             durations={int(k): v for k, v in data["durations"].items()},
             pinned=data["pinned"],
             warnings=data["warnings"],
+            shard=_shard_info(data.get("shard")),
         )
+
+
+def _shard_info(fields: list[Any] | None) -> ShardInfo | None:
+    if fields is None:
+        return None
+    index, count, tests, groups, expected, total, selected, oversized = fields
+    return ShardInfo(
+        index, count, tests, groups, expected, total, selected,
+        tuple((first, size, seconds) for first, size, seconds in oversized),
+    )
 
 
 def edges_by_origin(origins: Iterable[Origin]) -> dict[str, int]:

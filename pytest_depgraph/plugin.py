@@ -36,6 +36,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(dot.DotExport(settings.dot), "depgraph-dot")
     config.stash[SETTINGS_KEY] = settings
     recorder = config.stash[RECORDER_KEY] = OutcomeRecorder()
+    if settings.shard is not None or settings.store_durations:
+        from pytest_depgraph import durations, sharding  # only shards and stored durations
+
+        sharding.configure(config, settings)
+        if settings.store_durations:
+            durations.install(config)
     config.stash[SKIPS_KEY] = {}
     config.pluginmanager.register(_Recorder(recorder, config), "depgraph-recorder")
     outputs = config.stash[OUTPUTS_KEY] = Outputs(config)
@@ -134,6 +140,7 @@ class _Collection:
             config.rootpath,
             pull_dependencies=not settings.no_deps,
             with_locations=_is_xdist_worker(config),
+            keep_unreduced=settings.shard is not None,
         )
         if settings.timings:
             _print_timings(config, result)
@@ -141,6 +148,13 @@ class _Collection:
         items[:] = result.items
         if added:
             _undo_deselection(config, added)
+        if settings.shard is not None:  # split after selection and pull-in, before the walk
+            from pytest_depgraph import sharding
+
+            result, others = sharding.apply(config, result, *settings.shard)
+            items[:] = result.items
+            if others:
+                config.hook.pytest_deselected(items=others)
         for problem in result.problems:
             config.hook.pytest_collectreport(
                 report=pytest.CollectReport(
@@ -208,6 +222,15 @@ class _Recorder:
             lastfailed = getattr(lfplugin, "lastfailed", None)
             if lastfailed is not None:
                 lastfailed[report.nodeid] = True
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    settings = config.stash.get(SETTINGS_KEY, None)
+    if settings is not None and settings.shard is not None and not _is_xdist_worker(config):
+        from pytest_depgraph import sharding
+
+        sharding.exit_status(session, config.stash.get(PLAN_KEY, None))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_depgraph.graph import critical_path
 from pytest_depgraph.outcomes import OutcomeRecorder, describe
-from pytest_depgraph.plan import Plan
+from pytest_depgraph.plan import Plan, ShardInfo
 from pytest_depgraph.state import WALK_KEY
 
 _SHOWN_PATH = 6
@@ -21,7 +21,7 @@ def summary(
     skips: Mapping[str, str],
 ) -> None:
     """Write the section; nothing at all for a run without dependencies (pytest as usual)."""
-    if not (plan.graph.edge_count or plan.errors or skips):
+    if not (plan.graph.edge_count or plan.errors or skips or plan.shard):
         return
     walk = _walk_line(terminal.config)
     terminal.write_sep("=", "depgraph")
@@ -35,6 +35,9 @@ def lines(
     plan: Plan, recorder: OutcomeRecorder, skips: Mapping[str, str], verbose: bool = False
 ) -> list[str]:
     """The summary as text lines."""
+    out = [] if plan.shard is None else [shard_line(plan.shard)]
+    if not (plan.graph.edge_count or plan.errors or skips):
+        return out  # a sharded run without dependencies: the shard is all there is to say
     counts = plan.edge_counts
     total = sum(counts.values())
     fixture = counts.get("fixture", 0) + counts.get("output", 0)
@@ -44,10 +47,10 @@ def lines(
         parts.append(f"{compat} from pytest-dependency/pytest-order markers")
     if counts.get("pin"):
         parts.append(f"{counts['pin']} keeping pinned tests on one worker")
-    out = [
+    out.append(
         f"{plan.item_count} tests, {_plural(total, 'edge')} ({', '.join(parts)}); "
         f"{plan.removed_edges} removed by transitive reduction"
-    ]
+    )
     if plan.added:
         out.append(f"{_plural(len(plan.added), 'dependency')} pulled in by selection"
                    + (":" if verbose else ""))
@@ -68,6 +71,20 @@ def lines(
             out.append(f"  {root} {why}:")
             out.extend(f"    {nodeid}" for nodeid in skipped)
     return out
+
+
+def shard_line(info: ShardInfo) -> str:
+    """``shard K/N: T tests in C groups, expected S s of total X s (ideal X/N s)``."""
+    return (
+        f"shard {info.index}/{info.count}: {_plural(info.tests, 'test')} in "
+        f"{_plural(info.groups, 'group')}, expected {seconds(info.expected)} of total "
+        f"{seconds(info.total)} (ideal {seconds(info.total / info.count)})"
+    )
+
+
+def seconds(value: float) -> str:
+    """Tenths of a second, or thousandths below a tenth (a suite of fast tests)."""
+    return f"{value:.1f} s" if value >= 0.1 or value == 0 else f"{value:.3f} s"
 
 
 def _critical_path(plan: Plan, recorder: OutcomeRecorder) -> list[str]:

@@ -1,0 +1,147 @@
+"""``--depgraph-shard K/N`` in a session: the durations it weighs, the split, what is deselected.
+
+The split itself is :mod:`pytest_depgraph.shard`. Every process that collects computes it from
+its own collection (serial session, every xdist worker), so every process must weigh the tests
+alike: the controller (or the serial session) loads the durations once, and hands them to its
+xdist workers in ``workerinput`` -- a remote worker has neither the file nor the cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any
+
+import pytest
+
+from pytest_depgraph import durations, shard
+from pytest_depgraph.build import Result
+from pytest_depgraph.options import Settings, read_settings
+from pytest_depgraph.plan import Plan, ShardInfo
+from pytest_depgraph.report import seconds as _seconds
+
+#: the durations the split weighs, node id -> seconds (set at configure time when sharding)
+DURATIONS_KEY = pytest.StashKey[dict[str, float]]()
+#: key of the durations in the plugin's ``workerinput`` entry
+WORKERINPUT_DURATIONS = "durations"
+
+
+def configure(config: pytest.Config, settings: Settings) -> None:
+    """Check the durations paths and load what the split weighs; a bad file is a usage error
+    naming it."""
+    if settings.store_durations and not hasattr(config, "workerinput"):
+        try:
+            durations.check_writable(settings.store_durations)
+        except durations.FileError as error:
+            raise pytest.UsageError(f"--depgraph-store-durations {error}") from None
+    if settings.shard is not None and settings.durations and not _given(config):
+        config.stash[DURATIONS_KEY] = _read(config, settings.durations)
+
+
+def known_durations(config: pytest.Config) -> dict[str, float]:
+    """The durations the split weighs: the controller's on an xdist worker, else the file's
+    (read at configure time), else the cache's (read now: the cache is set up after us)."""
+    known = config.stash.get(DURATIONS_KEY, None)
+    if known is None:
+        given = _given(config)
+        known = config.stash[DURATIONS_KEY] = (
+            given if given is not None else durations.cached_durations(config)
+        )
+    return known
+
+
+def _given(config: pytest.Config) -> dict[str, float] | None:
+    """The durations the controller sent this xdist worker, if any."""
+    from pytest_depgraph.worker import WORKERINPUT_KEY
+
+    workerinput = getattr(config, "workerinput", None)
+    given = workerinput.get(WORKERINPUT_KEY) if isinstance(workerinput, dict) else None
+    if isinstance(given, dict) and isinstance(given.get(WORKERINPUT_DURATIONS), dict):
+        return dict(given[WORKERINPUT_DURATIONS])
+    return None
+
+
+def _read(config: pytest.Config, path: str) -> dict[str, float]:
+    try:
+        found = durations.read_file(path)
+    except durations.FileError as error:
+        raise pytest.UsageError(
+            f"--depgraph-durations {error}. Give a file written by "
+            "--depgraph-store-durations or pytest-split's --store-durations."
+        ) from None
+    if found is None:
+        config.issue_config_time_warning(
+            pytest.PytestWarning(
+                f"depgraph: --depgraph-durations {path} does not exist: every test weighs 1 s "
+                f"in the shard split. Write it with --depgraph-store-durations {path}."
+            ),
+            stacklevel=2,
+        )
+        return {}
+    return found
+
+
+def worker_input(config: pytest.Config) -> dict[str, Any]:
+    """What the xdist workers of a sharded run need (nothing when the run is not sharded)."""
+    if read_settings(config).shard is None:
+        return {}
+    return {WORKERINPUT_DURATIONS: known_durations(config)}
+
+
+def apply(config: pytest.Config, result: Result, index: int, count: int) -> tuple[
+    Result, list[pytest.Item]
+]:
+    """Keep shard ``index`` of ``count`` of the built session; return it and the items of the
+    other shards. A component heavier than the ideal share is a warning (at collection)."""
+    plan = result.plan
+    weights = shard.weigh(plan.nodeids[: plan.item_count], known_durations(config))
+    chosen = shard.split(plan, weights, index, count)
+    kept_plan = shard.restrict(plan, chosen.nodes, result.unreduced)
+    kept_plan.shard = chosen.info
+    keep = set(chosen.nodes)
+    kept = [item for n, item in enumerate(result.items) if n in keep]
+    others = [item for n, item in enumerate(result.items) if n not in keep]
+    if not hasattr(config, "workerinput"):  # the xdist controller warns once for all workers
+        by_nodeid = {item.nodeid: item for item in kept}
+        for first, message in oversized_warnings(chosen.info):
+            # located at the group's first test, so the warnings summary points at it
+            path, line, _ = by_nodeid[first].location
+            warnings.warn_explicit(
+                pytest.PytestWarning(message),
+                pytest.PytestWarning,
+                str(config.rootpath / path),
+                (line or 0) + 1,
+            )
+    return dataclasses.replace(result, items=kept, plan=kept_plan), others
+
+
+def oversized_warnings(info: ShardInfo) -> list[tuple[str, str]]:
+    """(first test, warning) for each group of the shard heavier than the ideal share."""
+    ideal = _seconds(info.total / info.count)
+    return [
+        (
+            first,
+            f"depgraph: shard {info.index}/{info.count} holds a group of {_tests(size)} that "
+            f"depend on each other, expected to take {_seconds(seconds)}, more than the ideal "
+            f"share of {ideal}: no split can end sooner than this group. Its first test: "
+            f"{first}",
+        )
+        for first, size, seconds in info.oversized
+    ]
+
+
+def exit_status(session: pytest.Session, plan: Plan | None) -> None:
+    """An empty shard of a non-empty selection passed (N may exceed the number of groups):
+    not pytest's 'no tests collected', which would fail that CI job."""
+    info = plan.shard if plan is not None else None
+    if (
+        info is not None
+        and info.tests == 0
+        and info.selected > 0
+        and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+    ):
+        session.exitstatus = pytest.ExitCode.OK
+
+
+def _tests(count: int) -> str:
+    return "1 test" if count == 1 else f"{count} tests"
