@@ -38,11 +38,16 @@ class ShardInfo:
     #: (first test, tests, expected seconds) of each group of this shard that is heavier
     #: than the ideal share ``total / count``
     oversized: tuple[tuple[str, int, float], ...] = ()
+    #: where the durations came from (a path, or "pytest's cache"), and how many of the
+    #: selected tests had one
+    source: str = ""
+    known: int = 0
 
     def to_list(self) -> list[Any]:
         """The fields in order, for JSON."""
         return [self.index, self.count, self.tests, self.groups, self.expected, self.total,
-                self.selected, [list(group) for group in self.oversized]]
+                self.selected, [list(group) for group in self.oversized], self.source,
+                self.known]
 
 
 @dataclass
@@ -156,10 +161,10 @@ class Plan:
 def _shard_info(fields: list[Any] | None) -> ShardInfo | None:
     if fields is None:
         return None
-    index, count, tests, groups, expected, total, selected, oversized = fields
+    index, count, tests, groups, expected, total, selected, oversized, source, known = fields
     return ShardInfo(
         index, count, tests, groups, expected, total, selected,
-        tuple((first, size, seconds) for first, size, seconds in oversized),
+        tuple((first, size, seconds) for first, size, seconds in oversized), source, known,
     )
 
 

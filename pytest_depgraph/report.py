@@ -35,7 +35,7 @@ def lines(
     plan: Plan, recorder: OutcomeRecorder, skips: Mapping[str, str], verbose: bool = False
 ) -> list[str]:
     """The summary as text lines."""
-    out = [] if plan.shard is None else [shard_line(plan.shard)]
+    out = [] if plan.shard is None else shard_lines(plan.shard)
     if not (plan.graph.edge_count or plan.errors or skips):
         return out  # a sharded run without dependencies: the shard is all there is to say
     counts = plan.edge_counts
@@ -73,13 +73,15 @@ def lines(
     return out
 
 
-def shard_line(info: ShardInfo) -> str:
-    """``shard K/N: T tests in C groups, expected S s of total X s (ideal X/N s)``."""
-    return (
+def shard_lines(info: ShardInfo) -> list[str]:
+    """``shard K/N: T tests in C groups, expected S s of total X s (ideal X/N s)``, and where
+    the durations came from (a split computed from other durations is another split)."""
+    return [
         f"shard {info.index}/{info.count}: {_plural(info.tests, 'test')} in "
         f"{_plural(info.groups, 'group')}, expected {seconds(info.expected)} of total "
-        f"{seconds(info.total)} (ideal {seconds(info.total / info.count)})"
-    )
+        f"{seconds(info.total)} (ideal {seconds(info.total / info.count)})",
+        f"durations from {info.source}: {info.known} of {_plural(info.selected, 'test')} known",
+    ]
 
 
 def seconds(value: float) -> str:

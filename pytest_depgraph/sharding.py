@@ -97,13 +97,18 @@ def apply(config: pytest.Config, result: Result, index: int, count: int) -> tupl
     weights = shard.weigh(plan.nodeids[: plan.item_count], known_durations(config))
     chosen = shard.split(plan, weights, index, count)
     kept_plan = shard.restrict(plan, chosen.nodes, result.unreduced)
-    kept_plan.shard = chosen.info
+    known = known_durations(config)
+    kept_plan.shard = dataclasses.replace(
+        chosen.info,
+        source=read_settings(config).durations or "pytest's cache",
+        known=sum(1 for nodeid in plan.nodeids[: plan.item_count] if nodeid in known),
+    )
     keep = set(chosen.nodes)
     kept = [item for n, item in enumerate(result.items) if n in keep]
     others = [item for n, item in enumerate(result.items) if n not in keep]
     if not hasattr(config, "workerinput"):  # the xdist controller warns once for all workers
         by_nodeid = {item.nodeid: item for item in kept}
-        for first, message in oversized_warnings(chosen.info):
+        for first, message in oversized_warnings(kept_plan.shard):
             # located at the group's first test, so the warnings summary points at it
             path, line, _ = by_nodeid[first].location
             warnings.warn_explicit(
