@@ -99,7 +99,8 @@ def check_writable(path: str) -> None:
     """Before the run: FileError unless ``path`` can receive the durations at its end."""
     target = Path(path)
     if target.is_dir():
-        raise FileError(f"{path} is a directory; give a file name, e.g. {path}/.test_durations")
+        example = target / ".test_durations"
+        raise FileError(f"{path} is a directory; give a file name, e.g. {example}")
     if not target.parent.is_dir():
         raise FileError(f"{path}: the folder {target.parent} does not exist")
     if not os.access(target if target.exists() else target.parent, os.W_OK):
@@ -111,7 +112,8 @@ def write_file(path: str, durations: Mapping[str, float]) -> None:
     """Merge ``durations`` into the JSON file (newer values win); written whole, then renamed
     into place, so a run that is killed leaves the old file intact."""
     merged = read_file(path) or {}
-    merged.update(durations)
+    # a tenth of a millisecond says enough, and keeps a committed file's diffs short
+    merged.update((nodeid, round(seconds, 4)) for nodeid, seconds in durations.items())
     temporary = Path(f"{path}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(temporary, path)
