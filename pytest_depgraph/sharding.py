@@ -22,6 +22,8 @@ from pytest_depgraph.report import seconds as _seconds
 
 #: the durations the split weighs, node id -> seconds (set at configure time when sharding)
 DURATIONS_KEY = pytest.StashKey[dict[str, float]]()
+#: the node ids this process kept, and the shard they are
+_KEPT_KEY = pytest.StashKey[tuple[frozenset[str], ShardInfo]]()
 #: key of the durations in the plugin's ``workerinput`` entry
 WORKERINPUT_DURATIONS = "durations"
 
@@ -94,6 +96,12 @@ def apply(config: pytest.Config, result: Result, index: int, count: int) -> tupl
     """Keep shard ``index`` of ``count`` of the built session; return it and the items of the
     other shards. A component heavier than the ideal share is a warning (at collection)."""
     plan = result.plan
+    previous = config.stash.get(_KEPT_KEY, None)
+    if previous is not None and all(item.nodeid in previous[0] for item in result.items):
+        # the hook ran again (some plugins call it) on this shard's own items: splitting them
+        # again would drop tests that no shard runs
+        plan.shard = previous[1]
+        return result, []
     weights = shard.weigh(plan.nodeids[: plan.item_count], known_durations(config))
     chosen = shard.split(plan, weights, index, count)
     kept_plan = shard.restrict(plan, chosen.nodes, result.unreduced)
@@ -117,6 +125,7 @@ def apply(config: pytest.Config, result: Result, index: int, count: int) -> tupl
                 str(config.rootpath / path),
                 (line or 0) + 1,
             )
+    config.stash[_KEPT_KEY] = (frozenset(item.nodeid for item in kept), kept_plan.shard)
     return dataclasses.replace(result, items=kept, plan=kept_plan), others
 
 

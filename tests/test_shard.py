@@ -487,3 +487,20 @@ def test_balance_is_exact_deterministic_and_within_lpt_bound(
     largest = max(weights, default=0.0)
     assert max(loads) <= total / count + largest + 1e-6
     assert max(loads) >= max(largest, total / count) - 1e-6
+
+
+def test_modifyitems_called_again_splits_nothing_twice(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(**{"test_chain": SUITE["test_chain"], "test_fan": SUITE["test_fan"]})
+    pytester.makeconftest("""
+        import pytest
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_finish(session):
+            # some plugins run the hook again on the session's items
+            session.config.hook.pytest_collection_modifyitems(
+                session=session, config=session.config, items=session.items
+            )
+    """)
+    whole = sorted(_passed(_run(pytester)[0]))
+    shards = [_passed(_run(pytester, f"--depgraph-shard={k}/2")[0]) for k in (1, 2)]
+    assert sorted(shards[0] + shards[1]) == whole
