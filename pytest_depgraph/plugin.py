@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from collections.abc import Generator
 
@@ -151,8 +152,11 @@ class _Collection:
         if settings.shard is not None:  # split after selection and pull-in, before the walk
             from pytest_depgraph import sharding
 
-            result, others = sharding.apply(config, result, *settings.shard)
-            items[:] = result.items
+            plan, kept, others = sharding.apply(
+                config, result.plan, result.items, result.unreduced, *settings.shard
+            )
+            result = dataclasses.replace(result, plan=plan, items=kept)
+            items[:] = kept
             if others:
                 config.hook.pytest_deselected(items=others)
         for problem in result.problems:

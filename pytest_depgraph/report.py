@@ -9,6 +9,7 @@ import pytest
 from pytest_depgraph.graph import critical_path
 from pytest_depgraph.outcomes import OutcomeRecorder, describe
 from pytest_depgraph.plan import Plan, ShardInfo
+from pytest_depgraph.shard import seconds
 from pytest_depgraph.state import WALK_KEY
 
 _SHOWN_PATH = 6
@@ -82,11 +83,6 @@ def shard_lines(info: ShardInfo) -> list[str]:
         f"{seconds(info.total)} (ideal {seconds(info.total / info.count)})",
         f"durations from {info.source}: {info.known} of {_plural(info.selected, 'test')} known",
     ]
-
-
-def seconds(value: float) -> str:
-    """Tenths of a second, or thousandths below a tenth (a suite of fast tests)."""
-    return f"{value:.1f} s" if value >= 0.1 or value == 0 else f"{value:.3f} s"
 
 
 def _critical_path(plan: Plan, recorder: OutcomeRecorder) -> list[str]:

@@ -41,6 +41,11 @@ def parse(text: str) -> tuple[int, int]:
     return index, count
 
 
+def seconds(value: float) -> str:
+    """Tenths of a second, or thousandths below a tenth (a suite of fast tests)."""
+    return f"{value:.1f} s" if value >= 0.1 or value == 0 else f"{value:.3f} s"
+
+
 def components(
     size: int, edges: Iterable[tuple[int, int]], groups: Iterable[Sequence[int]] = ()
 ) -> list[list[int]]:

@@ -15,17 +15,18 @@ from typing import Any
 import pytest
 
 from pytest_depgraph import durations, shard
-from pytest_depgraph.build import Result
+from pytest_depgraph.graph import Graph
 from pytest_depgraph.options import Settings, read_settings
 from pytest_depgraph.plan import Plan, ShardInfo
-from pytest_depgraph.report import seconds as _seconds
+from pytest_depgraph.shard import seconds as _seconds
+from pytest_depgraph.state import PLAN_ATTRIBUTE, PLAN_KEY
 
 #: the durations the split weighs, node id -> seconds (set at configure time when sharding)
 DURATIONS_KEY = pytest.StashKey[dict[str, float]]()
 #: the node ids this process kept, and the shard they are
 _KEPT_KEY = pytest.StashKey[tuple[frozenset[str], ShardInfo]]()
-#: key of the durations in the plugin's ``workerinput`` entry
-WORKERINPUT_DURATIONS = "durations"
+#: ``workerinput`` key of the durations the controller hands its workers
+WORKERINPUT_DURATIONS = "depgraph_durations"
 
 
 def configure(config: pytest.Config, settings: Settings) -> None:
@@ -38,6 +39,8 @@ def configure(config: pytest.Config, settings: Settings) -> None:
             raise pytest.UsageError(f"--depgraph-store-durations {error}") from None
     if settings.shard is not None and settings.durations and not _given(config):
         config.stash[DURATIONS_KEY] = _read(config, settings.durations)
+    if settings.shard is not None and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(ShardHooks(), "depgraph-shard")
 
 
 def known_durations(config: pytest.Config) -> dict[str, float]:
@@ -54,13 +57,9 @@ def known_durations(config: pytest.Config) -> dict[str, float]:
 
 def _given(config: pytest.Config) -> dict[str, float] | None:
     """The durations the controller sent this xdist worker, if any."""
-    from pytest_depgraph.worker import WORKERINPUT_KEY
-
     workerinput = getattr(config, "workerinput", None)
-    given = workerinput.get(WORKERINPUT_KEY) if isinstance(workerinput, dict) else None
-    if isinstance(given, dict) and isinstance(given.get(WORKERINPUT_DURATIONS), dict):
-        return dict(given[WORKERINPUT_DURATIONS])
-    return None
+    given = workerinput.get(WORKERINPUT_DURATIONS) if isinstance(workerinput, dict) else None
+    return dict(given) if isinstance(given, dict) else None
 
 
 def _read(config: pytest.Config, path: str) -> dict[str, float]:
@@ -83,28 +82,59 @@ def _read(config: pytest.Config, path: str) -> dict[str, float]:
     return found
 
 
-def worker_input(config: pytest.Config) -> dict[str, Any]:
-    """What the xdist workers of a sharded run need (nothing when the run is not sharded)."""
-    if read_settings(config).shard is None:
-        return {}
-    return {WORKERINPUT_DURATIONS: known_durations(config)}
+class ShardHooks:
+    """The xdist controller's side of a sharded run."""
+
+    def __init__(self) -> None:
+        self._reported = False
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        # every worker must split its collection alike: with the controller's durations
+        node.workerinput[WORKERINPUT_DURATIONS] = known_durations(node.config)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """The first worker's plan: warn once about oversized groups; keep the plan for the
+        summary when no depgraph scheduler will (another ``--dist`` mode)."""
+        if self._reported:
+            return
+        self._reported = True
+        from pytest_depgraph.xdist_hooks import record_warning, walks
+
+        text = getattr(node, PLAN_ATTRIBUTE, None)
+        try:
+            plan = None if text is None else Plan.from_json(text)
+        except ValueError:
+            return  # the scheduler reports mismatched versions
+        if plan is None or plan.shard is None:
+            return
+        for _, message in oversized_warnings(plan.shard):
+            record_warning(node.config, message)
+        if not walks(node.config):
+            node.config.stash[PLAN_KEY] = plan
 
 
-def apply(config: pytest.Config, result: Result, index: int, count: int) -> tuple[
-    Result, list[pytest.Item]
-]:
-    """Keep shard ``index`` of ``count`` of the built session; return it and the items of the
-    other shards. A component heavier than the ideal share is a warning (at collection)."""
-    plan = result.plan
+def apply(
+    config: pytest.Config,
+    plan: Plan,
+    items: list[pytest.Item],
+    unreduced: Graph | None,
+    index: int,
+    count: int,
+) -> tuple[Plan, list[pytest.Item], list[pytest.Item]]:
+    """Keep shard ``index`` of ``count`` of the planned ``items`` (``unreduced``: the plan's
+    graph before reduction, for the edge counts); return its plan, its items and the items
+    of the other shards. A group heavier than the ideal share is a warning (at collection)."""
     previous = config.stash.get(_KEPT_KEY, None)
-    if previous is not None and all(item.nodeid in previous[0] for item in result.items):
+    if previous is not None and all(item.nodeid in previous[0] for item in items):
         # the hook ran again (some plugins call it) on this shard's own items: splitting them
         # again would drop tests that no shard runs
         plan.shard = previous[1]
-        return result, []
+        return plan, items, []
     weights = shard.weigh(plan.nodeids[: plan.item_count], known_durations(config))
     chosen = shard.split(plan, weights, index, count)
-    kept_plan = shard.restrict(plan, chosen.nodes, result.unreduced)
+    kept_plan = shard.restrict(plan, chosen.nodes, unreduced)
     known = known_durations(config)
     kept_plan.shard = dataclasses.replace(
         chosen.info,
@@ -112,8 +142,8 @@ def apply(config: pytest.Config, result: Result, index: int, count: int) -> tupl
         known=sum(1 for nodeid in plan.nodeids[: plan.item_count] if nodeid in known),
     )
     keep = set(chosen.nodes)
-    kept = [item for n, item in enumerate(result.items) if n in keep]
-    others = [item for n, item in enumerate(result.items) if n not in keep]
+    kept = [item for n, item in enumerate(items) if n in keep]
+    others = [item for n, item in enumerate(items) if n not in keep]
     if not hasattr(config, "workerinput"):  # the xdist controller warns once for all workers
         by_nodeid = {item.nodeid: item for item in kept}
         for first, message in oversized_warnings(kept_plan.shard):
@@ -126,7 +156,7 @@ def apply(config: pytest.Config, result: Result, index: int, count: int) -> tupl
                 (line or 0) + 1,
             )
     config.stash[_KEPT_KEY] = (frozenset(item.nodeid for item in kept), kept_plan.shard)
-    return dataclasses.replace(result, items=kept, plan=kept_plan), others
+    return kept_plan, kept, others
 
 
 def oversized_warnings(info: ShardInfo) -> list[tuple[str, str]]:

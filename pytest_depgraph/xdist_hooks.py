@@ -21,7 +21,7 @@ import pytest
 from pytest_depgraph import durations, worker
 from pytest_depgraph.options import read_settings
 from pytest_depgraph.plan import PROTOCOL_VERSION, Plan
-from pytest_depgraph.state import PLAN_ATTRIBUTE, PLAN_KEY, WALK_KEY, active_scheduler
+from pytest_depgraph.state import PLAN_ATTRIBUTE, WALK_KEY, active_scheduler
 
 MIN_XDIST = (3, 7)
 _NAME = "depgraph-xdist"
@@ -77,7 +77,6 @@ class XdistHooks:
 
     def __init__(self) -> None:
         self._warned = False
-        self._shard_seen = False
 
     # -- controller ------------------------------------------------------------------------
 
@@ -116,11 +115,6 @@ class XdistHooks:
             "protocol": PROTOCOL_VERSION,
             "walk": walks(node.config),
         }
-        if read_settings(node.config).shard is not None:
-            # every worker must split its collection alike: with the controller's durations
-            from pytest_depgraph import sharding
-
-            node.workerinput[worker.WORKERINPUT_KEY].update(sharding.worker_input(node.config))
         # xdist drops a node on an unknown event: take ours out of the stream first. This runs
         # in execnet's receiver thread, so it only stores the text; the scheduler parses it.
         original = node.process_from_remote
@@ -144,9 +138,6 @@ class XdistHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        if not self._shard_seen and read_settings(node.config).shard is not None:
-            self._shard_seen = True
-            _shard_reported(node)
         if self._warned or walks(node.config):
             return
         text = getattr(node, PLAN_ATTRIBUTE, None)
@@ -187,24 +178,6 @@ class XdistHooks:
             worker.send_plan(config)
         if worker.is_walked_worker(config):
             worker.install(config)
-
-
-def _shard_reported(node: Any) -> None:
-    """The first worker's plan of a sharded run: warn once about oversized groups; keep the
-    plan for the summary when no depgraph scheduler will (another ``--dist`` mode)."""
-    text = getattr(node, PLAN_ATTRIBUTE, None)
-    try:
-        plan = None if text is None else Plan.from_json(text)
-    except ValueError:
-        return  # the scheduler reports mismatched versions
-    if plan is None or plan.shard is None:
-        return
-    from pytest_depgraph.sharding import oversized_warnings
-
-    for _, message in oversized_warnings(plan.shard):
-        record_warning(node.config, message)
-    if not walks(node.config):
-        node.config.stash[PLAN_KEY] = plan
 
 
 def unhonoured_message(plan: Plan, dist: str) -> str:
