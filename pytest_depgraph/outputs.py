@@ -1,90 +1,74 @@
 """Values between tests: ``depgraph.publish``, ``depgraph.output`` and ``output_fixture``.
 
 A test publishes named values; a test that depends on it (through REQUIRES edges) reads them.
-Values are pickled into a directory made for this run only (removed at the end), so they reach
-a reader on another xdist worker of the same machine, and never leak into another run.
+A value is pickled once, when it is published, and kept in memory under the producer's full
+node id and the value's name, in the process that ran the producer. On xdist workers the
+depgraph scheduler drives, :mod:`pytest_depgraph.channel_values` carries it over the xdist
+channel: to the controller, then to each worker that runs a test that may read it. Nothing is
+written to disk, so values never leak into another run.
 """
 
 from __future__ import annotations
 
-import os
+import inspect
 import pickle
-import shutil
 import sys
-import tempfile
+import threading
 from collections import deque
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
 from pytest_depgraph.graph import Kind
 from pytest_depgraph.markers import RawDeclaration, declare, describe_target
+from pytest_depgraph.outcomes import NOT_RUN
 from pytest_depgraph.plan import Plan
 from pytest_depgraph.resolve import TargetIndex
-from pytest_depgraph.state import PLAN_KEY
+from pytest_depgraph.state import PLAN_KEY, RECORDER_KEY
 
-_WORKERINPUT = "depgraph_outputs"
+#: publish(nodeid, name, pickled value): hands a value on (to the xdist controller)
+Forward = Callable[[str, str, bytes], None]
+
+_PLAIN_DATA = "ids, strings, numbers, and lists or dicts of those"
 
 
 class OutputError(Exception):
     """Reading or publishing a value went wrong; the message is for a person."""
 
 
-class OutputStore:
-    """Published values of one run: ``<dir>/<node id hex>/<name hex>.pickle``."""
+class ValueStore:
+    """Pickled values of one run, by producer node id and value name (thread-safe)."""
 
-    def __init__(self, directory: Path, owner: bool) -> None:
-        self.directory = directory
-        self.owner = owner
+    def __init__(self) -> None:
+        self._values: dict[str, dict[str, bytes]] = {}
+        # xdist's receiver thread adds values while the main thread reads them
+        self._lock = threading.Lock()
 
-    @classmethod
-    def for_config(cls, config: pytest.Config) -> OutputStore:
-        workerinput = getattr(config, "workerinput", None)
-        if workerinput is not None and _WORKERINPUT in workerinput:
-            return cls(Path(workerinput[_WORKERINPUT]), owner=False)
-        return cls(Path(tempfile.mkdtemp(prefix="depgraph-outputs-")), owner=True)
+    def put(self, nodeid: str, name: str, data: bytes) -> None:
+        with self._lock:
+            self._values.setdefault(nodeid, {})[name] = data
 
-    def _folder(self, nodeid: str) -> Path:
-        return self.directory / nodeid.encode("utf-8").hex()[:200]
-
-    def publish(self, nodeid: str, name: str, value: object) -> None:
-        try:
-            data = pickle.dumps(value)
-        except Exception as error:  # pickling raises many types
-            raise OutputError(
-                f"depgraph: {nodeid} cannot publish {name!r}: the value "
-                f"({type(value).__name__}) cannot be pickled: {error}.\n"
-                "  Values travel between xdist workers, so they must be picklable: publish an "
-                "id, a string, a number or a dict of those instead."
-            ) from None
-        folder = self._folder(nodeid)
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / (name.encode("utf-8").hex() + ".pickle")
-        temporary = target.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_bytes(data)
-        os.replace(temporary, target)  # readers never see half a value
+    def get(self, nodeid: str, name: str) -> bytes | None:
+        with self._lock:
+            return self._values.get(nodeid, {}).get(name)
 
     def names(self, nodeid: str) -> list[str]:
-        folder = self._folder(nodeid)
-        if not folder.is_dir():
-            return []
-        return sorted(
-            bytes.fromhex(p.name[: -len(".pickle")]).decode("utf-8")
-            for p in folder.glob("*.pickle")
-        )
+        with self._lock:
+            return sorted(self._values.get(nodeid, ()))
 
-    def read(self, nodeid: str, name: str) -> tuple[bool, object]:
-        path = self._folder(nodeid) / (name.encode("utf-8").hex() + ".pickle")
-        try:
-            return True, pickle.loads(path.read_bytes())
-        except FileNotFoundError:
-            return False, None
+    def published(self, nodeid: str) -> list[tuple[str, bytes]]:
+        """Every value ``nodeid`` published, as (name, pickled value)."""
+        with self._lock:
+            return list(self._values.get(nodeid, {}).items())
 
-    def close(self) -> None:
-        if self.owner:
-            shutil.rmtree(self.directory, ignore_errors=True)
+    def has_values(self, nodeid: str) -> bool:
+        with self._lock:
+            return bool(self._values.get(nodeid))
+
+    def __bool__(self) -> bool:
+        with self._lock:
+            return bool(self._values)
 
 
 class Outputs:
@@ -92,15 +76,12 @@ class Outputs:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.store = OutputStore.for_config(config)
+        self.store = ValueStore()
+        #: set on xdist workers whose values must reach the controller
+        self.forward: Forward | None = None
         self.current: pytest.Item | None = None
         self._index: TargetIndex | None = None
         self._items: list[pytest.Item] = []
-
-    # xdist: tell the workers where the values live (optional hook: xdist may be absent)
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput[_WORKERINPUT] = str(self.store.directory)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self._items = list(session.items)
@@ -114,28 +95,45 @@ class Outputs:
         finally:
             self.current = None
 
-    def pytest_unconfigure(self) -> None:
-        self.store.close()
-
-    def publish(self, name: str, value: object) -> None:
+    def publish(self, name: object, value: object) -> None:
         item = self._running("publish")
-        if not isinstance(name, str) or not name:
-            raise OutputError("depgraph.publish(name, value): name must be a non-empty string")
-        self.store.publish(item.nodeid, name, value)
+        nodeid = item.nodeid
+        _check_name(f"depgraph: {nodeid}: depgraph.publish({_shown(name)}, ...)", name)
+        assert isinstance(name, str)
+        try:
+            data = pickle.dumps(value)
+        except Exception as error:  # pickling raises many types
+            raise OutputError(
+                f"depgraph: {nodeid} cannot publish {name!r}: the value "
+                f"({type(value).__name__}) cannot be pickled: {_error_text(error)}.\n"
+                "  Values travel between xdist workers, so they must be picklable: publish "
+                f"{_PLAIN_DATA} instead."
+            ) from None
+        self.store.put(nodeid, name, data)
+        if self.forward is not None:
+            self.forward(nodeid, name, data)
 
-    def output(self, target: object, name: str, reader: str = "depgraph.output") -> object:
+    def output(self, target: object, name: object, reader: str = "depgraph.output") -> object:
         item = self._running("read an output")
+        call = f"{reader}({_describe(target)}, {_shown(name)})"
+        _check_name(f"depgraph: {item.nodeid}: {call}", name)
+        assert isinstance(name, str)
+        if not _is_target(target):
+            raise OutputError(
+                f"depgraph: {item.nodeid}: {call}: the target must name a test: its name or "
+                "node id as a string ('test_create_user', 'tests/test_x.py::test_create_user'), "
+                f"or the test function or class itself; got {_shown(target)}."
+            )
         plan = self.config.stash.get(PLAN_KEY, None)
         if plan is None:
             raise OutputError("depgraph: outputs can only be read while tests run")
         matches = self._resolve(target, item.nodeid)
         if not matches:
             raise OutputError(
-                f"depgraph: {item.nodeid}: {reader}({describe_target(target)}, {name!r}): the "
-                "target matches no test in this run."
+                f"depgraph: {item.nodeid}: {call}: the target matches no test in this run."
             )
         node = plan.nodeids.index(item.nodeid) if item.nodeid in plan.nodeids else -1
-        upstream = _requires_ancestors(plan, node)
+        upstream = requires_ancestors(plan, node)
         missing = [plan.nodeids[m] for m in matches if m not in upstream]
         if missing:
             raise OutputError(
@@ -146,15 +144,23 @@ class Outputs:
             )
         found = []
         for match in matches:
-            ok, value = self.store.read(plan.nodeids[match], name)
-            if ok:
-                found.append((plan.nodeids[match], value))
+            data = self.store.get(plan.nodeids[match], name)
+            if data is not None:
+                found.append((plan.nodeids[match], data))
         if len(found) == 1:
-            return found[0][1]
+            return _unpickle(item.nodeid, found[0][0], name, found[0][1])
         if len(found) > 1:
             raise OutputError(
                 f"depgraph: {item.nodeid}: {name!r} was published by {len(found)} tests "
                 f"({', '.join(n for n, _ in found)}); name one of them in the target."
+            )
+        elsewhere = self._ran_elsewhere([plan.nodeids[m] for m in matches])
+        if elsewhere:
+            raise OutputError(
+                f"depgraph: {item.nodeid}: cannot read {name!r}: {elsewhere} did not run on this "
+                "xdist worker, and values travel between workers only when pytest-depgraph "
+                "schedules the tests.\n"
+                "  Use --dist load (the default of -n) instead of another --dist mode."
             )
         published = sorted({n for m in matches for n in self.store.names(plan.nodeids[m])})
         source = plan.nodeids[matches[0]] if len(matches) == 1 else describe_target(target)
@@ -169,6 +175,18 @@ class Outputs:
             raise OutputError(f"depgraph: cannot {what} outside a running test")
         return self.current
 
+    def _ran_elsewhere(self, producers: list[str]) -> str | None:
+        """A producer that did not run here, on an xdist worker that gets no values sent."""
+        if self.forward is not None or not hasattr(self.config, "workerinput"):
+            return None
+        recorder = self.config.stash.get(RECORDER_KEY, None)
+        if recorder is None:
+            return None
+        for nodeid in producers:
+            if recorder.outcome(nodeid) == NOT_RUN:
+                return nodeid
+        return None
+
     def _resolve(self, target: object, nodeid: str) -> Sequence[int]:
         plan = self.config.stash[PLAN_KEY]
         if self._index is None:
@@ -182,7 +200,7 @@ class Outputs:
         return self._index.resolve(target, nodeid)
 
 
-def _requires_ancestors(plan: Plan, node: int) -> set[int]:
+def requires_ancestors(plan: Plan, node: int) -> set[int]:
     """Nodes reachable from ``node`` through REQUIRES edges (the reduction keeps these)."""
     seen: set[int] = set()
     if node < 0:
@@ -194,6 +212,67 @@ def _requires_ancestors(plan: Plan, node: int) -> set[int]:
                 seen.add(edge.dependency)
                 queue.append(edge.dependency)
     return seen
+
+
+def _check_name(where: str, name: object) -> None:
+    """Raise OutputError unless ``name`` is a usable value name (non-empty UTF-8 text)."""
+    if not isinstance(name, str) or not name:
+        got = "an empty string" if isinstance(name, str) else _shown(name)
+        raise OutputError(
+            f"{where}: the value name must be a non-empty string; got {got}.\n"
+            "  Name values with text, e.g. depgraph.publish('user_id', user.id)."
+        )
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise OutputError(
+            f"{where}: the value name {name!r} is not valid text (it holds a lone surrogate, "
+            "which cannot be encoded as UTF-8, so it cannot travel to other xdist workers).\n"
+            "  Use a name made of ordinary characters."
+        ) from None
+
+
+def _is_target(target: object) -> bool:
+    if isinstance(target, str):
+        return bool(target.strip())
+    try:
+        function = getattr(target, "__func__", target)
+    except Exception:  # a foreign object's __getattr__ may raise anything
+        return False
+    return inspect.isclass(target) or callable(function)
+
+
+def _unpickle(reader: str, producer: str, name: str, data: bytes) -> object:
+    try:
+        return pickle.loads(data)
+    except Exception as error:  # unpickling runs arbitrary code: anything can be raised
+        raise OutputError(
+            f"depgraph: {reader}: the value {name!r} published by {producer} cannot be "
+            f"unpickled: {type(error).__name__}: {_error_text(error)}.\n"
+            "  Unpickling needs the value's classes importable, and their __setstate__/"
+            "__reduce__ working, in the reading process; publish "
+            f"{_PLAIN_DATA} instead."
+        ) from None
+
+
+def _shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for a message: shortened, and never raising."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _error_text(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:
+        return type(error).__name__
+
+
+def _describe(target: object) -> str:
+    return describe_target(target) if _is_target(target) else _shown(target)
 
 
 def _target_text(target: object) -> str:
@@ -219,7 +298,10 @@ def _as_failure(call: Callable[[], Any]) -> Any:
     try:
         return call()
     except OutputError as error:
-        pytest.fail(str(error), pytrace=False)
+        message = str(error)
+    # outside the except block: the failure must not carry the OutputError as its context,
+    # or pytest prints the message twice ("During handling of the above exception ...")
+    pytest.fail(message, pytrace=False)
 
 
 def output_fixture(target: object, name: str, *, scope: str = "function") -> Any:

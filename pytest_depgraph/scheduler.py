@@ -36,6 +36,7 @@ from xdist.report import report_collection_diff  # type: ignore[import-untyped]
 from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyped]
 
+from pytest_depgraph.channel_values import relay
 from pytest_depgraph.durations import load_durations
 from pytest_depgraph.graph import critical_path
 from pytest_depgraph.options import read_settings
@@ -412,6 +413,7 @@ class DepGraphScheduling:
         worker.last_group = self.plan.group[index] if index < len(self.plan.group) else None
         if self._first_sent is None:
             self._first_sent = time.perf_counter()
+        relay(self.config).before_test(node, self.plan, index)  # the values it may read first
         node.send_runtest_some([index])
 
     def _finish(self, index: int, satisfied: bool) -> list[int]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_depgraph import durations, worker
+from pytest_depgraph import channel_values, durations, worker
 from pytest_depgraph.options import read_settings
 from pytest_depgraph.plan import PROTOCOL_VERSION, Plan
 from pytest_depgraph.state import PLAN_ATTRIBUTE, WALK_KEY, active_scheduler
@@ -118,10 +118,13 @@ class XdistHooks:
         # xdist drops a node on an unknown event: take ours out of the stream first. This runs
         # in execnet's receiver thread, so it only stores the text; the scheduler parses it.
         original = node.process_from_remote
+        channel_values.relay(node.config)  # made here, in the main thread
 
         def process_from_remote(eventcall: Any) -> None:
             if isinstance(eventcall, tuple) and eventcall and eventcall[0] == worker.PLAN_EVENT:
                 setattr(node, PLAN_ATTRIBUTE, eventcall[1].get("plan"))
+                return
+            if channel_values.take_event(node, eventcall):
                 return
             original(eventcall)
 
@@ -178,6 +181,7 @@ class XdistHooks:
             worker.send_plan(config)
         if worker.is_walked_worker(config):
             worker.install(config)
+            channel_values.install_worker(config)
 
 
 def unhonoured_message(plan: Plan, dist: str) -> str:

@@ -1,4 +1,4 @@
-"""Values between tests (SPEC §2.4): publish, read, and output fixtures whose use is the edge."""
+"""Values between tests: publish, read, output fixtures whose use is the edge, and bad input."""
 
 from __future__ import annotations
 
@@ -32,13 +32,6 @@ def test_reader_defined_before_producer_gets_the_value(pytester: pytest.Pytester
     result.assert_outcomes(passed=3)
     assert names(result)[0] == "test_create_vpc"
     result.stdout.fnmatch_lines(["*2 edges (1 explicit, 1 from fixtures)*"])
-
-
-@pytest.mark.parametrize("workers", ["2", "4"])
-def test_values_cross_xdist_workers(pytester: pytest.Pytester, workers: str) -> None:
-    pytester.makepyfile(test_vpc=VPC)
-    result = pytester.runpytest_subprocess("-n", workers, "-p", "xdist")
-    result.assert_outcomes(passed=3)
 
 
 def test_producer_failure_skips_output_fixture_readers(pytester: pytest.Pytester, run) -> None:
@@ -166,3 +159,268 @@ def test_module_scoped_output_fixture(pytester: pytest.Pytester, run) -> None:
         """
     )
     run().assert_outcomes(passed=3)
+
+
+def test_values_are_kept_by_the_full_node_id(pytester: pytest.Pytester, run) -> None:
+    # node ids that share their first 100 bytes used to share one folder: the last writer won
+    lifecycle = """
+        import pytest
+
+        class TestCustomerAccountLifecycle:
+            def test_create_customer_account(self, depgraph):
+                depgraph.publish("id", "account")
+
+            def test_create_customer_account_address(self, depgraph):
+                depgraph.publish("id", "address")
+
+            @pytest.mark.depends_on("test_create_customer_account")
+            def test_read_account(self, depgraph):
+                assert depgraph.output("test_create_customer_account", "id") == "account"
+
+            @pytest.mark.depends_on("test_create_customer_account_address")
+            def test_read_address(self, depgraph):
+                assert depgraph.output("test_create_customer_account_address", "id") == "address"
+        """
+    pytester.makepyfile(
+        **{
+            "tests/integration/customer_accounts/test_customer_account_lifecycle": lifecycle,
+        }
+    )
+    result = run()
+    result.assert_outcomes(passed=4)
+
+
+def test_parametrize_ids_longer_than_100_bytes(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        test_x="""
+        import pytest
+
+        LONG = "x" * 120
+
+        @pytest.mark.parametrize("n", [LONG + "1", LONG + "2"], ids=[LONG + "1", LONG + "2"])
+        def test_param(depgraph, n):
+            depgraph.publish("n", n)
+
+        @pytest.mark.depends_on(test_param)
+        def test_read(depgraph):
+            with pytest.raises(pytest.fail.Exception, match="published by 2 tests"):
+                depgraph.output(test_param, "n")
+            assert depgraph.output(f"test_param[{LONG}1]", "n") == LONG + "1"
+            assert depgraph.output(f"test_param[{LONG}2]", "n") == LONG + "2"
+        """
+    )
+    run().assert_outcomes(passed=3)
+
+
+BAD_INPUT = """
+import pytest
+
+class Boom:
+    def __getstate__(self):
+        return {"x": 1}
+
+    def __setstate__(self, state):
+        raise ValueError("cannot rebuild Boom")
+
+def test_long_name(depgraph):
+    depgraph.publish("n" * 300, 1)
+
+@pytest.mark.depends_on("test_long_name")
+def test_read_long_name(depgraph):
+    assert depgraph.output("test_long_name", "n" * 300) == 1
+
+def test_surrogate_name(depgraph):
+    depgraph.publish("v\\udc80", 1)
+
+def test_int_name(depgraph):
+    depgraph.publish(5, 1)
+
+def test_empty_name(depgraph):
+    depgraph.publish("", 1)
+
+@pytest.mark.depends_on("test_long_name")
+def test_read_bytes_name(depgraph):
+    depgraph.output("test_long_name", b"n")
+
+@pytest.mark.depends_on("test_long_name")
+def test_read_none_target(depgraph):
+    depgraph.output(None, "v")
+
+def test_publish_boom(depgraph):
+    depgraph.publish("boom", Boom())
+
+@pytest.mark.depends_on("test_publish_boom")
+def test_read_boom(depgraph):
+    depgraph.output("test_publish_boom", "boom")
+
+def test_publish_lambda(depgraph):
+    depgraph.publish("fn", lambda: 1)
+"""
+
+
+def test_bad_names_targets_and_values_fail_the_test_that_used_them(
+    pytester: pytest.Pytester, run
+) -> None:
+    pytester.makepyfile(test_x=BAD_INPUT)
+    result = run()
+    result.assert_outcomes(passed=3, failed=7)
+    prefix = "depgraph: test_x.py::"
+    result.stdout.fnmatch_lines_random(
+        [
+            f"*{prefix}test_surrogate_name: depgraph.publish('v\\udc80', ...): the value name "
+            "'v\\udc80' is not valid text (it holds a lone surrogate*",
+            f"*{prefix}test_int_name: depgraph.publish(5, ...): the value name must be a "
+            "non-empty string; got 5.",
+            f"*{prefix}test_empty_name: depgraph.publish('', ...): the value name must be a "
+            "non-empty string; got an empty string.",
+            "*Name values with text, e.g. depgraph.publish('user_id', user.id).",
+            f"*{prefix}test_read_bytes_name: depgraph.output('test_long_name', b'n'): the value "
+            "name must be a non-empty string; got b'n'.",
+            f"*{prefix}test_read_none_target: depgraph.output(None, 'v'): the target must name a "
+            "test: its name or node id as a string*got None.",
+            f"*{prefix}test_read_boom: the value 'boom' published by test_x.py::test_publish_boom "
+            "cannot be unpickled: ValueError: cannot rebuild Boom.",
+            f"*{prefix}test_publish_lambda cannot publish 'fn': the value (function) cannot be "
+            "pickled*",
+        ]
+    )
+    out = result.stdout.str()
+    assert "function None" not in out
+    for noise in ("Traceback", "During handling", "INTERNALERROR", "outputs.py"):
+        assert noise not in out
+    # each message once (the short summary repeats only its first line)
+    assert out.count("Values travel between xdist workers, so they must be picklable") == 1
+    assert out.count("Unpickling needs the value's classes importable") == 1
+
+
+PROPERTY = """
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+class NoRepr:
+    def __repr__(self):
+        raise RuntimeError("no repr")
+    def __eq__(self, other):
+        raise RuntimeError("no eq")
+    __hash__ = None
+
+class Hostile:
+    def __getattr__(self, name):
+        raise RuntimeError(name)
+
+NAMES = st.one_of(
+    st.text(),
+    st.text(st.characters(exclude_categories=()), max_size=5),
+    st.text(st.characters(categories=["Cs"]), min_size=1, max_size=3),
+    st.text(min_size=100, max_size=400),
+    st.just(""),
+    st.binary(),
+    st.integers(),
+    st.none(),
+    st.floats(),
+    st.lists(st.text(), max_size=2),
+    st.builds(object),
+    st.builds(NoRepr),
+    st.builds(Hostile),
+)
+TARGETS = st.one_of(st.just("test_producer"), st.just(lambda: 0), NAMES)
+CHECK = settings(
+    max_examples=150, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+)
+
+def clean(failure, test):
+    text = str(failure)
+    assert text.startswith(f"depgraph: test_x.py::{test}"), text
+    assert "Traceback" not in text
+
+def test_producer(depgraph):
+    accepted = []
+
+    @CHECK
+    @given(NAMES)
+    def publish(name):
+        try:
+            depgraph.publish(name, ("value", name))
+        except pytest.fail.Exception as failure:
+            clean(failure, "test_producer")
+        else:
+            accepted.append(name)
+
+    publish()
+    assert accepted
+    depgraph.publish("accepted", accepted)
+
+@pytest.mark.depends_on("test_producer")
+def test_reader(depgraph):
+    for name in depgraph.output("test_producer", "accepted"):
+        assert depgraph.output("test_producer", name) == ("value", name)
+
+    @CHECK
+    @given(TARGETS, NAMES)
+    def read(target, name):
+        try:
+            depgraph.output(target, name)
+        except pytest.fail.Exception as failure:
+            clean(failure, "test_reader")
+
+    read()
+"""
+
+
+def test_any_value_name_works_or_fails_cleanly(pytester: pytest.Pytester, run) -> None:
+    """Property: whatever the name (or target), publish/output work or fail the test cleanly."""
+    pytester.makepyfile(test_x=PROPERTY)
+    result = run("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+CROSS_WORKERS = """
+import os, pytest
+
+def test_producer(depgraph):
+    depgraph.publish("token", "t-1")
+    depgraph.publish("where", os.environ["PYTEST_XDIST_WORKER"])
+
+@pytest.mark.depends_on(test_producer)
+def test_crash_after_publishing(depgraph):
+    os._exit(1)  # the worker that holds the value dies
+
+@pytest.mark.depends_on(test_producer)
+@pytest.mark.depends_on(test_crash_after_publishing, on_failure="run")
+def test_reader_after_the_crash(depgraph):
+    assert depgraph.output(test_producer, "token") == "t-1"
+    assert depgraph.output(test_producer, "where") != os.environ["PYTEST_XDIST_WORKER"]
+"""
+
+
+def test_values_cross_xdist_workers_and_survive_a_dead_worker(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_vpc=VPC, test_crash=CROSS_WORKERS)
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-v")
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(["*PASSED test_crash.py::test_reader_after_the_crash*"])
+
+
+def test_other_dist_modes_say_values_do_not_travel(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_a="""
+        def test_producer(depgraph):
+            depgraph.publish("token", "t")
+        """,
+        test_b="""
+        import pytest
+
+        @pytest.mark.depends_on("test_a.py::test_producer")
+        def test_reader(depgraph):
+            depgraph.output("test_a.py::test_producer", "token")
+        """,
+    )
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "--dist", "loadfile")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*depgraph: test_b.py::test_reader: cannot read 'token': test_a.py::test_producer "
+            "did not run on this xdist worker, and values travel between workers only when "
+            "pytest-depgraph schedules the tests.",
+            "*Use --dist load (the default of -n) instead of another --dist mode.",
+        ]
+    )
