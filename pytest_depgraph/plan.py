@@ -16,8 +16,9 @@ from typing import Any
 
 from pytest_depgraph.graph import Graph, Kind, Origin
 
-#: Bumped whenever the JSON layout changes; controller and workers must agree.
-PROTOCOL_VERSION = 3
+#: Bumped whenever the JSON layout or the channel messages change (4: values between tests
+#: travel over the channel); controller and workers must agree.
+PROTOCOL_VERSION = 4
 
 
 @dataclass(frozen=True)

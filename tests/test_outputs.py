@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_depgraph.channel_values import VALUES_COMMAND, Relay
+from pytest_depgraph.graph import Graph, Kind, Origin
+from pytest_depgraph.outputs import ValueStore
+from pytest_depgraph.plan import Plan
+
 from .conftest import names, skip_reasons
 
 VPC = """
@@ -424,3 +429,36 @@ def test_other_dist_modes_say_values_do_not_travel(pytester: pytest.Pytester) ->
             "*Use --dist load (the default of -n) instead of another --dist mode.",
         ]
     )
+
+
+class _Node:
+    """Stands in for xdist's WorkerController: records the commands sent to it."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    def sendcommand(self, name: str, values: list[tuple[str, str, bytes]]) -> None:
+        assert name == VALUES_COMMAND
+        self.sent += [(nodeid, value_name) for nodeid, value_name, _ in values]
+
+
+def test_relay_sends_each_value_once_and_only_to_workers_of_readers() -> None:
+    nodeids = ["a", "b", "c", "after_a", "e"]
+    graph = Graph(len(nodeids))
+    graph.add_edge(1, 0, Kind.REQUIRES, Origin("marker"))  # b requires a
+    graph.add_edge(2, 1, Kind.REQUIRES, Origin("marker"))  # c requires b (so a too)
+    graph.add_edge(3, 0, Kind.AFTER, Origin("marker"))  # order only: reads nothing
+    plan = Plan(nodeids=nodeids, locations=[], graph=graph, group=[0] * 5, item_count=5)
+    relay = Relay(ValueStore())
+    producer, other = _Node(), _Node()
+    relay.received(producer, "a", "token", b"pickled")
+    relay.received(other, "e", "unrelated", b"pickled")
+
+    relay.before_test(producer, plan, 1)
+    assert producer.sent == []  # it published the value itself
+    relay.before_test(other, plan, 2)
+    relay.before_test(other, plan, 2)
+    assert other.sent == [("a", "token")]  # transitively required, sent once
+    relay.before_test(_Node(), plan, 3)
+    relay.before_test(producer, plan, 4)
+    assert producer.sent == []
