@@ -44,7 +44,7 @@ TEXT_SUFFIXES = ("dot", "gv")
 RENDERED_SUFFIXES = (
     "svg", "svgz", "png", "pdf", "jpg", "jpeg", "gif", "webp", "bmp", "tif", "tiff", "ps", "eps",
 )
-_FILL = {
+FILL = {
     PASSED: "palegreen",
     FAILED: "salmon",
     ERROR: "salmon",
@@ -215,7 +215,7 @@ def render(
                 outcome = UPSTREAM if nodeid in skips else recorder.outcome(nodeid)
                 outcomes.add(outcome)
                 tooltip = outcome if nodeid not in skips else f"skipped: {skips[nodeid]} upstream"
-                attrs.append(f"fillcolor = {_quote(_FILL.get(outcome, 'white'))}")
+                attrs.append(f"fillcolor = {_quote(FILL.get(outcome, 'white'))}")
                 attrs.append(f"tooltip = {_quote(tooltip)}")
             lines.append(f"    {_quote(nodeid)} [{', '.join(attrs)}];")
         lines.append("  }")
@@ -235,7 +235,7 @@ def _legend(outcomes: set[str], unselected: bool, edges: list[Edge]) -> list[str
     entries: list[str] = []
     for members, text in _FILL_LEGEND:
         if outcomes.intersection(members):
-            fill = _FILL[members[0]]
+            fill = FILL[members[0]]
             entries.append(
                 f"    {_quote(_LEGEND_PREFIX + text)} [label = {_quote(text)}, "
                 f"fillcolor = {_quote(fill)}];"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import pytest
 
@@ -89,8 +89,28 @@ def _critical_path(plan: Plan, recorder: OutcomeRecorder) -> list[str]:
     if not plan.graph.edge_count or not plan.item_count:
         return []
     ran = any(nodeid in recorder for nodeid in plan.nodeids[: plan.item_count])
+    path, seconds = critical_chain(plan, recorder.duration if ran else None)
+    names = [plan.nodeids[n] for n in path]
+    if len(names) > _SHOWN_PATH:
+        names = [*names[:3], f"... {len(names) - 5} more ...", *names[-2:]]
+    length = f"{seconds:.2f} s" if ran else "by test count"
+    return [f"critical path: {_plural(len(path), 'test')} ({length}): " + " -> ".join(names)]
+
+
+def critical_chain(
+    plan: Plan, duration: Callable[[str], float] | None
+) -> tuple[list[int], float]:
+    """The longest chain of items, dependencies first, and its length in seconds.
+
+    ``duration`` gives each test's seconds in this run; None weighs every test 1 (a chain by
+    test count, before anything ran). Empty for a plan without items. O(V + E).
+    """
+    if not plan.item_count:
+        return [], 0.0
     # a millisecond per test, so that among chains of instant tests the longest one shows
-    weights = [recorder.duration(nodeid) + 0.001 if ran else 1.0 for nodeid in plan.nodeids]
+    weights = [
+        duration(nodeid) + 0.001 if duration is not None else 1.0 for nodeid in plan.nodeids
+    ]
     remaining = critical_path(plan.graph, weights)
     node = max(range(plan.item_count), key=lambda n: (remaining[n], -n))
     path = [node]
@@ -100,11 +120,7 @@ def _critical_path(plan: Plan, recorder: OutcomeRecorder) -> list[str]:
             break
         node = max(nexts, key=lambda n: (remaining[n], -n))
         path.append(node)
-    names = [plan.nodeids[n] for n in path]
-    if len(names) > _SHOWN_PATH:
-        names = [*names[:3], f"... {len(names) - 5} more ...", *names[-2:]]
-    length = f"{remaining[path[0]]:.2f} s" if ran else "by test count"
-    return [f"critical path: {_plural(len(path), 'test')} ({length}): " + " -> ".join(names)]
+    return path, remaining[path[0]]
 
 
 def _walk_line(config: pytest.Config) -> str:
