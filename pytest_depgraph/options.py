@@ -27,6 +27,14 @@ def add_options(parser: pytest.Parser) -> None:
         "'dot'. (ini: depgraph_dot)",
     )
     group.addoption(
+        "--depgraph-report",
+        default=None,
+        metavar="PATH",
+        help="write a self-contained HTML page of the run to PATH (.html): a timeline per "
+        "worker, what each test waited for, the critical path, the graph. "
+        "(ini: depgraph_report)",
+    )
+    group.addoption(
         "--depgraph-no-deps",
         action="store_true",
         default=None,
@@ -63,6 +71,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("depgraph_parallelism", "default for --depgraph-parallelism", default="")
     parser.addini("depgraph_dot", "default for --depgraph-dot", default="")
+    parser.addini("depgraph_report", "default for --depgraph-report", default="")
     parser.addini("depgraph_no_deps", "default for --depgraph-no-deps", type="bool", default=False)
     parser.addini("depgraph_durations", "default for --depgraph-durations", default="")
     parser.addini(
@@ -82,6 +91,7 @@ class Settings:
     shard: tuple[int, int] | None = None
     durations: str | None = None
     store_durations: str | None = None
+    report: str | None = None
 
 
 def read_settings(config: pytest.Config) -> Settings:
@@ -101,6 +111,9 @@ def read_settings(config: pytest.Config) -> Settings:
             f"--depgraph-parallelism must be at least 1, got {parallelism}"
         )
     dot = config.getoption("depgraph_dot") or str(config.getini("depgraph_dot")).strip() or None
+    report = (
+        config.getoption("depgraph_report") or str(config.getini("depgraph_report")).strip() or None
+    )
     no_deps = config.getoption("depgraph_no_deps")
     if no_deps is None:
         no_deps = bool(config.getini("depgraph_no_deps"))
@@ -121,6 +134,7 @@ def read_settings(config: pytest.Config) -> Settings:
         shard=shard,
         durations=_path(config, "depgraph_durations"),
         store_durations=_path(config, "depgraph_store_durations"),
+        report=report,
     )
 
 

@@ -35,6 +35,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
         dot.check_path(settings.dot, dot_option(config, settings.dot))
         config.pluginmanager.register(dot.DotExport(settings.dot), "depgraph-dot")
+    if settings.report and not _is_xdist_worker(config):
+        from pytest_depgraph import run_report  # only --depgraph-report needs it
+
+        run_report.configure(config, settings.report)
     config.stash[SETTINGS_KEY] = settings
     recorder = config.stash[RECORDER_KEY] = OutcomeRecorder()
     if settings.shard is not None or settings.store_durations:

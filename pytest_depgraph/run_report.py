@@ -1,0 +1,80 @@
+"""``--depgraph-report PATH.html``: check the path before the run, write the page after it.
+
+Runs on the process that sees every report (serial session or xdist controller): the span log
+collects when and where each test ran, and at the end of the session the timeline
+(:mod:`~pytest_depgraph.timeline`) and the page (:mod:`~pytest_depgraph.html_report`) are made
+from it, the plan and the outcomes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_depgraph import html_report, timeline
+from pytest_depgraph.runlog import SpanLog
+from pytest_depgraph.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY, WALK_KEY
+
+_PLUGIN_NAME = "depgraph-run-report"
+
+
+def configure(config: pytest.Config, path: str) -> None:
+    """Check ``path`` (a usage error naming it) and start logging the run."""
+    try:
+        full = html_report.check_path(path)
+    except html_report.ReportError as error:
+        raise pytest.UsageError(str(error)) from None
+    if config.pluginmanager.get_plugin(_PLUGIN_NAME) is None:
+        config.pluginmanager.register(RunReport(full), _PLUGIN_NAME)
+
+
+class RunReport:
+    """Writes the page at the end of the session and says where in the terminal summary."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.log = SpanLog()
+        self.written = False
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.log.record(report)
+
+    @pytest.hookimpl(trylast=True)  # after the xdist controller kept its walk's figures
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        config = session.config
+        plan = config.stash.get(PLAN_KEY, None)
+        if plan is None or config.option.collectonly:
+            return  # nothing was collected, or nothing ran: no run to picture
+        recorder = config.stash[RECORDER_KEY]
+        skips: dict[str, str] = config.stash[SKIPS_KEY]
+        nodeids = plan.nodeids
+        run = timeline.build(
+            plan,
+            {nodeid: recorder.outcome(nodeid) for nodeid in nodeids if nodeid in recorder},
+            self.log.spans,
+            skips,
+            {nodeid: recorder.duration(nodeid) for nodeid in nodeids if nodeid in recorder},
+            clock_offsets=self.log.clock_offsets(),
+            walk=config.stash.get(WALK_KEY, None),
+        )
+        svg, no_graph = html_report.graph_svg(plan, recorder, skips)
+        args = " ".join(config.invocation_params.args)
+        page = html_report.render(
+            run, svg, no_graph,
+            title=f"pytest-depgraph run report: {config.rootpath.name}",
+            command=f"pytest {args}".strip(),
+        )
+        try:
+            html_report.write(self.path, page)
+        except html_report.ReportError as error:
+            terminal = config.pluginmanager.get_plugin("terminalreporter")
+            if terminal is not None:
+                terminal.write_line(f"depgraph: {error}", red=True)
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return
+        self.written = True
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.written:
+            terminalreporter.write_sep("-", f"depgraph run report written to {self.path}")

@@ -1,0 +1,438 @@
+"""--depgraph-report: the run laid out in time (timeline), the page, and the page in a browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_depgraph import html_report, timeline
+from pytest_depgraph.graph import Graph, Kind, Origin
+from pytest_depgraph.outcomes import FAILED, NOT_RUN, PASSED, SKIPPED, UPSTREAM
+from pytest_depgraph.plan import Plan
+from pytest_depgraph.state import WalkStats
+from pytest_depgraph.timeline import Span
+
+# -- the data layer --------------------------------------------------------------------------
+
+
+def _plan(nodeids: list[str], edges: list[tuple[int, int]]) -> Plan:
+    graph = Graph(len(nodeids))
+    for dependent, dependency in edges:
+        graph.add_edge(dependent, dependency, Kind.REQUIRES, Origin("marker", "t.py:1"))
+    return Plan(nodeids=nodeids, locations=[None] * len(nodeids), graph=graph,
+                group=[0] * len(nodeids), item_count=len(nodeids))
+
+
+def test_serial_chain_starts_ends_waits_and_critical_path() -> None:
+    # a <- b <- c, and d alone: c waited for b, b for a; the chain a-b-c is the critical path
+    plan = _plan(["t::a", "t::b", "t::c", "t::d"], [(1, 0), (2, 1)])
+    spans = {"t::a": Span(100.0, 101.0), "t::b": Span(101.0, 103.0),
+             "t::c": Span(103.0, 103.5), "t::d": Span(103.5, 106.0)}
+    durations = {"t::a": 1.0, "t::b": 2.0, "t::c": 0.5, "t::d": 2.5}
+    outcomes = dict.fromkeys(spans, PASSED)
+    run = timeline.build(plan, outcomes, spans, {}, durations)
+    a, b, c, d = run.tests
+    assert (a.start, a.end, b.start, b.end, d.end) == (0.0, 1.0, 1.0, 3.0, 6.0)
+    assert a.lane == timeline.SERIAL_LANE and run.lanes == [timeline.SERIAL_LANE]
+    assert (a.waits, b.waits, c.waits, d.waits) == ((), (0,), (1,), ())
+    assert (b.held_by, c.held_by, d.held_by) == (0, 1, None)
+    assert run.critical == [0, 1, 2]
+    assert run.stats.critical_path == pytest.approx(3.503)
+    assert run.stats.wall == 6.0 and run.stats.total == 6.0 and run.stats.parallelism == 1
+    assert run.stats.lower_bound == 6.0  # serially: max(critical path, total / 1)
+    assert run.busy_share(timeline.SERIAL_LANE) == 1.0
+    assert c.duration == 0.5
+
+
+def test_two_workers_the_dependency_that_finished_last_held_it_back() -> None:
+    # c needs a (gw0, ends at 1) and b (gw1, ends at 4): b held it back
+    plan = _plan(["t::a", "t::b", "t::c"], [(2, 0), (2, 1)])
+    spans = {"t::a": Span(10.0, 11.0, "gw0"), "t::b": Span(10.0, 14.0, "gw1"),
+             "t::c": Span(14.0, 15.0, "gw0")}
+    durations = {"t::a": 1.0, "t::b": 4.0, "t::c": 1.0}
+    run = timeline.build(plan, dict.fromkeys(spans, PASSED), spans, {}, durations)
+    assert run.tests[2].waits == (0, 1) and run.tests[2].held_by == 1
+    assert run.lanes == ["gw0", "gw1"]
+    assert run.critical == [1, 2]
+    assert run.stats.parallelism == 2
+    assert run.stats.lower_bound == pytest.approx(max(5.002, 6.0 / 2))
+    assert run.busy_share("gw0") == pytest.approx(2 / 5)
+    assert run.busy_share("gw1") == pytest.approx(4 / 5)
+
+
+def test_skipped_by_upstream_have_no_bar_and_sit_under_their_root_cause() -> None:
+    plan = _plan(["t::a", "t::b", "t::c", "t::s"], [(1, 0), (2, 1)])
+    spans = {"t::a": Span(0.0, 1.0, "gw0"), "t::s": Span(0.5, 0.6, "gw1")}
+    outcomes = {"t::a": FAILED, "t::b": UPSTREAM, "t::c": UPSTREAM, "t::s": SKIPPED}
+    skips = {"t::b": "t::a", "t::c": "t::a"}
+    run = timeline.build(plan, outcomes, spans, skips, {"t::a": 1.0, "t::s": 0.1})
+    a, b, c, s = run.tests
+    assert a.outcome == FAILED and s.outcome == SKIPPED and s.start == 0.5
+    assert (b.outcome, b.start, b.lane, b.root_cause) == (UPSTREAM, None, None, "t::a")
+    assert c.start is None and c.held_by is None
+    assert run.skipped == {"t::a": ["t::b", "t::c"]}
+
+
+def test_not_run_tests_and_a_run_where_nothing_ran() -> None:
+    plan = _plan(["t::a", "t::b"], [(1, 0)])
+    run = timeline.build(plan, {}, {}, {}, {})
+    assert [t.outcome for t in run.tests] == [NOT_RUN, NOT_RUN]
+    assert run.lanes == [] and run.critical == [] and run.stats.wall == 0.0
+
+
+def test_workers_on_other_clocks_are_moved_to_the_controllers() -> None:
+    # gw1's clock is 100 s ahead: its reports "stop" after they arrived
+    assert timeline.clock_offset([(50.2, 150.0), (51.0, 150.5)]) == pytest.approx(-99.8)
+    assert timeline.clock_offset([]) == 0.0
+    plan = _plan(["t::a", "t::b"], [(1, 0)])
+    spans = {"t::a": Span(10.0, 11.0, "gw0"), "t::b": Span(111.0, 112.0, "gw1")}
+    run = timeline.build(plan, dict.fromkeys(spans, PASSED), spans, {},
+                         {"t::a": 1.0, "t::b": 1.0}, clock_offsets={"gw1": -100.0})
+    assert (run.tests[1].start, run.tests[1].end) == (1.0, 2.0)
+    assert run.tests[1].held_by == 0
+
+
+def test_lanes_in_worker_number_order_and_the_walks_own_figures() -> None:
+    names = [f"t::{i}" for i in range(3)]
+    plan = _plan(names, [])
+    spans = {names[0]: Span(0, 1, "gw10"), names[1]: Span(0, 1, "gw2"), names[2]: Span(0, 1, "gw0")}
+    walk = WalkStats(wall=1.5, critical_path=1.0, total=3.0, parallelism=11)
+    run = timeline.build(plan, dict.fromkeys(names, PASSED), spans, {}, dict.fromkeys(names, 1.0),
+                         walk=walk)
+    assert run.lanes == ["gw0", "gw2", "gw10"]
+    assert run.stats is walk
+
+
+# -- the page ----------------------------------------------------------------------------------
+
+
+def test_path_checks(tmp_path: Path) -> None:
+    assert html_report.check_path(str(tmp_path / "r.html")) == str(tmp_path / "r.html")
+    (tmp_path / "d.html").mkdir()
+    with pytest.raises(html_report.ReportError, match="is a directory"):
+        html_report.check_path(str(tmp_path / "d.html"))
+    with pytest.raises(html_report.ReportError, match="missing.* does not exist"):
+        html_report.check_path(str(tmp_path / "missing" / "r.html"))
+    with pytest.raises(html_report.ReportError, match="ending in .html"):
+        html_report.check_path(str(tmp_path / "r.txt"))
+
+
+def test_node_ids_cannot_break_out_of_the_page() -> None:
+    nodeid = 't.py::test_x[</script><script>alert(1)</script>-__DEPGRAPH_DATA__]'
+    plan = _plan([nodeid], [])
+    run = timeline.build(plan, {nodeid: PASSED}, {nodeid: Span(0, 1)}, {}, {nodeid: 1.0})
+    page = html_report.render(run, "", "no graph", title="<t>", command="pytest")
+    assert page.count("</script>") == 2  # the template's own two
+    assert "<title>&lt;t&gt;</title>" in page
+    data = _page_data(page)
+    assert data["tests"][0][0] == nodeid
+
+
+def test_graph_said_plainly_when_graphviz_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plan = _plan(["t::a", "t::b"], [(1, 0)])
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    from pytest_depgraph.outcomes import OutcomeRecorder
+
+    svg, why = html_report.graph_svg(plan, OutcomeRecorder(), {})
+    assert svg == "" and "Graphviz is not installed" in why
+    monkeypatch.setattr(html_report, "GRAPH_LIMIT", 1)
+    assert "too many to draw" in html_report.graph_svg(plan, OutcomeRecorder(), {})[1]
+
+
+# -- the plugin -------------------------------------------------------------------------------
+
+SUITE = """
+import time
+
+import pytest
+
+def test_base():
+    pass
+
+@pytest.mark.depends_on("test_base")
+def test_mid():
+    time.sleep(0.05)  # the longest chain: the critical path
+
+@pytest.mark.depends_on("test_mid")
+def test_top():
+    pass
+
+def test_broken():
+    assert 0
+
+@pytest.mark.depends_on("test_broken")
+def test_after_broken():
+    pass
+
+@pytest.mark.depends_on("test_after_broken")
+def test_further_down():
+    pass
+
+@pytest.mark.skip(reason="not today")
+def test_skipped():
+    pass
+
+@pytest.mark.xfail(strict=True)
+def test_xfail():
+    assert 0
+"""
+
+#: outcome of each test of SUITE, as the page names it
+SUITE_OUTCOMES = {
+    "test_base": "passed", "test_mid": "passed", "test_top": "passed", "test_broken": "failed",
+    "test_after_broken": "skipped (upstream)", "test_further_down": "skipped (upstream)",
+    "test_skipped": "skipped", "test_xfail": "xfailed",
+}
+
+
+def _page_data(page: str) -> dict[str, Any]:
+    match = re.search(
+        r'<script type="application/json" id="depgraph-data">(.*?)</script>', page, re.S
+    )
+    assert match, "no data blob in the page"
+    data: dict[str, Any] = json.loads(match.group(1))
+    return data
+
+
+def _check_suite_data(data: dict[str, Any], lanes: set[str]) -> None:
+    """The page of a SUITE run: every test, its outcome, bars, waits and the critical path."""
+    tests = {row[0].rsplit("::", 1)[1]: row for row in data["tests"]}
+    assert {name: data["outcomes"][row[1]] for name, row in tests.items()} == SUITE_OUTCOMES
+    index = {row[0].rsplit("::", 1)[1]: i for i, row in enumerate(data["tests"])}
+    ran = {name for name, row in tests.items() if row[2] is not None}
+    assert ran == {n for n, o in SUITE_OUTCOMES.items() if o != "skipped (upstream)"}
+    assert {data["lanes"][tests[name][4]] for name in ran} <= lanes and data["lanes"]
+    assert tests["test_mid"][5] == [index["test_base"]]  # waited for test_base ...
+    assert tests["test_mid"][6] == index["test_base"]  # ... which held it back
+    assert tests["test_mid"][2] >= tests["test_base"][3]  # and started after it ended
+    assert [data["tests"][n][0].rsplit("::", 1)[1] for n in data["critical"]][-3:] == [
+        "test_base", "test_mid", "test_top"]
+    assert data["skipped"] == [[data["tests"][index["test_broken"]][0], index["test_broken"],
+                                [index["test_after_broken"], index["test_further_down"]]]]
+    stats = data["stats"]
+    assert stats["lowerBound"] == pytest.approx(
+        max(stats["criticalPath"], stats["total"] / stats["parallelism"]), abs=1e-3)
+
+
+def test_serial_run_writes_the_page_and_says_where(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest("-p", "depgraph", "--depgraph-report", "out/run.html")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # out/ does not exist yet
+    result.stderr.fnmatch_lines(["*--depgraph-report out/run.html: the folder *out does not exist*"])
+    (pytester.path / "out").mkdir()
+    result = pytester.runpytest("-p", "depgraph", "--depgraph-report", "out/run.html")
+    result.assert_outcomes(passed=3, failed=1, skipped=3, xfailed=1)
+    page = pytester.path / "out" / "run.html"
+    result.stdout.fnmatch_lines([f"*depgraph run report written to {page}*"])
+    data = _page_data(page.read_text(encoding="utf-8"))
+    _check_suite_data(data, {timeline.SERIAL_LANE})
+    assert data["stats"]["parallelism"] == 1
+
+
+def test_ini_setting_and_a_directory(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite="def test_a():\n    pass\n")
+    pytester.makeini("[pytest]\ndepgraph_report = from-ini.html\n")
+    result = pytester.runpytest("-p", "depgraph")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "from-ini.html").is_file()
+    (pytester.path / "dir.html").mkdir()
+    result = pytester.runpytest("-p", "depgraph", "--depgraph-report", "dir.html")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--depgraph-report dir.html: is a directory*"])
+    result = pytester.runpytest("-p", "depgraph", "--collect-only", "--depgraph-report", "c.html")
+    assert result.ret == pytest.ExitCode.OK and not (pytester.path / "c.html").exists()
+
+
+#: a worker whose clock is 1000 s ahead, as on another machine: pytest's reports take their
+#: start and stop from ``_pytest.timing.time``
+SKEWED_CLOCK = """
+import os
+import time
+
+import _pytest.timing
+
+if os.environ.get("PYTEST_XDIST_WORKER") == "gw0":
+    _pytest.timing.time = lambda: time.time() + 1000.0
+"""
+
+
+@pytest.fixture(scope="module")
+def parallel_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One page of SUITE run on -n 2 (a failure, skips; gw0 on another clock), for several checks."""
+    where = tmp_path_factory.mktemp("parallel")
+    (where / "test_suite.py").write_text(SUITE, encoding="utf-8")
+    (where / "conftest.py").write_text(SKEWED_CLOCK, encoding="utf-8")
+    (where / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "depgraph", "-p", "xdist", "-n", "2",
+         "-p", "no:cacheprovider", "--depgraph-report", "run.html"],
+        cwd=where, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTEST_ADDOPTS": ""},
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"depgraph run report written to {where / 'run.html'}" in done.stdout, done.stdout
+    return where / "run.html"
+
+
+def test_parallel_run_lanes_per_worker_on_one_clock(parallel_page: Path) -> None:
+    data = _page_data(parallel_page.read_text(encoding="utf-8"))
+    _check_suite_data(data, {"gw0", "gw1"})
+    assert data["stats"]["parallelism"] == 2
+    rows = data["tests"]
+    assert {data["lanes"][row[4]] for row in rows if row[2] is not None} == {"gw0", "gw1"}
+    # gw0's clock is 1000 s ahead: its tests are moved onto the controller's time line
+    assert data["stats"]["span"] < 60, data["stats"]
+    for row in rows:
+        if row[6] >= 0 and row[2] is not None:  # a test starts after what held it back ended
+            assert row[2] >= rows[row[6]][3], (row, rows[row[6]])
+
+
+# -- the page in a real browser ----------------------------------------------------------------
+
+
+def _chromium() -> str:
+    """The headless browser; skipped when absent, but a failure on CI (which installs it)."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if os.environ.get("CI") == "true":
+        pytest.fail("chromium is not installed, and CI=true: .ci/run must install it")
+    pytest.skip("chromium is not installed (apt-get install chromium): browser checks skipped")
+
+
+def _browse(page: Path, *args: str) -> tuple[str, list[str]]:
+    """Open ``page`` in headless chromium: (stdout, console messages)."""
+    done = subprocess.run(
+        [_chromium(), "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
+         "--enable-logging=stderr", "--v=0", *args, page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    # chromium logs every console message (log, warning, error, uncaught exception) as
+    # INFO:CONSOLE; the page itself never writes to the console, so any message is a fault
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return done.stdout, console
+
+
+class _Bars(HTMLParser):
+    """The timeline's bars and the page's ready flag, from a DOM dumped after scripts ran."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bars: dict[int, tuple[set[str], str]] = {}
+        self.ready = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "body" and values.get("data-ready") == "1":
+            self.ready = True
+        classes = set((values.get("class") or "").split())
+        if tag == "rect" and "bar" in classes:
+            self.bars[int(values["data-n"] or -1)] = (classes, values.get("fill") or "")
+
+
+def _dom_bars(page: Path) -> _Bars:
+    dom, console = _browse(page, "--dump-dom")
+    assert console == [], console
+    bars = _Bars()
+    bars.feed(dom)
+    return bars
+
+
+def test_browser_check_can_fail(tmp_path: Path) -> None:
+    """The console check sees a script error (else the checks below could never fail)."""
+    broken = tmp_path / "broken.html"
+    broken.write_text("<!DOCTYPE html><body><script>undefinedThing();</script></body>",
+                      encoding="utf-8")
+    dom, console = _browse(broken, "--dump-dom")
+    assert any("undefinedThing" in line for line in console), console
+    bars = _Bars()
+    bars.feed(dom)
+    assert not bars.ready
+
+
+def test_page_in_a_browser_bars_colours_critical_path(parallel_page: Path) -> None:
+    data = _page_data(parallel_page.read_text(encoding="utf-8"))
+    found = _dom_bars(parallel_page)
+    assert found.ready, "the page's script did not finish"
+    ran = [n for n, row in enumerate(data["tests"]) if row[2] is not None]
+    assert sorted(found.bars) == ran  # one bar per test that ran
+    for n in ran:
+        classes, fill = found.bars[n]
+        outcome = data["tests"][n][1]
+        assert f"o-{data['outcomeKeys'][outcome]}" in classes
+        assert fill == data["colours"][outcome]
+    marked = {n for n, (classes, _) in found.bars.items() if "crit" in classes}
+    assert marked == set(data["critical"]) & set(ran) and len(marked) >= 3
+    assert '<svg width="' in parallel_page.read_text(encoding="utf-8") or (
+        "no-graph" in parallel_page.read_text(encoding="utf-8"))
+
+
+def test_page_screenshot_is_not_blank(parallel_page: Path, tmp_path: Path) -> None:
+    shot = tmp_path / "shot.png"
+    _, console = _browse(parallel_page, f"--screenshot={shot}", "--window-size=800,600")
+    assert console == [], console
+    width, height, pixels = _decode_png(shot.read_bytes())
+    assert (width, height) == (800, 600)
+    colours = set(pixels)
+    white = sum(1 for p in pixels if p == (255, 255, 255))
+    assert len(colours) > 50, len(colours)  # text, bars of several colours, the graph
+    assert white < 0.97 * len(pixels)
+
+
+def _decode_png(data: bytes) -> tuple[int, int, list[tuple[int, int, int]]]:
+    """Width, height and RGB pixels of an 8-bit RGB or RGBA PNG (what chromium writes)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    chunks = dict(_chunks(data[8:]))
+    width, height, depth, colour_type = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
+    assert depth == 8 and colour_type in (2, 6), (depth, colour_type)
+    channels = 3 if colour_type == 2 else 4
+    raw = zlib.decompress(b"".join(v for k, v in _chunks(data[8:]) if k == b"IDAT"))
+    stride = width * channels
+    previous = bytearray(stride)
+    pixels: list[tuple[int, int, int]] = []
+    for row in range(height):
+        kind = raw[row * (stride + 1)]
+        line = bytearray(raw[row * (stride + 1) + 1:(row + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up = previous[i]
+            corner = previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                guess = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+                line[i] = (line[i] + guess) & 0xFF
+        pixels.extend(
+            (line[i], line[i + 1], line[i + 2]) for i in range(0, stride, channels)
+        )
+        previous = line
+    return width, height, pixels
+
+
+def _chunks(data: bytes) -> Iterator[tuple[bytes, bytes]]:
+    at = 0
+    while at < len(data):
+        (length,) = struct.unpack(">I", data[at:at + 4])
+        yield data[at + 4:at + 8], data[at + 8:at + 8 + length]
+        at += 12 + length
