@@ -123,9 +123,9 @@ def test_path_checks(tmp_path: Path) -> None:
     (tmp_path / "d.html").mkdir()
     with pytest.raises(html_report.ReportError, match="is a directory"):
         html_report.check_path(str(tmp_path / "d.html"))
-    with pytest.raises(html_report.ReportError, match="missing.* does not exist"):
+    with pytest.raises(html_report.ReportError, match=r"missing.* does not exist"):
         html_report.check_path(str(tmp_path / "missing" / "r.html"))
-    with pytest.raises(html_report.ReportError, match="ending in .html"):
+    with pytest.raises(html_report.ReportError, match=r"ending in \.html"):
         html_report.check_path(str(tmp_path / "r.txt"))
 
 
@@ -232,7 +232,9 @@ def test_serial_run_writes_the_page_and_says_where(pytester: pytest.Pytester) ->
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest("-p", "depgraph", "--depgraph-report", "out/run.html")
     assert result.ret == pytest.ExitCode.USAGE_ERROR  # out/ does not exist yet
-    result.stderr.fnmatch_lines(["*--depgraph-report out/run.html: the folder *out does not exist*"])
+    result.stderr.fnmatch_lines(
+        ["*--depgraph-report out/run.html: the folder *out does not exist*"]
+    )
     (pytester.path / "out").mkdir()
     result = pytester.runpytest("-p", "depgraph", "--depgraph-report", "out/run.html")
     result.assert_outcomes(passed=3, failed=1, skipped=3, xfailed=1)
@@ -272,7 +274,7 @@ if os.environ.get("PYTEST_XDIST_WORKER") == "gw0":
 
 @pytest.fixture(scope="module")
 def parallel_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One page of SUITE run on -n 2 (a failure, skips; gw0 on another clock), for several checks."""
+    """A page of SUITE run on -n 2 (a failure, skips; gw0 on another clock), for several checks."""
     where = tmp_path_factory.mktemp("parallel")
     (where / "test_suite.py").write_text(SUITE, encoding="utf-8")
     (where / "conftest.py").write_text(SKEWED_CLOCK, encoding="utf-8")
