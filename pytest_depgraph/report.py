@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import pytest
 
-from pytest_depgraph.graph import critical_path
 from pytest_depgraph.outcomes import OutcomeRecorder, describe
 from pytest_depgraph.plan import Plan, ShardInfo
 from pytest_depgraph.shard import seconds
 from pytest_depgraph.state import WALK_KEY
+from pytest_depgraph.timeline import critical_chain
 
 _SHOWN_PATH = 6
 
@@ -95,32 +95,6 @@ def _critical_path(plan: Plan, recorder: OutcomeRecorder) -> list[str]:
         names = [*names[:3], f"... {len(names) - 5} more ...", *names[-2:]]
     length = f"{seconds:.2f} s" if ran else "by test count"
     return [f"critical path: {_plural(len(path), 'test')} ({length}): " + " -> ".join(names)]
-
-
-def critical_chain(
-    plan: Plan, duration: Callable[[str], float] | None
-) -> tuple[list[int], float]:
-    """The longest chain of items, dependencies first, and its length in seconds.
-
-    ``duration`` gives each test's seconds in this run; None weighs every test 1 (a chain by
-    test count, before anything ran). Empty for a plan without items. O(V + E).
-    """
-    if not plan.item_count:
-        return [], 0.0
-    # a millisecond per test, so that among chains of instant tests the longest one shows
-    weights = [
-        duration(nodeid) + 0.001 if duration is not None else 1.0 for nodeid in plan.nodeids
-    ]
-    remaining = critical_path(plan.graph, weights)
-    node = max(range(plan.item_count), key=lambda n: (remaining[n], -n))
-    path = [node]
-    while True:
-        nexts = [e.dependent for e in plan.graph.dependents(node)]
-        if not nexts:
-            break
-        node = max(nexts, key=lambda n: (remaining[n], -n))
-        path.append(node)
-    return path, remaining[path[0]]
 
 
 def _walk_line(config: pytest.Config) -> str:

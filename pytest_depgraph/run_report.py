@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_depgraph import html_report, timeline
+from pytest_depgraph.outcomes import UPSTREAM
 from pytest_depgraph.runlog import SpanLog
 from pytest_depgraph.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY, WALK_KEY
 
@@ -50,7 +51,7 @@ class RunReport:
         nodeids = plan.nodeids
         run = timeline.build(
             plan,
-            {nodeid: recorder.outcome(nodeid) for nodeid in nodeids if nodeid in recorder},
+            lambda nodeid: UPSTREAM if nodeid in skips else recorder.outcome(nodeid),
             self.log.spans,
             skips,
             {nodeid: recorder.duration(nodeid) for nodeid in nodeids if nodeid in recorder},

@@ -48,8 +48,8 @@ from pytest_depgraph.state import (
     RECORDER_KEY,
     SCHEDULER_KEY,
     SKIPS_KEY,
-    WalkStats,
 )
+from pytest_depgraph.timeline import WalkStats
 from pytest_depgraph.walker import Skip, Walker
 from pytest_depgraph.xdist_hooks import record_warning
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_depgraph.outcomes import OutcomeRecorder
 from pytest_depgraph.plan import Plan
+from pytest_depgraph.timeline import WalkStats
 
 if TYPE_CHECKING:
     # the scheduler imports xdist's scheduling modules: only a controller that walks needs them
@@ -20,25 +20,6 @@ PLAN_KEY = pytest.StashKey[Plan]()
 RECORDER_KEY = pytest.StashKey[OutcomeRecorder]()
 #: tests skipped by an unsatisfied dependency: node id -> root cause node id
 SKIPS_KEY = pytest.StashKey[dict[str, str]]()
-
-
-@dataclass(frozen=True)
-class WalkStats:
-    """How the parallel walk went, for the summary (set on the xdist controller after the run)."""
-
-    #: seconds from the first test sent to the last test finished
-    wall: float
-    #: longest dependency chain, weighted with this run's durations (seconds)
-    critical_path: float
-    #: sum of this run's test durations (seconds)
-    total: float
-    #: at most this many tests in flight
-    parallelism: int
-
-    @property
-    def lower_bound(self) -> float:
-        """No schedule can finish sooner: ``max(critical path, total / N)``."""
-        return max(self.critical_path, self.total / self.parallelism)
 
 
 #: statistics of the parallel walk (xdist controller only)

@@ -12,16 +12,59 @@ from the plan, each test's outcome and the span its reports covered, it works ou
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pytest_depgraph.outcomes import NOT_RUN, UPSTREAM
+from pytest_depgraph.graph import critical_path
 from pytest_depgraph.plan import Plan
-from pytest_depgraph.report import critical_chain
-from pytest_depgraph.state import WalkStats
 
 #: the lane of a serial run (no xdist worker)
 SERIAL_LANE = "main"
+
+
+@dataclass(frozen=True)
+class WalkStats:
+    """How long the run took beside how fast it could have been."""
+
+    #: seconds from the first test started (xdist: sent) to the last test finished
+    wall: float
+    #: longest dependency chain, weighted with this run's durations (seconds)
+    critical_path: float
+    #: sum of this run's test durations (seconds)
+    total: float
+    #: at most this many tests in flight
+    parallelism: int
+
+    @property
+    def lower_bound(self) -> float:
+        """No schedule can finish sooner: ``max(critical path, total / N)``."""
+        return max(self.critical_path, self.total / self.parallelism)
+
+
+def critical_chain(
+    plan: Plan, duration: Callable[[str], float] | None
+) -> tuple[list[int], float]:
+    """The longest chain of items, dependencies first, and its length in seconds.
+
+    ``duration`` gives each test's seconds in this run; None weighs every test 1 (a chain by
+    test count, before anything ran). Empty for a plan without items. O(V + E).
+    """
+    if not plan.item_count:
+        return [], 0.0
+    # a millisecond per test, so that among chains of instant tests the longest one shows
+    weights = [
+        duration(nodeid) + 0.001 if duration is not None else 1.0 for nodeid in plan.nodeids
+    ]
+    remaining = critical_path(plan.graph, weights)
+    node = max(range(plan.item_count), key=lambda n: (remaining[n], -n))
+    path = [node]
+    while True:
+        nexts = [e.dependent for e in plan.graph.dependents(node)]
+        if not nexts:
+            break
+        node = max(nexts, key=lambda n: (remaining[n], -n))
+        path.append(node)
+    return path, remaining[path[0]]
 
 
 @dataclass(frozen=True)
@@ -52,7 +95,7 @@ class TestTime:
     waits: tuple[int, ...]
     #: the dependency that finished last before this test started: what held it back
     held_by: int | None
-    #: the test up the graph whose failure made this one skip (UPSTREAM only)
+    #: the test up the graph whose failure made this one skip (skipped by upstream only)
     root_cause: str | None = None
 
     @property
@@ -87,7 +130,7 @@ class Timeline:
 
 def build(
     plan: Plan,
-    outcomes: Mapping[str, str],
+    outcome: Callable[[str], str],
     spans: Mapping[str, Span],
     skips: Mapping[str, str],
     durations: Mapping[str, float],
@@ -97,8 +140,9 @@ def build(
 ) -> Timeline:
     """Lay the run out in time. O(V + E) plus sorting the lanes.
 
-    ``outcomes``: folded outcome per node id (absent: not run). ``spans``: per node id, from
-    its reports. ``skips``: node id -> root cause, for tests skipped by an upstream test.
+    ``outcome``: the folded outcome of a node id (:mod:`~pytest_depgraph.outcomes`).
+    ``spans``: per node id, from its reports. ``skips``: node id -> root cause, for tests
+    skipped by an upstream test.
     ``durations``: seconds per node id (setup + call + teardown), the weights of the critical
     path. ``clock_offsets``: seconds to add to a worker's clock to read the controller's
     (workers on other machines); ``walk``: the parallel walk's own figures, when it kept them.
@@ -124,14 +168,13 @@ def build(
         finished = [(ends[d], d) for d in waits if ends[d] is not None]
         held_by = max(finished)[1] if finished else None
         found = shifted.get(nodeid)
-        outcome = UPSTREAM if nodeid in skips else outcomes.get(nodeid, NOT_RUN)
-        if found is None or outcome == UPSTREAM:
-            tests.append(TestTime(node, nodeid, outcome, None, None, None, waits, held_by,
-                                  skips.get(nodeid)))
+        if found is None or nodeid in skips:  # skipped before its setup: no bar
+            tests.append(TestTime(node, nodeid, outcome(nodeid), None, None, None, waits,
+                                  held_by, skips.get(nodeid)))
             continue
         start, stop, lane = found
         busy[lane] = busy.get(lane, 0.0) + (stop - start)
-        tests.append(TestTime(node, nodeid, outcome, start - origin, stop - origin, lane,
+        tests.append(TestTime(node, nodeid, outcome(nodeid), start - origin, stop - origin, lane,
                               waits, held_by))
     critical: list[int] = []
     chain_seconds = 0.0

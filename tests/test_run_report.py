@@ -10,7 +10,7 @@ import struct
 import subprocess
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -19,10 +19,9 @@ import pytest
 
 from pytest_depgraph import html_report, timeline
 from pytest_depgraph.graph import Graph, Kind, Origin
-from pytest_depgraph.outcomes import FAILED, NOT_RUN, PASSED, SKIPPED, UPSTREAM
+from pytest_depgraph.outcomes import FAILED, NOT_RUN, PASSED, SKIPPED, UPSTREAM, OutcomeRecorder
 from pytest_depgraph.plan import Plan
-from pytest_depgraph.state import WalkStats
-from pytest_depgraph.timeline import Span
+from pytest_depgraph.timeline import Span, WalkStats
 
 # -- the data layer --------------------------------------------------------------------------
 
@@ -35,14 +34,17 @@ def _plan(nodeids: list[str], edges: list[tuple[int, int]]) -> Plan:
                 group=[0] * len(nodeids), item_count=len(nodeids))
 
 
+def _outcomes(known: dict[str, str]) -> Callable[[str], str]:
+    return lambda nodeid: known.get(nodeid, NOT_RUN)
+
+
 def test_serial_chain_starts_ends_waits_and_critical_path() -> None:
     # a <- b <- c, and d alone: c waited for b, b for a; the chain a-b-c is the critical path
     plan = _plan(["t::a", "t::b", "t::c", "t::d"], [(1, 0), (2, 1)])
     spans = {"t::a": Span(100.0, 101.0), "t::b": Span(101.0, 103.0),
              "t::c": Span(103.0, 103.5), "t::d": Span(103.5, 106.0)}
     durations = {"t::a": 1.0, "t::b": 2.0, "t::c": 0.5, "t::d": 2.5}
-    outcomes = dict.fromkeys(spans, PASSED)
-    run = timeline.build(plan, outcomes, spans, {}, durations)
+    run = timeline.build(plan, _outcomes(dict.fromkeys(spans, PASSED)), spans, {}, durations)
     a, b, c, d = run.tests
     assert (a.start, a.end, b.start, b.end, d.end) == (0.0, 1.0, 1.0, 3.0, 6.0)
     assert a.lane == timeline.SERIAL_LANE and run.lanes == [timeline.SERIAL_LANE]
@@ -62,7 +64,7 @@ def test_two_workers_the_dependency_that_finished_last_held_it_back() -> None:
     spans = {"t::a": Span(10.0, 11.0, "gw0"), "t::b": Span(10.0, 14.0, "gw1"),
              "t::c": Span(14.0, 15.0, "gw0")}
     durations = {"t::a": 1.0, "t::b": 4.0, "t::c": 1.0}
-    run = timeline.build(plan, dict.fromkeys(spans, PASSED), spans, {}, durations)
+    run = timeline.build(plan, _outcomes(dict.fromkeys(spans, PASSED)), spans, {}, durations)
     assert run.tests[2].waits == (0, 1) and run.tests[2].held_by == 1
     assert run.lanes == ["gw0", "gw1"]
     assert run.critical == [1, 2]
@@ -77,7 +79,7 @@ def test_skipped_by_upstream_have_no_bar_and_sit_under_their_root_cause() -> Non
     spans = {"t::a": Span(0.0, 1.0, "gw0"), "t::s": Span(0.5, 0.6, "gw1")}
     outcomes = {"t::a": FAILED, "t::b": UPSTREAM, "t::c": UPSTREAM, "t::s": SKIPPED}
     skips = {"t::b": "t::a", "t::c": "t::a"}
-    run = timeline.build(plan, outcomes, spans, skips, {"t::a": 1.0, "t::s": 0.1})
+    run = timeline.build(plan, _outcomes(outcomes), spans, skips, {"t::a": 1.0, "t::s": 0.1})
     a, b, c, s = run.tests
     assert a.outcome == FAILED and s.outcome == SKIPPED and s.start == 0.5
     assert (b.outcome, b.start, b.lane, b.root_cause) == (UPSTREAM, None, None, "t::a")
@@ -87,7 +89,7 @@ def test_skipped_by_upstream_have_no_bar_and_sit_under_their_root_cause() -> Non
 
 def test_not_run_tests_and_a_run_where_nothing_ran() -> None:
     plan = _plan(["t::a", "t::b"], [(1, 0)])
-    run = timeline.build(plan, {}, {}, {}, {})
+    run = timeline.build(plan, _outcomes({}), {}, {}, {})
     assert [t.outcome for t in run.tests] == [NOT_RUN, NOT_RUN]
     assert run.lanes == [] and run.critical == [] and run.stats.wall == 0.0
 
@@ -98,7 +100,7 @@ def test_workers_on_other_clocks_are_moved_to_the_controllers() -> None:
     assert timeline.clock_offset([]) == 0.0
     plan = _plan(["t::a", "t::b"], [(1, 0)])
     spans = {"t::a": Span(10.0, 11.0, "gw0"), "t::b": Span(111.0, 112.0, "gw1")}
-    run = timeline.build(plan, dict.fromkeys(spans, PASSED), spans, {},
+    run = timeline.build(plan, _outcomes(dict.fromkeys(spans, PASSED)), spans, {},
                          {"t::a": 1.0, "t::b": 1.0}, clock_offsets={"gw1": -100.0})
     assert (run.tests[1].start, run.tests[1].end) == (1.0, 2.0)
     assert run.tests[1].held_by == 0
@@ -109,7 +111,8 @@ def test_lanes_in_worker_number_order_and_the_walks_own_figures() -> None:
     plan = _plan(names, [])
     spans = {names[0]: Span(0, 1, "gw10"), names[1]: Span(0, 1, "gw2"), names[2]: Span(0, 1, "gw0")}
     walk = WalkStats(wall=1.5, critical_path=1.0, total=3.0, parallelism=11)
-    run = timeline.build(plan, dict.fromkeys(names, PASSED), spans, {}, dict.fromkeys(names, 1.0),
+    run = timeline.build(plan, _outcomes(dict.fromkeys(names, PASSED)), spans, {},
+                         dict.fromkeys(names, 1.0),
                          walk=walk)
     assert run.lanes == ["gw0", "gw2", "gw10"]
     assert run.stats is walk
@@ -132,7 +135,8 @@ def test_path_checks(tmp_path: Path) -> None:
 def test_node_ids_cannot_break_out_of_the_page() -> None:
     nodeid = 't.py::test_x[</script><script>alert(1)</script>-__DEPGRAPH_DATA__]'
     plan = _plan([nodeid], [])
-    run = timeline.build(plan, {nodeid: PASSED}, {nodeid: Span(0, 1)}, {}, {nodeid: 1.0})
+    run = timeline.build(plan, _outcomes({nodeid: PASSED}), {nodeid: Span(0, 1)}, {},
+                         {nodeid: 1.0})
     page = html_report.render(run, "", "no graph", title="<t>", command="pytest")
     assert page.count("</script>") == 2  # the template's own two
     assert "<title>&lt;t&gt;</title>" in page
@@ -145,8 +149,6 @@ def test_graph_said_plainly_when_graphviz_is_missing(
 ) -> None:
     plan = _plan(["t::a", "t::b"], [(1, 0)])
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    from pytest_depgraph.outcomes import OutcomeRecorder
-
     svg, why = html_report.graph_svg(plan, OutcomeRecorder(), {})
     assert svg == "" and "Graphviz is not installed" in why
     monkeypatch.setattr(html_report, "GRAPH_LIMIT", 1)
