@@ -37,4 +37,9 @@ echo
 # quick: the six 1k suites, one run each; full: also rand10k and chain10k (see bench/README.md)
 if [ "$quick" = 1 ]; then "$PYTHON" bench/peers_bench.py --quick; else "$PYTHON" bench/peers_bench.py; fi
 echo
+
+echo "## The run report (bench/report_bench.py)"
+echo
+if [ "$quick" = 1 ]; then "$PYTHON" bench/report_bench.py --sizes 1000 --repeat 1; else "$PYTHON" bench/report_bench.py; fi
+echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); ${SECONDS} s in all"
