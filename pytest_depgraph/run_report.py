@@ -11,9 +11,11 @@ from __future__ import annotations
 import pytest
 
 from pytest_depgraph import html_report, timeline
+from pytest_depgraph.graph import Graph
 from pytest_depgraph.outcomes import UPSTREAM
+from pytest_depgraph.plan import Plan
 from pytest_depgraph.runlog import SpanLog
-from pytest_depgraph.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY, WALK_KEY
+from pytest_depgraph.state import PLAN_ATTRIBUTE, PLAN_KEY, RECORDER_KEY, SKIPS_KEY, WALK_KEY
 
 _PLUGIN_NAME = "depgraph-run-report"
 
@@ -35,15 +37,39 @@ class RunReport:
         self.path = path
         self.log = SpanLog()
         self.written = False
+        #: what the first xdist worker collected, and its plan (JSON), when it sent one
+        self.collected: list[str] | None = None
+        self.plan_text: str | None = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.log.record(report)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+        # under --dist loadfile/loadscope/loadgroup/each xdist schedules, and the controller
+        # keeps no plan of its own: the workers' is the one to draw
+        if self.collected is None:
+            self.collected = list(ids)
+            self.plan_text = getattr(node, PLAN_ATTRIBUTE, None)
+
+    def _plan(self, config: pytest.Config) -> Plan | None:
+        plan = config.stash.get(PLAN_KEY, None)
+        if plan is not None or self.collected is None:
+            return plan
+        if self.plan_text is not None:
+            try:
+                return Plan.from_json(self.plan_text)
+            except ValueError:
+                pass  # the scheduler already said what is wrong; draw the tests without edges
+        count = len(self.collected)
+        return Plan(nodeids=self.collected, locations=[], graph=Graph(count), group=[0] * count,
+                    item_count=count)
+
     @pytest.hookimpl(trylast=True)  # after the xdist controller kept its walk's figures
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         config = session.config
-        plan = config.stash.get(PLAN_KEY, None)
+        plan = self._plan(config)
         if plan is None or config.option.collectonly:
             return  # nothing was collected, or nothing ran: no run to picture
         recorder = config.stash[RECORDER_KEY]
