@@ -112,7 +112,7 @@ def check_path(
             f"{option}: the folder {parent} does not exist; create it first or choose another "
             "path"
         )
-    problem = _unwritable(path)
+    problem = unwritable(path)
     if problem:
         raise pytest.UsageError(f"{option}: cannot write {path}: {problem}")
 
@@ -147,7 +147,7 @@ def graphviz_formats() -> set[str] | None:
     return {name.split(":", 1)[0] for name in found.group(1).split()}
 
 
-def _unwritable(path: str) -> str:
+def unwritable(path: str) -> str:
     """Why ``path`` cannot be written ("" when it can): tried, not guessed from permissions."""
     if os.path.exists(path):
         if not os.path.isfile(path):

@@ -45,24 +45,25 @@ class ReportError(Exception):
     """The report cannot be written there; the message says why and what to do."""
 
 
-def check_path(path: str) -> str:
+def check_path(path: str, option: str) -> str:
     """The absolute path to write the report to; ReportError when it cannot be written there.
 
     Checked before any test runs, so that a long run does not end without its report.
+    ``option`` names where the path came from (``--depgraph-report x`` or the ini line).
     """
+    if os.path.isdir(path) or path.endswith(("/", os.sep)):
+        raise ReportError(f"{option}: {path} is a directory; give a file name, e.g. "
+                          f"{os.path.join(path, 'report.html')}")
     if not path.lower().endswith(SUFFIXES):
-        raise ReportError(f"--depgraph-report {path}: the report is an HTML page; "
-                          "give a path ending in .html")
+        raise ReportError(f"{option}: the report is an HTML page; give a path ending in .html")
     full = os.path.abspath(path)
-    if os.path.isdir(full):
-        raise ReportError(f"--depgraph-report {path}: is a directory; give a file path "
-                          "ending in .html")
     parent = os.path.dirname(full)
     if not os.path.isdir(parent):
-        raise ReportError(f"--depgraph-report {path}: the folder {parent} does not exist; "
-                          "create it first")
-    if not os.access(parent, os.W_OK) or (os.path.exists(full) and not os.access(full, os.W_OK)):
-        raise ReportError(f"--depgraph-report {path}: cannot write there (permission denied)")
+        raise ReportError(f"{option}: the folder {parent} does not exist; create it first or "
+                          "choose another path")
+    problem = dot.unwritable(full)
+    if problem:
+        raise ReportError(f"{option}: cannot write {path}: {problem}")
     return full
 
 

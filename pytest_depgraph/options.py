@@ -140,10 +140,19 @@ def read_settings(config: pytest.Config) -> Settings:
 
 def dot_option(config: pytest.Config, path: str) -> str:
     """Where the DOT path came from, for a message: the option, or the ini line and file."""
-    if config.getoption("depgraph_dot"):
-        return f"--depgraph-dot {path}"
+    return _origin(config, "depgraph_dot", path)
+
+
+def report_option(config: pytest.Config, path: str) -> str:
+    """Where the run report's path came from, for a message (as :func:`dot_option`)."""
+    return _origin(config, "depgraph_report", path)
+
+
+def _origin(config: pytest.Config, name: str, path: str) -> str:
+    if config.getoption(name):
+        return f"--{name.replace('_', '-')} {path}"
     where = f" in {config.inipath.name}" if config.inipath is not None else ""
-    return f"depgraph_dot = {path}{where}"
+    return f"{name} = {path}{where}"
 
 
 def _path(config: pytest.Config, name: str) -> str | None:

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_depgraph import html_report, timeline
 from pytest_depgraph.graph import Graph
+from pytest_depgraph.options import report_option
 from pytest_depgraph.outcomes import UPSTREAM
 from pytest_depgraph.plan import Plan
 from pytest_depgraph.runlog import SpanLog
@@ -23,7 +24,7 @@ _PLUGIN_NAME = "depgraph-run-report"
 def configure(config: pytest.Config, path: str) -> None:
     """Check ``path`` (a usage error naming it) and start logging the run."""
     try:
-        full = html_report.check_path(path)
+        full = html_report.check_path(path, report_option(config, path))
     except html_report.ReportError as error:
         raise pytest.UsageError(str(error)) from None
     if config.pluginmanager.get_plugin(_PLUGIN_NAME) is None:
@@ -36,7 +37,8 @@ class RunReport:
     def __init__(self, path: str) -> None:
         self.path = path
         self.log = SpanLog()
-        self.written = False
+        #: the line for the terminal summary, and whether it reports an error
+        self.outcome: tuple[str, bool] | None = None
         #: what the first xdist worker collected, and its plan (JSON), when it sent one
         self.collected: list[str] | None = None
         self.plan_text: str | None = None
@@ -94,14 +96,20 @@ class RunReport:
         try:
             html_report.write(self.path, page)
         except html_report.ReportError as error:
-            terminal = config.pluginmanager.get_plugin("terminalreporter")
-            if terminal is not None:
-                terminal.write_line(f"depgraph: {error}", red=True)
+            self.outcome = (f"depgraph: {error}", True)
             if session.exitstatus == pytest.ExitCode.OK:
+                # the tests passed, but what was asked for is missing: not a silent success
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
-        self.written = True
+        self.outcome = (f"generated depgraph run report: {self.path}", False)
 
+    @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.written:
-            terminalreporter.write_sep("-", f"depgraph run report written to {self.path}")
+        # as --depgraph-dot and --junitxml say where their file went
+        if self.outcome is None:
+            return
+        line, failed = self.outcome
+        if failed:
+            terminalreporter.write_line(line, red=True, bold=True)
+        elif terminalreporter.config.get_verbosity() >= 0:
+            terminalreporter.write_sep("-", line)

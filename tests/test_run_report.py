@@ -122,14 +122,20 @@ def test_lanes_in_worker_number_order_and_the_walks_own_figures() -> None:
 
 
 def test_path_checks(tmp_path: Path) -> None:
-    assert html_report.check_path(str(tmp_path / "r.html")) == str(tmp_path / "r.html")
+    def check(path: Path) -> str:
+        return html_report.check_path(str(path), f"--depgraph-report {path}")
+
+    assert check(tmp_path / "r.html") == str(tmp_path / "r.html")
     (tmp_path / "d.html").mkdir()
-    with pytest.raises(html_report.ReportError, match="is a directory"):
-        html_report.check_path(str(tmp_path / "d.html"))
-    with pytest.raises(html_report.ReportError, match=r"missing.* does not exist"):
-        html_report.check_path(str(tmp_path / "missing" / "r.html"))
-    with pytest.raises(html_report.ReportError, match=r"ending in \.html"):
-        html_report.check_path(str(tmp_path / "r.txt"))
+    with pytest.raises(html_report.ReportError, match=r"d\.html is a directory"):
+        check(tmp_path / "d.html")
+    with pytest.raises(html_report.ReportError, match=r"missing does not exist"):
+        check(tmp_path / "missing" / "r.html")
+    with pytest.raises(html_report.ReportError, match=r"r\.txt: .* ending in \.html"):
+        check(tmp_path / "r.txt")
+    (tmp_path / "f").write_text("a file, not a folder")
+    with pytest.raises(html_report.ReportError, match=r"f does not exist"):
+        check(tmp_path / "f" / "r.html")
 
 
 def test_node_ids_cannot_break_out_of_the_page() -> None:
@@ -241,7 +247,7 @@ def test_serial_run_writes_the_page_and_says_where(pytester: pytest.Pytester) ->
     result = pytester.runpytest("-p", "depgraph", "--depgraph-report", "out/run.html")
     result.assert_outcomes(passed=3, failed=1, skipped=3, xfailed=1)
     page = pytester.path / "out" / "run.html"
-    result.stdout.fnmatch_lines([f"*depgraph run report written to {page}*"])
+    result.stdout.fnmatch_lines([f"*- generated depgraph run report: {page} -*"])
     data = _page_data(page.read_text(encoding="utf-8"))
     _check_suite_data(data, {timeline.SERIAL_LANE})
     assert data["stats"]["parallelism"] == 1
@@ -254,9 +260,12 @@ def test_ini_setting_and_a_directory(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     assert (pytester.path / "from-ini.html").is_file()
     (pytester.path / "dir.html").mkdir()
-    result = pytester.runpytest("-p", "depgraph", "--depgraph-report", "dir.html")
+    pytester.makeini("[pytest]\ndepgraph_report = dir.html\n")
+    result = pytester.runpytest("-p", "depgraph")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--depgraph-report dir.html: is a directory*"])
+    result.stderr.fnmatch_lines(
+        ["*depgraph_report = dir.html in tox.ini: dir.html is a directory*"]
+    )
     result = pytester.runpytest("-p", "depgraph", "--collect-only", "--depgraph-report", "c.html")
     assert result.ret == pytest.ExitCode.OK and not (pytester.path / "c.html").exists()
 
@@ -288,7 +297,7 @@ def parallel_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
         env={**os.environ, "PYTEST_ADDOPTS": ""},
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert f"depgraph run report written to {where / 'run.html'}" in done.stdout, done.stdout
+    assert f"generated depgraph run report: {where / 'run.html'}" in done.stdout, done.stdout
     return where / "run.html"
 
 
