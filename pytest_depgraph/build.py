@@ -427,10 +427,9 @@ def _build(
                     raw_edges.append((position, match, kind, origin))
 
     # number the tests in the order pytest and the other plugins left them (--ff, randomisers,
-    # pytest-order), pulled-in dependencies after them: the stable sort moves each of those
-    # just before its first dependent
-    rank = {position: k for k, position in enumerate(selected_positions)}
-    run = sorted(in_run, key=lambda p: (rank.get(p, len(rank)), p))
+    # pytest-order); the stable sort only ever moves a test down, so each pulled-in dependency
+    # (it had no place in that order) is numbered just before its first dependent
+    run = _with_pulled_in(selected_positions, added, raw_edges) if added else selected_positions
     external_set = sorted(set(external) - in_run)
     number = {position: n for n, position in enumerate(run)}
     for position in external_set:
@@ -498,6 +497,32 @@ def _build(
     return Result(
         items=items, plan=plan, problems=problems, timings=timings, unreduced=unreduced
     )
+
+
+def _with_pulled_in(
+    selected: list[int], added: list[int], edges: list[tuple[int, int, Kind, Origin]]
+) -> list[int]:
+    """The selected positions in order, each pulled-in dependency just before the first
+    selected test that needs it (in collection order among those of one test). O(V + E)."""
+    pulled = set(added)
+    needs: dict[int, list[int]] = {}
+    for dependent, dependency, _kind, _origin in edges:
+        if dependency in pulled:
+            needs.setdefault(dependent, []).append(dependency)
+    seen: set[int] = set()
+    run: list[int] = []
+    for position in selected:
+        mine: list[int] = []
+        stack = list(needs.get(position, ()))
+        while stack:
+            dependency = stack.pop()
+            if dependency not in seen:
+                seen.add(dependency)
+                mine.append(dependency)
+                stack.extend(needs.get(dependency, ()))
+        run.extend(sorted(mine))
+        run.append(position)
+    return run
 
 
 def _locations(

@@ -607,7 +607,8 @@ def test_order_index_kept_where_no_edge_contradicts(pytester: pytest.Pytester) -
         """
     )
     result = run(pytester, "serial", "-p", "no:pytest_order")
-    assert names(result) == ["test_middle", "test_zero", "test_one", "test_two", "test_end"]
+    # "first" yields to the edge: test_zero waits for test_middle, nothing moves up
+    assert names(result) == ["test_one", "test_two", "test_middle", "test_zero", "test_end"]
 
 
 # pytest-dependency installed: its own skip logic sees dependencies run on other workers

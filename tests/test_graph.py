@@ -225,10 +225,27 @@ def test_order_without_edges_is_identity() -> None:
     assert stable_topological_order(Graph(0)) == []
 
 
-def test_order_pulls_dependency_just_before_first_dependent() -> None:
-    # 1 needs 4, 3 needs 2 and 4: only 4 moves, to just before 1
+def test_order_moves_dependents_down_not_dependencies_up() -> None:
+    # 1 needs 4, 3 needs 2 and 4: 1 and 3 wait for 4; 2 and 4 keep their order
     graph = make(5, [(1, 4, R), (3, 4, A), (3, 2, R)])
-    assert stable_topological_order(graph) == [0, 4, 1, 2, 3]
+    assert stable_topological_order(graph) == [0, 2, 4, 1, 3]
+
+
+def _smallest_ready_first(graph: Graph) -> list[int]:
+    """Kahn's algorithm at its plainest: at every step the smallest ready node."""
+    placed: list[int] = []
+    left = set(range(graph.size))
+    while left:
+        v = min(u for u in left if all(d in placed for d in graph.dependency_ids(u)))
+        placed.append(v)
+        left.remove(v)
+    return placed
+
+
+@settings(max_examples=300, deadline=None)
+@given(digraphs(acyclic=True))
+def test_order_takes_the_smallest_ready_node_at_every_step(graph: Graph) -> None:
+    assert stable_topological_order(graph) == _smallest_ready_first(graph)
 
 
 def test_order_rejects_cycles() -> None:

@@ -1,4 +1,4 @@
-"""Serial ordering: a stable topological order that moves tests only as far as needed."""
+"""Serial ordering: a stable topological order; a dependent moves down, nothing moves up."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import pytest
 from .conftest import names, passed_order, skip_reasons
 
 
-def test_dependency_declared_later_runs_first(pytester: pytest.Pytester, run) -> None:
+def test_a_dependent_declared_first_waits_for_its_dependency(
+    pytester: pytest.Pytester, run
+) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -25,7 +27,8 @@ def test_dependency_declared_later_runs_first(pytester: pytest.Pytester, run) ->
     )
     result = run()
     result.assert_outcomes(passed=3)
-    assert names(result) == ["test_create", "test_use", "test_other"]
+    # test_use moves down to just after test_create; test_other keeps its place
+    assert names(result) == ["test_other", "test_create", "test_use"]
 
 
 def test_no_dependencies_keeps_pytest_order_exactly(pytester: pytest.Pytester, run) -> None:
@@ -145,7 +148,8 @@ def test_parametrized_meta_node_and_single_instance(pytester: pytest.Pytester, r
     result.assert_outcomes(passed=2, failed=1, skipped=1)
     file = "test_parametrized_meta_node_and_single_instance.py"
     assert skip_reasons(result) == {"test_all": f"depgraph: upstream {file}::test_db[pg] failed"}
-    assert names(result) == ["test_db[sqlite]", "test_db[pg]", "test_all", "test_one"]
+    # each dependent runs as soon as what it needs ran, never earlier than its place
+    assert names(result) == ["test_db[sqlite]", "test_one", "test_db[pg]", "test_all"]
 
 
 def test_module_fixture_not_set_up_twice_by_reordering(pytester: pytest.Pytester, run) -> None:
@@ -169,7 +173,7 @@ def test_module_fixture_not_set_up_twice_by_reordering(pytester: pytest.Pytester
     )
     result = run()
     result.assert_outcomes(passed=4)
-    assert names(result) == ["test_c", "test_a", "test_b", "test_d"]
+    assert names(result) == ["test_b", "test_c", "test_a", "test_d"]
 
 
 def test_decorator_form_on_tests_and_classes(pytester: pytest.Pytester, run) -> None:
@@ -230,3 +234,66 @@ def test_modifyitems_called_again_by_another_plugin(pytester: pytest.Pytester) -
         """
     )
     pytester.runpytest("-p", "no:xdist").assert_outcomes(passed=1)
+
+
+def test_a_dependent_waits_and_a_dependency_keeps_its_place_in_its_file(
+    pytester: pytest.Pytester, run
+) -> None:
+    """pytest-order's rule: the test with ``after=`` moves down; the test it names is not
+    pulled up out of its file, away from the tests before it (which rely on file order)."""
+    pytester.makepyfile(
+        test_a="""
+        import pytest
+
+        @pytest.mark.order(after="test_b.py::test_b2")
+        def test_a():
+            pass
+
+        def test_a_plain():
+            pass
+        """,
+        test_b="""
+        STATE = []
+
+        def test_b1():
+            STATE.append(1)
+
+        def test_b2():
+            assert STATE == [1], "test_b1 must run first: this file relies on its order"
+        """,
+    )
+    result = run("-p", "no:pytest_order")
+    result.assert_outcomes(passed=4)
+    assert names(result) == ["test_a_plain", "test_b1", "test_b2", "test_a"]
+
+
+def test_depends_on_moves_the_dependent_down_not_the_dependency_up(
+    pytester: pytest.Pytester, run
+) -> None:
+    pytester.makepyfile(
+        test_a="""
+        import pytest
+
+        def test_first():
+            pass
+
+        @pytest.mark.depends_on("test_b.py::test_late")
+        def test_needs_late():
+            pass
+
+        def test_last_of_a():
+            pass
+        """,
+        test_b="""
+        def test_early():
+            pass
+
+        def test_late():
+            pass
+        """,
+    )
+    result = run()
+    result.assert_outcomes(passed=5)
+    assert names(result) == [
+        "test_first", "test_last_of_a", "test_early", "test_late", "test_needs_late"
+    ]
