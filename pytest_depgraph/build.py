@@ -470,6 +470,11 @@ def _build(
     lap("order")
     # (its own breadth-first order keeps the closures shorter than the serial order would)
     reduced = dag.transitive_reduction(acyclic)
+    removed_edges = acyclic.edge_count - reduced.edge_count
+    # pytest-order's ordinal groups, tied for parallel runs by AFTER edges that follow this
+    # order (so the serial order stays as it is). Added after the reduction: they tie every
+    # unordered test to the ordered ones, and reducing such stars costs more than it saves.
+    ordinal = compat.ordinal_edges(builder, run, order, broken, reduced)
     new_id = [0] * len(final)
     for new, old in enumerate(final):
         new_id[old] = new
@@ -487,8 +492,12 @@ def _build(
         item_count=len(items),
         errors=[p.message for p in problems],
         broken={renumber[n]: message for n, message in broken.items()},
-        edge_counts={**edges_by_origin(graph.origins()), **pins.counts()},
-        removed_edges=acyclic.edge_count - reduced.edge_count,
+        edge_counts={
+            **edges_by_origin(graph.origins()),
+            **pins.counts(),
+            **({compat.ORDINAL: ordinal} if ordinal else {}),
+        },
+        removed_edges=removed_edges,
         added=sorted(renumber[number[p]] for p in added),
         pinned=[[renumber[n] for n in group] for group in pins.groups],
         warnings=pins.warnings,

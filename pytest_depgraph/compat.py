@@ -52,6 +52,8 @@ ORDER_HELP = (
     "is not installed)."
 )
 SCOPES = ("session", "package", "module", "class")
+#: the edge-count key of the edges between pytest-order's ordinal groups
+ORDINAL = "ordinal"
 
 #: pytest-order's words for positions
 _ORDER_WORDS = {
@@ -142,6 +144,8 @@ class _Compat:
     _by_class: dict[str, list[int]] = field(default_factory=dict)
     #: position -> (declaring position, where, label): pytest-order ``before=`` aimed at it
     _before_of: dict[int, list[tuple[int, str, str]]] = field(default_factory=dict)
+    #: position -> pytest-order's index of the test, with the node and mark that give it
+    _ordinals: dict[int, tuple[int, Any, pytest.Mark]] = field(default_factory=dict)
     #: declaring position -> problems of its ``before=`` labels
     _before_problems: dict[int, list[str]] = field(default_factory=dict)
     _where: dict[tuple[int, str], str] = field(default_factory=dict)
@@ -308,6 +312,10 @@ class _Compat:
                 self._by_class.setdefault(parts[1], []).append(position)
         for position, item in enumerate(collected):
             for node, mark in item.iter_markers_with_node(name=ORDER):
+                if position not in self._ordinals:
+                    index = _index_of(mark)
+                    if index is not None:
+                        self._ordinals[position] = (index, node, mark)
                 labels = _labels(mark.kwargs.get("before"))
                 if labels == []:
                     continue
@@ -610,12 +618,90 @@ def _option(read: Callable[[], object]) -> object:
 def order_index(item: pytest.Item) -> int | None:
     """pytest-order's position of a test: ``order(1)``, ``order(index=1)``, ``"first"``..."""
     for mark in item.iter_markers(name=ORDER):
-        value = mark.args[0] if mark.args else mark.kwargs.get("index")
-        if isinstance(value, str):
-            value = _ORDER_WORDS.get(value)
-        if isinstance(value, int) and not isinstance(value, bool):
+        value = _index_of(mark)
+        if value is not None:
             return value
     return None
+
+
+def _index_of(mark: pytest.Mark) -> int | None:
+    value = mark.args[0] if mark.args else mark.kwargs.get("index")
+    if isinstance(value, str):
+        value = _ORDER_WORDS.get(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def _ordinal_key(index: int | None) -> tuple[int, int]:
+    """pytest-order's sort key: indexes >= 0 by index, then unordered tests, then negative
+    indexes (``-1``/``"last"`` at the very end)."""
+    if index is None:
+        return (1, 0)
+    return (0, index) if index >= 0 else (2, index)
+
+
+#: consecutive ordinal groups get every pair as an edge up to this many edges per test of the
+#: two groups; beyond it the smaller group is chained and only its end is tied to the other
+_PAIRS_PER_TEST = 8
+
+
+def ordinal_edges(
+    builder: _Builder, run: Sequence[int], order: Sequence[int], broken: Any, graph: Any
+) -> int:
+    """Add AFTER edges that keep pytest-order's ordinal groups apart when tests run at once.
+
+    Every test of an ordinal group (``order(1)``, ``"first"``, the unordered tests,
+    ``"last"``...) waits for every test of the group before it, as the serial order already
+    has it; a pair that the serial ``order`` puts the other way round (an edge contradicts the
+    index) gets no edge. Only consecutive groups are tied: |A|*|B| edges, linear for the usual
+    few ordered tests beside many unordered ones. When that product is large the smaller
+    group is chained in serial order, and only its last (or first) test is tied to the other
+    group: |A|+|B| edges, at the price of running that group one test at a time.
+    ``run[n]`` is the builder position of graph node ``n``; returns the number of edges added.
+    """
+    compat = builder.compat
+    if compat is None or not compat.has_order:
+        return 0
+    keyed: dict[tuple[int, int], list[int]] = {}
+    #: the origin of the edges of each ordered test: its order marker
+    origin_of: dict[int, Origin] = {}
+    origins: dict[str, Origin] = {}
+    ordinals = compat._ordinals
+    for n, position in enumerate(run):
+        if n in broken:
+            continue
+        found = ordinals.get(position)
+        if found is None:
+            keyed.setdefault((1, 0), []).append(n)
+            continue
+        index, node, mark = found
+        keyed.setdefault(_ordinal_key(index), []).append(n)
+        where = compat.where(node, mark)
+        origin_of[n] = origins.setdefault(where, Origin(ORDER, where))
+    if len(keyed) < 2:
+        return 0
+    at = {v: i for i, v in enumerate(order)}
+    after = Kind.AFTER
+    edges: list[tuple[int, int, Kind, Origin]] = []
+    append = edges.append
+    groups = [sorted(keyed[key], key=at.__getitem__) for key in sorted(keyed)]
+    # a pair the serial order puts the other way round gets no edge: an edge put it there
+    for earlier, later in zip(groups, groups[1:]):
+        if len(earlier) * len(later) > _PAIRS_PER_TEST * (len(earlier) + len(later)):
+            chained = earlier if len(earlier) <= len(later) else later
+            pairs = list(zip(chained[1:], chained))
+            if chained is earlier:
+                pairs += [(u, earlier[-1]) for u in later]
+            else:
+                pairs += [(later[0], v) for v in earlier]
+        else:
+            pairs = [(u, v) for u in later for v in earlier]
+        for u, v in pairs:
+            if at[v] < at[u]:
+                append((u, v, after, origin_of.get(u) or origin_of[v]))
+    graph.add_edges(edges)
+    return len(edges)
 
 
 class OrderIndex:
@@ -631,12 +717,7 @@ class OrderIndex:
         if ORDER not in _marker_names(items):
             return
         indexes = [order_index(item) for item in items]
-        keyed = sorted(
-            range(len(items)),
-            key=lambda i: (1, 0) if indexes[i] is None else (
-                (0, indexes[i]) if indexes[i] >= 0 else (2, indexes[i])  # type: ignore[operator]
-            ),
-        )
+        keyed = sorted(range(len(items)), key=lambda i: _ordinal_key(indexes[i]))
         items[:] = [items[i] for i in keyed]
 
 

@@ -46,6 +46,8 @@ def lines(
     parts = [f"{counts.get('marker', 0)} explicit", f"{fixture} from fixtures"]
     if compat:
         parts.append(f"{compat} from pytest-dependency/pytest-order markers")
+    if counts.get("ordinal"):
+        parts.append(f"{counts['ordinal']} keeping pytest-order's positions apart")
     if counts.get("pin"):
         parts.append(f"{counts['pin']} keeping pinned tests on one worker")
     out.append(

@@ -297,3 +297,39 @@ def test_depends_on_moves_the_dependent_down_not_the_dependency_up(
     assert names(result) == [
         "test_first", "test_last_of_a", "test_early", "test_late", "test_needs_late"
     ]
+
+
+def test_ordinal_groups_are_tied_with_few_edges_and_keep_the_serial_order(
+    pytester: pytest.Pytester, run
+) -> None:
+    """pytest-order's positions become after edges between consecutive groups: every pair
+    while that stays linear, else the smaller group is chained and only its end is tied."""
+    pytester.makepyfile(
+        test_few="""
+        import pytest
+
+        @pytest.mark.order("last")
+        def test_end(): pass
+
+        def test_u1(): pass
+        def test_u2(): pass
+
+        @pytest.mark.order(1)
+        def test_one(): pass
+
+        @pytest.mark.order("first")
+        def test_start(): pass
+        """,
+        test_many="import pytest\n"
+        + "".join(f"@pytest.mark.order(5)\ndef test_o{i}(): pass\n" for i in range(30))
+        + "".join(f"def test_p{i}(): pass\n" for i in range(60)),
+    )
+    result = run("-p", "no:pytest_order", "test_few.py")
+    assert names(result) == ["test_start", "test_one", "test_u1", "test_u2", "test_end"]
+    # start <- one <- u1, u2 <- end: 1 + 2 + 2 edges
+    result.stdout.fnmatch_lines(["5 tests, 5 edges (*5 keeping pytest-order's positions apart)*"])
+    result = run("-p", "no:pytest_order", "test_many.py")
+    assert names(result) == [f"test_o{i}" for i in range(30)] + [f"test_p{i}" for i in range(60)]
+    # 30 x 60 pairs would be 1800 edges: the 30 are chained (29) and the 60 wait for the
+    # last of them (60)
+    result.stdout.fnmatch_lines(["90 tests, 89 edges (*89 keeping pytest-order's positions*"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from .test_xdist import TIMING_CONFTEST, times
+
 
 def test_loadfile_warns_and_skips_dependents_of_a_failure_in_the_same_file(
     pytester: pytest.Pytester,
@@ -139,3 +141,46 @@ def test_class_chains_keep_their_class_fixture_on_a_worker(pytester: pytest.Pyte
         result.assert_outcomes(passed=9)
         for marker in pytester.path.parent.glob("setup-*"):
             marker.unlink()
+
+
+def test_order_first_and_last_hold_on_workers(pytester: pytest.Pytester) -> None:
+    """pytest-order's "first" finished before the unordered tests start, "last" starts after
+    they all finished, on -n 2 too: after edges between the ordinal groups, shown in DOT."""
+    pytester.makeconftest(TIMING_CONFTEST)
+    pytester.makepyfile(
+        test_o="""
+        import time
+        import pytest
+
+        @pytest.mark.order("last")
+        def test_end():
+            time.sleep(0.1)
+
+        def test_u1():
+            time.sleep(0.3)
+
+        def test_u2():
+            time.sleep(0.3)
+
+        def test_u3():
+            time.sleep(0.3)
+
+        @pytest.mark.order("first")
+        def test_start():
+            time.sleep(0.3)
+        """
+    )
+    out = pytester.path / "g.dot"
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "-p", "xdist", "-p", "no:pytest_order", f"--depgraph-dot={out}"
+    )
+    result.assert_outcomes(passed=5)
+    ran = times(pytester)
+    unordered = [ran[name] for name in ("test_u1", "test_u2", "test_u3")]
+    assert ran["test_start"][1] <= min(start for start, _, _ in unordered), ran
+    assert ran["test_end"][0] >= max(end for _, end, _ in unordered), ran
+    text = out.read_text()
+    assert '"test_o.py::test_u1" -> "test_o.py::test_start" [tooltip = "order marker at ' \
+        'test_o.py:' in text
+    assert '"test_o.py::test_end" -> "test_o.py::test_u3" [tooltip = "order marker at ' \
+        'test_o.py:' in text
