@@ -43,7 +43,8 @@ class Origin:
     def __init__(
         self, kind: str, where: str | Callable[[], str] = "", fixture: str = ""
     ) -> None:
-        #: "marker" | "fixture" | "output" | "dependency" | "order" | "pin" (where: why)
+        #: "marker" | "fixture" | "output" | "dependency" | "order" | "pin" | "unit" (where:
+        #: why, for the last two)
         self.kind = kind
         #: the fixture name, for kinds "fixture" and "output"
         self.fixture = fixture
@@ -79,6 +80,8 @@ class Origin:
             return f"output fixture '{self.fixture}'"
         if self.kind == "pin":
             return f"on one worker, in order: {self.where}"
+        if self.kind == "unit":
+            return self.where  # says it all: see pytest_depgraph.units
         what = _DESCRIBE.get(self.kind, self.kind)
         where = self.where
         return f"{what} at {where}" if where else what

@@ -86,6 +86,8 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     #: the shard this plan is (``--depgraph-shard``), None when the run is not sharded
     shard: ShardInfo | None = None
+    #: ``--dist loadgroup``: the ``xdist_group`` name of each item that has one (node -> name)
+    xdist_groups: dict[int, str] = field(default_factory=dict)
 
     def location(self, node: int) -> tuple[str, int | None, str]:
         """The location to report ``node`` under (from its node id when none was kept)."""
@@ -122,6 +124,7 @@ class Plan:
             "pinned": self.pinned,
             "warnings": self.warnings,
             "shard": None if self.shard is None else self.shard.to_list(),
+            "xdist_groups": {str(k): v for k, v in self.xdist_groups.items()},
         }
         return json.dumps(payload, separators=(",", ":"))
 
@@ -156,6 +159,7 @@ class Plan:
             pinned=data["pinned"],
             warnings=data["warnings"],
             shard=_shard_info(data.get("shard")),
+            xdist_groups={int(k): v for k, v in data.get("xdist_groups", {}).items()},
         )
 
 

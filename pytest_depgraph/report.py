@@ -50,6 +50,8 @@ def lines(
         parts.append(f"{counts['ordinal']} keeping pytest-order's positions apart")
     if counts.get("pin"):
         parts.append(f"{counts['pin']} keeping pinned tests on one worker")
+    if counts.get("unit"):
+        parts.append(f"{counts['unit']} keeping --dist work units whole")
     out.append(
         f"{plan.item_count} tests, {_plural(total, 'edge')} ({', '.join(parts)}); "
         f"{plan.removed_edges} removed by transitive reduction"

@@ -17,9 +17,12 @@ ready test goes first, what must be skipped -- to :class:`~pytest_depgraph.walke
   that worker takes its group's next test before anything else. A worker that dies releases its
   groups to the others.
 * Dependents of an unsatisfied test are reported skipped here, on the controller, and never sent.
+* With ``--dist loadfile``, ``loadscope`` or ``loadgroup`` each of xdist's work units runs whole
+  on one worker, in order, once all it depends on outside it finished
+  (:mod:`pytest_depgraph.units`: units are pinned groups).
 * A plan without edges, broken or unselected tests, with no ``--depgraph-parallelism``, is
-  handed to xdist's own ``LoadScheduling`` unchanged: the plugin changes nothing for a suite
-  that declares no dependencies.
+  handed to xdist's own scheduler for the ``--dist`` mode unchanged: the plugin changes nothing
+  for a suite that declares no dependencies.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from xdist.report import report_collection_diff  # type: ignore[import-untyped]
 from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyped]
 
+from pytest_depgraph import units
 from pytest_depgraph.channel_values import relay
 from pytest_depgraph.durations import load_durations
 from pytest_depgraph.graph import critical_path
@@ -184,8 +188,19 @@ class DepGraphScheduling:
             self._abort()
             return
         if self._nothing_to_walk(plan):
-            self._delegate_to_load()
+            self._delegate()
             return
+        dist = str(self.config.getoption("dist", "load"))
+        if dist in units.MODES:
+            unit_errors = units.bind_units(plan, dist)
+            if unit_errors:
+                for path, message in unit_errors:
+                    self.config.hook.pytest_collectreport(
+                        report=pytest.CollectReport(path, "failed", longrepr=message, result=[])
+                    )
+                self.plan_errors = len(unit_errors)
+                self._abort()
+                return
         self.walker = Walker(
             plan.graph,
             priority=self._priorities(plan),
@@ -359,8 +374,22 @@ class DepGraphScheduling:
             and plan.item_count == len(plan.nodeids)
         )
 
-    def _delegate_to_load(self) -> None:
-        delegate = LoadScheduling(self.config, self.log)
+    def _delegate(self) -> None:
+        """Hand the run to xdist's own scheduler for this ``--dist`` mode."""
+        from xdist.scheduler import (
+            LoadFileScheduling,
+            LoadGroupScheduling,
+            LoadScopeScheduling,
+            WorkStealingScheduling,
+        )
+
+        mode = {
+            "loadfile": LoadFileScheduling,
+            "loadscope": LoadScopeScheduling,
+            "loadgroup": LoadGroupScheduling,
+            "worksteal": WorkStealingScheduling,
+        }.get(str(self.config.getoption("dist", "load")), LoadScheduling)
+        delegate = mode(self.config, self.log)
         for node, worker in self.workers.items():
             delegate.add_node(node)
             if worker.collection is not None:
@@ -430,6 +459,8 @@ class DepGraphScheduling:
             return
         if node.shutting_down or worker.last_group is None:
             return
+        if walker.bound_groups(node):
+            return  # its pinned group (or --dist unit) comes first: walker.next sees to it
         for index in ready:  # best first
             if plan.group[index] == worker.last_group and walker.may_start(index, node):
                 if self.limit is not None and walker.in_flight >= self.limit:

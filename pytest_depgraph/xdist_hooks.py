@@ -2,9 +2,10 @@
 
 Registered by ``plugin.py`` through :func:`register` when xdist is active; every xdist hook is
 ``optionalhook`` so nothing breaks when xdist is not. On the controller: ``--depgraph-parallelism
-N`` without ``-n`` starts N workers; with ``--dist load`` (the default of ``-n``) the
-:class:`~pytest_depgraph.scheduler.DepGraphScheduling` takes over; with another ``--dist`` mode a
-warning names the dependencies that mode cannot honour. On workers: the plan is sent to the
+N`` without ``-n`` starts N workers; with ``--dist load`` (the default of ``-n``), ``worksteal``,
+``loadfile``, ``loadscope`` or ``loadgroup`` the
+:class:`~pytest_depgraph.scheduler.DepGraphScheduling` takes over; with another ``--dist`` mode
+a warning names the dependencies that mode cannot honour. On workers: the plan is sent to the
 controller before xdist's ``collectionfinish``, and the worker loop is patched
 (:mod:`pytest_depgraph.worker`).
 """
@@ -24,6 +25,8 @@ from pytest_depgraph.plan import PROTOCOL_VERSION, Plan
 from pytest_depgraph.state import PLAN_ATTRIBUTE, WALK_KEY, active_scheduler
 
 MIN_XDIST = (3, 7)
+#: ``--dist`` modes the depgraph scheduler runs: tests one by one, or whole work units
+WALKED_MODES = ("load", "worksteal", "loadfile", "loadscope", "loadgroup")
 _NAME = "depgraph-xdist"
 
 
@@ -68,7 +71,7 @@ def walks(config: pytest.Config) -> bool:
     return (
         not hasattr(config, "workerinput")
         and config.pluginmanager.has_plugin("dsession")
-        and config.getoption("dist", "no") == "load"
+        and config.getoption("dist", "no") in WALKED_MODES
     )
 
 
@@ -178,36 +181,54 @@ class XdistHooks:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         config = session.config
         if worker.talks_to_controller(config):
+            if config.getoption("loadgroup", False):
+                _note_xdist_groups(config, session.items)
             worker.send_plan(config)
         if worker.is_walked_worker(config):
             worker.install(config)
             channel_values.install_worker(config)
 
 
+def _note_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put each item's ``xdist_group`` name in the plan, for ``--dist loadgroup`` units.
+
+    xdist marks them by adding ``@name`` to the node ids, which pytest 9.2 no longer lets it
+    do (the node id is not an attribute any more): the units are read from the markers here,
+    with xdist's naming (several groups on one test join as ``a_b``, no name is "default").
+    """
+    from pytest_depgraph.state import PLAN_KEY
+
+    plan = config.stash.get(PLAN_KEY, None)
+    if plan is None:
+        return
+    for node, item in enumerate(items[: plan.item_count]):
+        names = {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+        if names:
+            plan.xdist_groups[node] = "_".join(sorted(names))
+
+
 def unhonoured_message(plan: Plan, dist: str) -> str:
-    """The warning for a ``--dist`` mode that may split dependencies across workers ('' if none)."""
-    edges = plan.graph.edges()
+    """The warning for a ``--dist`` mode the scheduler does not run ('' when nothing is lost).
+
+    ``each`` runs every test on every worker in the plan's order, so each worker honours every
+    dependency on its own; another mode (a plugin's) may split any of them across workers.
+    """
     if dist == "each":
-        split = []
-    elif dist in ("loadfile", "loadscope"):
-
-        def unit(nodeid: str) -> str:
-            return nodeid.split("::")[0] if dist == "loadfile" else nodeid.rsplit("::", 1)[0]
-
-        split = [
-            e for e in edges if unit(plan.nodeids[e.dependent]) != unit(plan.nodeids[e.dependency])
-        ]
-    else:
-        split = edges
-    if not split:
+        return ""
+    edges = plan.graph.edges()
+    if not edges:
         return ""
     shown = [
-        f"  {plan.nodeids[e.dependent]} -> {plan.nodeids[e.dependency]}" for e in split[:5]
+        f"  {plan.nodeids[e.dependent]} -> {plan.nodeids[e.dependency]}" for e in edges[:5]
     ]
-    more = f"\n  ... and {len(split) - 5} more" if len(split) > 5 else ""
+    more = f"\n  ... and {len(edges) - 5} more" if len(edges) > 5 else ""
     return (
-        f"depgraph: --dist {dist} cannot honour {len(split)} of {len(edges)} dependencies: "
+        f"depgraph: --dist {dist} cannot honour {len(edges)} of {len(edges)} dependencies: "
         "their tests may run on different workers, in any order, and a failure does not skip "
         "its dependents:\n" + "\n".join(shown) + more + "\n"
-        "Use --dist load (the default of -n) to run them in dependency order."
+        "Use --dist load (the default of -n), loadfile, loadscope or loadgroup to run them in "
+        "dependency order."
     )

@@ -341,20 +341,6 @@ def test_workers_with_different_graphs_run_nothing(suite: pytest.Pytester) -> No
     assert times(suite) == {}
 
 
-def test_other_dist_mode_warns_about_split_dependencies(suite: pytest.Pytester) -> None:
-    suite.makepyfile(
-        test_one="def test_base():\n    pass\n",
-        test_two="import pytest\n\n@pytest.mark.depends_on('test_one.py::test_base')\n"
-        "def test_user():\n    pass\n",
-    )
-    result = run(suite, "-n", "2", "--dist", "loadfile")
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(
-        ["*--dist loadfile cannot honour 1 of 1 dependencies*",
-         "*test_two.py::test_user -> test_one.py::test_base*"]
-    )
-
-
 def test_no_xdist_keeps_the_plugin_working(suite: pytest.Pytester) -> None:
     suite.makepyfile(
         test_serial="import pytest\n\ndef test_a():\n    pass\n\n"
@@ -397,12 +383,12 @@ def _plan(nodeids: list[str], edges: list[tuple[int, int]]) -> Plan:
                 group=[0] * len(nodeids), item_count=len(nodeids))
 
 
-def test_unhonoured_message_names_only_split_edges() -> None:
+def test_unhonoured_message_only_for_modes_the_scheduler_does_not_run() -> None:
     plan = _plan(["a.py::T::t1", "a.py::T::t2", "a.py::t3", "b.py::t4"], [(1, 0), (2, 1), (3, 2)])
+    # every worker runs every test in plan order: each honours all of them itself
     assert unhonoured_message(plan, "each") == ""
-    assert "cannot honour 1 of 3" in unhonoured_message(plan, "loadfile")
-    assert "cannot honour 2 of 3" in unhonoured_message(plan, "loadscope")
-    assert "cannot honour 3 of 3" in unhonoured_message(plan, "worksteal")
+    assert "cannot honour 3 of 3" in unhonoured_message(plan, "someplugin")
+    assert unhonoured_message(_plan(["a.py::t"], []), "someplugin") == ""
 
 
 def test_durations_round_trip_through_the_cache(pytester: pytest.Pytester) -> None:

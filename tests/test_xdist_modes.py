@@ -1,43 +1,62 @@
-"""Other --dist modes: a warning names what they cannot honour; same-worker skips still work."""
+"""Other --dist modes: whole work units in dependency order, ordinal groups, fake-node checks."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
+
+from pytest_depgraph.graph import Graph, Kind, Origin
+from pytest_depgraph.outcomes import FAILED, PASSED
+from pytest_depgraph.plan import Plan
+from pytest_depgraph.scheduler import DepGraphScheduling
+from pytest_depgraph.state import PLAN_ATTRIBUTE
 
 from .test_xdist import TIMING_CONFTEST, times
 
 
-def test_loadfile_warns_and_skips_dependents_of_a_failure_in_the_same_file(
+def test_loadfile_units_wait_for_their_dependencies_and_skips_stay_on_the_controller(
     pytester: pytest.Pytester,
 ) -> None:
+    """--dist loadfile: each file runs whole on one worker, in its order (module state is
+    shared), and only once the tests it depends on in other files finished."""
+    pytester.makeconftest(TIMING_CONFTEST)
     pytester.makepyfile(
         test_one="""
+        import time
         import pytest
 
         def test_create():
+            time.sleep(0.5)
+
+        def test_broken():
             assert 0
 
-        @pytest.mark.depends_on("test_create")
+        @pytest.mark.depends_on("test_broken")
         def test_use():
             pass
         """,
         test_two="""
         import pytest
 
-        @pytest.mark.depends_on("test_one.py::test_create", on_failure="run")
+        STATE = []
+
+        @pytest.mark.depends_on("test_one.py::test_create")
         def test_elsewhere():
-            pass
+            STATE.append(1)
+
+        def test_state():
+            assert STATE == [1]
         """,
     )
     result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "--dist", "loadfile", "-rs")
-    result.assert_outcomes(failed=1, skipped=1, passed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*--dist loadfile cannot honour 1 of 2 dependencies*",
-            "*depgraph: upstream test_one.py::test_create failed*",
-        ],
-        consecutive=False,
-    )
+    result.assert_outcomes(failed=1, skipped=1, passed=3)
+    result.stdout.fnmatch_lines(["*depgraph: upstream test_one.py::test_broken failed*"])
+    assert "cannot honour" not in result.stdout.str()
+    ran = times(pytester)
+    assert ran["test_elsewhere"][0] >= ran["test_create"][1], ran
+    assert ran["test_create"][2] == ran["test_broken"][2]
+    assert ran["test_elsewhere"][2] == ran["test_state"][2]
 
 
 def test_tx_workers_order_and_skip(pytester: pytest.Pytester) -> None:
@@ -184,3 +203,151 @@ def test_order_first_and_last_hold_on_workers(pytester: pytest.Pytester) -> None
         'test_o.py:' in text
     assert '"test_o.py::test_end" -> "test_o.py::test_u3" [tooltip = "order marker at ' \
         'test_o.py:' in text
+
+
+# -- the scheduler in-process, against fake worker nodes (as xdist's own test_dsession.py) ----
+
+
+class FakeNode:
+    """What the scheduler uses of xdist's WorkerController."""
+
+    def __init__(self, name: str, plan: Plan) -> None:
+        self.gateway = SimpleNamespace(id=name)
+        self.shutting_down = False
+        self.sent: list[int] = []
+        setattr(self, PLAN_ATTRIBUTE, plan.to_json())
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.sent.extend(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+    def __repr__(self) -> str:
+        return f"<FakeNode {self.gateway.id}>"
+
+
+def unit_plan(nodeids: list[str], edges: list[tuple[int, int]]) -> Plan:
+    graph = Graph(len(nodeids))
+    for dependent, dependency in edges:
+        graph.add_edge(dependent, dependency, Kind.REQUIRES, Origin("marker", "t.py:1"))
+    return Plan(nodeids=nodeids, locations=[(n.split("::")[0], 0, n) for n in nodeids],
+                graph=graph, group=[0] * len(nodeids), item_count=len(nodeids))
+
+
+def start(
+    pytester: pytest.Pytester, plan: Plan, dist: str, workers: int = 2, plugin: object = None
+) -> tuple[DepGraphScheduling, list[FakeNode]]:
+    config = pytester.parseconfigure("-p", "xdist", "--dist", dist)
+    if plugin is not None:
+        config.pluginmanager.register(plugin)
+    config.option.tx = ["popen"] * workers
+    # no session runs here: the terminal would ask it about the last item
+    config.pluginmanager.unregister(name="terminalreporter")
+    scheduler = DepGraphScheduling(config)
+    nodes = [FakeNode(f"gw{i}", plan) for i in range(workers)]
+    for node in nodes:
+        scheduler.add_node(node)
+    for node in nodes:
+        scheduler.add_node_collection(node, plan.nodeids[: plan.item_count])
+    assert scheduler.collection_is_completed
+    scheduler.schedule()
+    return scheduler, nodes
+
+
+def complete(scheduler: DepGraphScheduling, node: FakeNode, outcome: str = PASSED) -> int:
+    """The node's running test finishes with ``outcome``; return its index."""
+    index = scheduler.workers[node].running
+    assert index is not None
+    assert scheduler.plan is not None
+    scheduler.recorder.mark(scheduler.plan.nodeids[index], outcome)
+    scheduler.mark_test_complete(node, index)
+    return index
+
+
+FILES = [
+    "test_a.py::test_a1",   # 0
+    "test_a.py::test_a2",   # 1  depends on test_b.py::test_b1
+    "test_a.py::test_a3",   # 2
+    "test_b.py::test_b1",   # 3
+    "test_b.py::test_b2",   # 4
+]
+
+
+def test_loadfile_units_run_whole_on_one_worker_after_what_they_need(
+    pytester: pytest.Pytester,
+) -> None:
+    """test_a.py needs test_b1 (for test_a2 only): all of test_a.py waits for it, then runs
+    on one worker in file order; test_b.py runs whole on the other."""
+    scheduler, (gw0, gw1) = start(pytester, unit_plan(FILES, [(1, 3)]), "loadfile")
+    assert (gw0.sent, gw1.sent) == ([3], [])   # test_a1 is held back with its unit
+    assert complete(scheduler, gw0) == 3
+    assert (gw0.sent, gw1.sent) == ([3, 4], [0])
+    complete(scheduler, gw0)
+    assert gw0.sent == [3, 4]   # idle: the rest of test_a.py is bound to gw1
+    complete(scheduler, gw1)
+    complete(scheduler, gw1)
+    complete(scheduler, gw1)
+    assert (gw0.sent, gw1.sent) == ([3, 4], [0, 1, 2])
+    assert scheduler.tests_finished
+
+
+def test_loadfile_failure_skips_dependents_on_the_controller_the_unit_goes_on(
+    pytester: pytest.Pytester,
+) -> None:
+    scheduler, (gw0, gw1) = start(pytester, unit_plan(FILES, [(1, 3)]), "loadfile")
+    complete(scheduler, gw0, FAILED)   # test_b1
+    while not scheduler.tests_finished:
+        complete(scheduler, gw1 if scheduler.workers[gw1].running is not None else gw0)
+    assert scheduler.skips == {"test_a.py::test_a2": "test_b.py::test_b1"}
+    assert sorted(gw0.sent + gw1.sent) == [0, 2, 3, 4]
+    assert gw1.sent == [0, 2]   # test_a.py on one worker, test_a2 never sent
+
+
+def test_loadscope_units_are_classes_else_modules(pytester: pytest.Pytester) -> None:
+    nodeids = ["test_c.py::TestX::test_1", "test_c.py::TestX::test_2", "test_c.py::test_f",
+               "test_c.py::test_g"]
+    # test_g needs test_1: the module unit (test_f, test_g) waits for the class's first test
+    scheduler, (gw0, gw1) = start(pytester, unit_plan(nodeids, [(3, 0)]), "loadscope")
+    assert (gw0.sent, gw1.sent) == ([0], [])
+    complete(scheduler, gw0)
+    assert (gw0.sent, gw1.sent) == ([0, 1], [2])
+    assert scheduler.plan is not None and scheduler.plan.pinned == [[0, 1], [2, 3]]
+
+
+def test_loadgroup_units_are_xdist_groups(pytester: pytest.Pytester) -> None:
+    """Named by xdist's "@group" node-id suffix, or by the plan (pytest 9.2 does not let
+    xdist add the suffix); an "@" in parameters names nothing; other tests are alone."""
+    nodeids = ["test_g.py::test_1@db", "test_g.py::test_2", "test_h.py::test_3@db",
+               "test_h.py::test_4[a@b]", "test_h.py::test_5", "test_h.py::test_6"]
+    plan = unit_plan(nodeids, [(1, 0)])
+    plan.xdist_groups = {4: "cache", 5: "cache"}
+    scheduler, _ = start(pytester, plan, "loadgroup")
+    assert scheduler.plan is not None and scheduler.plan.pinned == [[0, 2], [4, 5]]
+
+
+def test_units_that_wait_for_each_other_are_a_collection_error(
+    pytester: pytest.Pytester,
+) -> None:
+    """test_a1 needs test_b2 and test_b1 needs test_a3: no test cycle, but test_a.py cannot
+    start before test_b.py finished, nor test_b.py before test_a.py."""
+    reports: list[pytest.CollectReport] = []
+
+    class Catch:
+        def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+            reports.append(report)
+
+    scheduler, (gw0, gw1) = start(
+        pytester, unit_plan(FILES, [(0, 4), (3, 2)]), "loadfile", plugin=Catch()
+    )
+    assert scheduler.plan_errors == 1 and scheduler.aborted
+    assert gw0.sent == gw1.sent == [] and gw0.shutting_down
+    [report] = reports
+    assert report.failed and report.nodeid == "test_a.py"
+    assert str(report.longrepr).splitlines()[:3] == [
+        "depgraph: --dist loadfile cannot run these units whole: they wait for each other",
+        "  test_a.py waits for test_b.py: test_a.py::test_a1 depends on test_b.py::test_b2 "
+        "(depends_on at t.py:1)",
+        "  test_b.py waits for test_a.py: test_b.py::test_b1 depends on test_a.py::test_a3 "
+        "(depends_on at t.py:1)",
+    ]
