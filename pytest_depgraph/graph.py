@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import heapq
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Callable
 
@@ -448,6 +448,30 @@ def stable_topological_order(graph: Graph) -> list[int]:
         stuck = next(v for v in range(size) if waiting[v])
         raise ValueError(f"graph has a cycle through node {stuck}")
     return order
+
+
+def chain_cover(graph: Graph, order: Sequence[int], leave_out: Container[int] = ()) -> int:
+    """The number of chains in a greedy cover of the nodes by paths along edges. O(V + E).
+
+    Nodes in flight at once never lie on one path, so this bounds how many can be: 1 for a
+    chain, ``size`` for a graph without edges. ``order``: a topological order, dependencies
+    first; ``leave_out``: nodes that will not run. Greedy, so not always the least cover (the
+    true bound, Dilworth's, needs a matching), but never below it.
+    """
+    dependencies = graph._dependencies
+    tail = bytearray(graph.size)  # 1: a chain ends at this node and may go on
+    chains = 0
+    for v in order:
+        if v in leave_out:
+            continue
+        for d in dependencies[v]:
+            if tail[d]:
+                tail[d] = 0
+                break
+        else:
+            chains += 1
+        tail[v] = 1
+    return chains
 
 
 def _closure_readers(graph: Graph, order: Sequence[int]) -> list[int]:

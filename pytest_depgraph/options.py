@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 import pytest
@@ -12,11 +13,12 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("depgraph", "dependency graph (pytest-depgraph)")
     group.addoption(
         "--depgraph-parallelism",
-        type=int,
+        type=_parallelism,
         default=None,
         metavar="N",
-        help="at most N tests in flight at once. With -n W the default is W; "
-        "N > 1 without -n starts N xdist workers. (ini: depgraph_parallelism)",
+        help="at most N tests in flight at once (a number, or 'auto': one per CPU, as -n "
+        "auto). With -n W the default is W; N > 1 without -n starts N xdist workers (needs "
+        "pytest-xdist loaded). (ini: depgraph_parallelism)",
     )
     group.addoption(
         "--depgraph-dot",
@@ -69,7 +71,11 @@ def add_options(parser: pytest.Parser) -> None:
         help="merge this run's test durations into the JSON file PATH at the end of the session "
         "(the format --depgraph-durations reads). (ini: depgraph_store_durations)",
     )
-    parser.addini("depgraph_parallelism", "default for --depgraph-parallelism", default="")
+    parser.addini(
+        "depgraph_parallelism",
+        "default for --depgraph-parallelism: a whole number, or auto (one per CPU)",
+        default="",
+    )
     parser.addini("depgraph_dot", "default for --depgraph-dot", default="")
     parser.addini("depgraph_report", "default for --depgraph-report", default="")
     parser.addini("depgraph_no_deps", "default for --depgraph-no-deps", type="bool", default=False)
@@ -94,22 +100,43 @@ class Settings:
     report: str | None = None
 
 
+#: the words ``-n`` takes for "one worker per CPU" (xdist decides how many that is)
+AUTO = ("auto", "logical")
+
+
+def _parallelism(value: str) -> int | str:
+    """``--depgraph-parallelism``'s value: a whole number, or auto/logical as for ``-n``."""
+    if value.strip().lower() in AUTO:
+        return value.strip().lower()
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is neither a whole number nor 'auto'"
+        ) from None
+
+
 def read_settings(config: pytest.Config) -> Settings:
     """Resolve options; a bad ini value is a usage error naming the setting."""
     parallelism = config.getoption("depgraph_parallelism")
+    where = "--depgraph-parallelism"
     if parallelism is None:
         raw = str(config.getini("depgraph_parallelism")).strip()
         if raw:
+            where = f"depgraph_parallelism = {raw} in the ini file"
             try:
-                parallelism = int(raw)
-            except ValueError:
+                parallelism = _parallelism(raw)
+            except argparse.ArgumentTypeError:
                 raise pytest.UsageError(
-                    f"depgraph_parallelism = {raw!r} in the ini file is not a whole number"
+                    f"depgraph_parallelism = {raw!r} in the ini file is neither a whole number "
+                    "nor 'auto'"
                 ) from None
-    if parallelism is not None and parallelism < 1:
-        raise pytest.UsageError(
-            f"--depgraph-parallelism must be at least 1, got {parallelism}"
-        )
+    if isinstance(parallelism, int) and parallelism < 1:
+        raise pytest.UsageError(f"{where}: must be at least 1, got {parallelism}")
+    if parallelism is not None:
+        _needs_xdist(config, where, parallelism)
+    if isinstance(parallelism, str):
+        parallelism = max(1, int(config.hook.pytest_xdist_auto_num_workers(config=config)))
     dot = config.getoption("depgraph_dot") or str(config.getini("depgraph_dot")).strip() or None
     report = (
         config.getoption("depgraph_report") or str(config.getini("depgraph_report")).strip() or None
@@ -165,3 +192,15 @@ def _path(config: pytest.Config, name: str) -> str | None:
         return None
     base = config.inipath.parent if config.inipath is not None else config.rootpath
     return str(base / raw)
+
+
+def _needs_xdist(config: pytest.Config, where: str, parallelism: int | str) -> None:
+    """More than one test at a time runs on xdist workers: a usage error when it is not loaded
+    (``-p no:xdist``, or plugin autoloading turned off without ``-p xdist``)."""
+    if parallelism == 1 or config.pluginmanager.has_plugin("xdist"):
+        return
+    raise pytest.UsageError(
+        f"{where}: running tests in parallel needs pytest-xdist, which is not loaded in this "
+        "run (-p no:xdist, or PYTEST_DISABLE_PLUGIN_AUTOLOAD is set). Load it with -p xdist, "
+        "or set the parallelism to 1 to run serially."
+    )

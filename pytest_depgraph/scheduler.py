@@ -42,7 +42,7 @@ from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyp
 from pytest_depgraph import units
 from pytest_depgraph.channel_values import relay
 from pytest_depgraph.durations import load_durations
-from pytest_depgraph.graph import critical_path
+from pytest_depgraph.graph import chain_cover, critical_path
 from pytest_depgraph.options import read_settings
 from pytest_depgraph.outcomes import FAILED, SYNTHETIC, OutcomeRecorder, skip_reason
 from pytest_depgraph.plan import Plan
@@ -103,6 +103,8 @@ class DepGraphScheduling:
         self._plan_text: str | None = None
         self._seconds: dict[int, float] = {}
         self._first_sent: float | None = None
+        #: how many workers can have a test at once (limit and graph width)
+        self.useful = self.limit
         self._last_done: float | None = None
         config.stash[SCHEDULER_KEY] = self
 
@@ -213,6 +215,7 @@ class DepGraphScheduling:
         for node in sorted(plan.broken):
             self._report_broken(node, plan.broken[node])
         self._report_skips(self.walker.initial.skipped)
+        self._stop_surplus_workers(plan, self.walker)
         self._dispatch()
 
     def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
@@ -293,7 +296,7 @@ class DepGraphScheduling:
         end = self._last_done if self._last_done is not None else time.perf_counter()
         weights = [self._seconds.get(n, 0.0) for n in range(len(plan.nodeids))]
         remaining = critical_path(plan.graph, weights)
-        workers = max(1, min(self.limit, self.numnodes))
+        workers = max(1, min(self.limit, self.numnodes, self.useful))
         return WalkStats(
             wall=end - self._first_sent,
             critical_path=max(remaining, default=0.0),
@@ -402,6 +405,32 @@ class DepGraphScheduling:
         self.aborted = True
         for node in self.workers:
             node.shutdown()
+
+    def _stop_surplus_workers(self, plan: Plan, walker: Walker) -> None:
+        """Shut down the workers that could never get a test: more than the limit, or more
+        than the graph lets run at once (a chain keeps one busy).
+
+        xdist starts every worker before any collection, so they cannot be left unstarted;
+        they go before the first test is sent.
+        """
+        never = {*plan.broken, *plan.external, *(skip.node for skip in walker.initial.skipped)}
+        width = chain_cover(plan.graph, range(len(plan.nodeids)), never)
+        self.useful = max(1, min(self.limit, width))
+        usable = [
+            node for node, worker in self.workers.items()
+            if worker.usable and worker.collection is not None and not node.shutting_down
+        ]
+        surplus = usable[self.useful:]
+        for node in surplus:
+            self.workers[node].usable = False
+            node.shutdown()
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if surplus and terminal is not None:
+            why = "--depgraph-parallelism" if self.limit < width else "the dependency graph"
+            terminal.write_line(
+                f"depgraph: at most {_tests(self.useful)} can run at once ({why}): "
+                f"stopped {len(surplus)} of {len(usable)} workers"
+            )
 
     def _priorities(self, plan: Plan) -> list[float]:
         known = plan.durations
@@ -535,6 +564,10 @@ def _edgeless_plan(collection: list[str]) -> Plan:
         group=[modules.setdefault(nodeid.split("::")[0], len(modules)) for nodeid in collection],
         item_count=len(collection),
     )
+
+
+def _tests(count: int) -> str:
+    return f"{count} test" if count == 1 else f"{count} tests"
 
 
 def _padded(group: list[int], size: int) -> list[int]:

@@ -399,3 +399,46 @@ def test_durations_round_trip_through_the_cache(pytester: pytest.Pytester) -> No
     save_durations(config, {"t.py::b": 1.0})
     assert load_durations(config, ["t.py::b", "t.py::x", "t.py::a"]) == {0: 1.0, 2: 0.5}
 
+
+
+def test_parallelism_without_xdist_is_a_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asking for parallel runs with xdist not loaded says how to load it (no silent serial run)."""
+    pytester.makepyfile(test_p="def test_one():\n    pass\n")
+    result = pytester.runpytest("-p", "no:xdist", "--depgraph-parallelism", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: --depgraph-parallelism: running tests in parallel needs pytest-xdist, which is "
+        "not loaded in this run (-p no:xdist, or PYTEST_DISABLE_PLUGIN_AUTOLOAD is set). Load "
+        "it with -p xdist, or set the parallelism to 1 to run serially."
+    ])
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makeini("[pytest]\ndepgraph_parallelism = auto\n")
+    result = pytester.runpytest("-p", "depgraph")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: depgraph_parallelism = auto in the ini file: *-p xdist*"])
+    # parallelism 1 is a serial run: nothing to load
+    pytester.runpytest("-p", "depgraph", "--depgraph-parallelism", "1").assert_outcomes(passed=1)
+
+
+def test_parallelism_auto_as_for_n(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_depgraph.options import read_settings
+
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "3")
+    config = pytester.parseconfigure("-p", "xdist", "--depgraph-parallelism", "auto")
+    assert read_settings(config).parallelism == 3
+    pytester.makeini("[pytest]\ndepgraph_parallelism = auto\n")
+    assert read_settings(pytester.parseconfigure("-p", "xdist")).parallelism == 3
+    pytester.makeini("[pytest]\ndepgraph_parallelism = lots\n")
+    with pytest.raises(pytest.UsageError, match="'lots' in the ini file is neither a whole"):
+        pytester.parseconfigure("-p", "xdist")
+    # one CPU: auto is 1, a serial run
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "1")
+    pytester.makeini("[pytest]\ndepgraph_parallelism = auto\n")
+    pytester.makepyfile(test_p="def test_one():\n    pass\n")
+    result = pytester.runpytest("-p", "xdist")
+    result.assert_outcomes(passed=1)
+    assert "workers" not in result.stdout.str()

@@ -236,9 +236,10 @@ def unit_plan(nodeids: list[str], edges: list[tuple[int, int]]) -> Plan:
 
 
 def start(
-    pytester: pytest.Pytester, plan: Plan, dist: str, workers: int = 2, plugin: object = None
+    pytester: pytest.Pytester, plan: Plan, dist: str, workers: int = 2, plugin: object = None,
+    args: tuple[str, ...] = (),
 ) -> tuple[DepGraphScheduling, list[FakeNode]]:
-    config = pytester.parseconfigure("-p", "xdist", "--dist", dist)
+    config = pytester.parseconfigure("-p", "xdist", "--dist", dist, *args)
     if plugin is not None:
         config.pluginmanager.register(plugin)
     config.option.tx = ["popen"] * workers
@@ -351,3 +352,21 @@ def test_units_that_wait_for_each_other_are_a_collection_error(
         "  test_b.py waits for test_a.py: test_b.py::test_b1 depends on test_a.py::test_a3 "
         "(depends_on at t.py:1)",
     ]
+
+
+def test_workers_beyond_what_can_run_at_once_are_stopped_before_any_test(
+    pytester: pytest.Pytester,
+) -> None:
+    """A chain keeps one worker busy: the three others stop before the first test is sent."""
+    chain = unit_plan(["t.py::a", "t.py::b", "t.py::c"], [(1, 0), (2, 1)])
+    scheduler, nodes = start(pytester, chain, "load", workers=4)
+    assert [node.shutting_down for node in nodes] == [False, True, True, True]
+    assert nodes[0].sent == [0]
+    complete(scheduler, nodes[0])
+    complete(scheduler, nodes[0])
+    complete(scheduler, nodes[0])
+    assert nodes[0].sent == [0, 1, 2] and scheduler.tests_finished
+    # independent tests: as many workers as tests, capped by the limit
+    _, nodes = start(pytester, unit_plan(["t.py::a", "t.py::b"], []), "load", workers=4,
+                     args=("--depgraph-parallelism", "4"))
+    assert [node.shutting_down for node in nodes] == [False, False, True, True]
