@@ -234,10 +234,12 @@ def test_order_moves_dependents_down_not_dependencies_up() -> None:
 def _smallest_ready_first(graph: Graph) -> list[int]:
     """Kahn's algorithm at its plainest: at every step the smallest ready node."""
     placed: list[int] = []
+    done: set[int] = set()
     left = set(range(graph.size))
     while left:
-        v = min(u for u in left if all(d in placed for d in graph.dependency_ids(u)))
+        v = min(u for u in left if done.issuperset(graph.dependency_ids(u)))
         placed.append(v)
+        done.add(v)
         left.remove(v)
     return placed
 
@@ -394,22 +396,9 @@ def test_everything_on_empty_and_edgeless_graphs() -> None:
 
 
 def reference_order(graph: Graph) -> list[int]:
-    """The documented order, written plainly: in id order, place each test after placing its
-    dependencies, smallest id first (a depth-first post-order)."""
-    placed: set[int] = set()
-    order: list[int] = []
-
-    def place(v: int) -> None:
-        if v in placed:
-            return
-        placed.add(v)
-        for d in sorted(graph.dependency_ids(v)):
-            place(d)
-        order.append(v)
-
-    for v in range(graph.size):
-        place(v)
-    return order
+    """The documented order, written plainly: Kahn's algorithm taking, at every step, the
+    smallest ready id (a dependent waits; nothing moves up). O(V^2), for tests only."""
+    return _smallest_ready_first(graph)
 
 
 @settings(PROPERTIES)

@@ -400,7 +400,6 @@ def test_durations_round_trip_through_the_cache(pytester: pytest.Pytester) -> No
     assert load_durations(config, ["t.py::b", "t.py::x", "t.py::a"]) == {0: 1.0, 2: 0.5}
 
 
-
 def test_parallelism_without_xdist_is_a_usage_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
