@@ -63,7 +63,8 @@ def bind_units(plan: Plan, dist: str) -> list[tuple[str, str]]:
     (the file to report it under, the message).
 
     Existing pinned groups (:mod:`pytest_depgraph.pinning`) are merged with the units they
-    touch. Mutates ``plan.graph`` and ``plan.pinned``. O(V + E).
+    touch. Replaces ``plan.graph`` and ``plan.pinned``; on a cycle, only adds the errors to
+    ``plan.errors``. O(V + E).
     """
     count = plan.item_count
     names: dict[str, int] = {}
@@ -107,18 +108,24 @@ def bind_units(plan: Plan, dist: str) -> list[tuple[str, str]]:
                     f"{plan.nodeids[node]} depends on {plan.nodeids[dependency]} "
                     f"({edge.origin.describe()})",
                 )))
-    before = graph.edge_count
-    graph.add_edges(edges)
-    if graph.edge_count > before:
-        plan.edge_counts[UNIT] = graph.edge_count - before
-    plan.pinned = [nodes for nodes in members.values() if len(nodes) > 1]
-    plan.pinned.sort(key=lambda nodes: nodes[0])
+    # on a copy: a plan with a cycle must stay as it was (the summary and DOT still read it)
+    bound = graph.relabel(range(graph.size))
+    bound.add_edges(edges)
     unit_name = {node: label[root] for root, nodes in members.items() for node in nodes}
-    return [
+    errors = [
         (plan.nodeids[loop[0].dependent].split("::", 1)[0],
          _cycle_message(loop, plan, dist, unit_name))
-        for loop in find_cycles(graph)
+        for loop in find_cycles(bound)
     ]
+    if errors:
+        plan.errors.extend(message for _, message in errors)
+        return errors
+    if bound.edge_count > graph.edge_count:
+        plan.edge_counts[UNIT] = bound.edge_count - graph.edge_count
+    plan.graph = bound
+    plan.pinned = sorted((nodes for nodes in members.values() if len(nodes) > 1),
+                         key=lambda nodes: nodes[0])
+    return []
 
 
 def _cycle_message(loop: list[Edge], plan: Plan, dist: str, unit: dict[int, str]) -> str:
