@@ -426,7 +426,10 @@ class DepGraphScheduling:
             node.shutdown()
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if surplus and terminal is not None:
-            why = "--depgraph-parallelism" if self.limit < width else "the dependency graph"
+            why = (
+                "--depgraph-parallelism" if self.limit < width
+                else "the tests and their dependencies"
+            )
             terminal.write_line(
                 f"depgraph: at most {_tests(self.useful)} can run at once ({why}): "
                 f"stopped {len(surplus)} of {len(usable)} workers"
