@@ -52,7 +52,8 @@ ORDER_HELP = (
     "is not installed)."
 )
 SCOPES = ("session", "package", "module", "class")
-#: the edge-count key of the edges between pytest-order's ordinal groups
+#: origin kind (and edge-count key) of the edges between pytest-order's ordinal groups: they
+#: order, they do not make tests one group (shards ignore them)
 ORDINAL = "ordinal"
 
 #: pytest-order's words for positions
@@ -678,7 +679,7 @@ def ordinal_edges(
         index, node, mark = found
         keyed.setdefault(_ordinal_key(index), []).append(n)
         where = compat.where(node, mark)
-        origin_of[n] = origins.setdefault(where, Origin(ORDER, where))
+        origin_of[n] = origins.setdefault(where, Origin(ORDINAL, where))
     if len(keyed) < 2:
         return 0
     at = {v: i for i, v in enumerate(order)}

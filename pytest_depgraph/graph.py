@@ -27,6 +27,7 @@ _DESCRIBE = {
     "marker": "depends_on",
     "dependency": "dependency marker",
     "order": "order marker",
+    "ordinal": "order marker",
 }
 
 
@@ -43,8 +44,8 @@ class Origin:
     def __init__(
         self, kind: str, where: str | Callable[[], str] = "", fixture: str = ""
     ) -> None:
-        #: "marker" | "fixture" | "output" | "dependency" | "order" | "pin" | "unit" (where:
-        #: why, for the last two)
+        #: "marker" | "fixture" | "output" | "dependency" | "order" | "ordinal" | "pin" |
+        #: "unit" (where: why, for the last two)
         self.kind = kind
         #: the fixture name, for kinds "fixture" and "output"
         self.fixture = fixture

@@ -122,7 +122,12 @@ def split(plan: Plan, weights: Sequence[float], index: int, count: int) -> Split
     """Shard ``index`` (1-based) of ``count`` of the plan's items, weighted by ``weights``
     (seconds per item). O((V + E) alpha(V) + C log C)."""
     size = plan.item_count
-    edges = ((a, b) for a, b, _ in plan.graph.triples() if a < size and b < size)
+    # pytest-order's positions order the tests of a shard; they do not join its tests to
+    # every other test (one "first" would put the whole suite in one shard)
+    edges = (
+        (e.dependent, e.dependency) for e in plan.graph.edges()
+        if e.dependent < size and e.dependency < size and e.origin.kind != "ordinal"
+    )
     parts = components(size, edges, plan.pinned)
     keys = [min(plan.nodeids[n] for n in part) for part in parts]
     sizes = [math.fsum(weights[n] for n in part) for part in parts]
@@ -159,7 +164,11 @@ def restrict(plan: Plan, keep: Sequence[int], unreduced: Graph | None = None) ->
     """
     size = plan.item_count
     new_id: dict[int, int] = {old: new for new, old in enumerate(keep)}
-    edges = [e for e in plan.graph.edges() if e.dependent in new_id]
+    # (edges to the tests of other shards are position edges only, see split)
+    edges = [
+        e for e in plan.graph.edges()
+        if e.dependent in new_id and (e.dependency in new_id or e.dependency >= size)
+    ]
     for external in sorted({e.dependency for e in edges if e.dependency >= size}):
         new_id[external] = len(new_id)
     old_of = sorted(new_id, key=new_id.__getitem__)

@@ -333,3 +333,36 @@ def test_ordinal_groups_are_tied_with_few_edges_and_keep_the_serial_order(
     # 30 x 60 pairs would be 1800 edges: the 30 are chained (29) and the 60 wait for the
     # last of them (60)
     result.stdout.fnmatch_lines(["90 tests, 89 edges (*89 keeping pytest-order's positions*"])
+
+
+def test_ordinal_groups_do_not_glue_a_suite_into_one_shard(
+    pytester: pytest.Pytester, run
+) -> None:
+    """pytest-order's positions order the tests of each shard; they do not join them."""
+    pytester.makepyfile(
+        test_s="""
+        import pytest
+
+        @pytest.mark.order("first")
+        def test_start(): pass
+
+        def test_u1(): pass
+        def test_u2(): pass
+        def test_u3(): pass
+
+        @pytest.mark.order("last")
+        def test_end(): pass
+        """
+    )
+    ran = []
+    for shard in ("1/2", "2/2"):
+        # (no cache: a CI job does not see the durations of the other shard)
+        result = run("-p", "no:pytest_order", "-p", "no:cacheprovider", "--depgraph-shard", shard)
+        shard_names = names(result)
+        assert 0 < len(shard_names) < 5, shard_names
+        # within a shard, the positions hold
+        positions = {"test_start": 0, "test_end": 2}
+        keys = [positions.get(name, 1) for name in shard_names]
+        assert keys == sorted(keys), shard_names
+        ran += shard_names
+    assert sorted(ran) == ["test_end", "test_start", "test_u1", "test_u2", "test_u3"]
