@@ -345,11 +345,11 @@ def _chromium() -> str:
     pytest.skip("chromium is not installed (apt-get install chromium): browser checks skipped")
 
 
-def _browse(page: Path, *args: str) -> tuple[str, list[str]]:
-    """Open ``page`` in headless chromium: (stdout, console messages)."""
+def _browse(page: Path, *args: str, fragment: str = "") -> tuple[str, list[str]]:
+    """Open ``page`` (``#fragment``) in headless chromium: (stdout, console messages)."""
     done = subprocess.run(
         [_chromium(), "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
-         "--enable-logging=stderr", "--v=0", *args, page.as_uri()],
+         "--enable-logging=stderr", "--v=0", *args, page.as_uri() + fragment],
         capture_output=True, text=True, timeout=120,
     )
     # chromium logs every console message (log, warning, error, uncaught exception) as
@@ -365,18 +365,31 @@ class _Bars(HTMLParser):
         super().__init__()
         self.bars: dict[int, tuple[set[str], str]] = {}
         self.ready = False
+        self.details = ""
+        self._in_details = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = dict(attrs)
         if tag == "body" and values.get("data-ready") == "1":
             self.ready = True
+        if values.get("id") == "details" or (self._in_details and tag == "div"):
+            self._in_details += 1
         classes = set((values.get("class") or "").split())
         if tag == "rect" and "bar" in classes:
             self.bars[int(values["data-n"] or -1)] = (classes, values.get("fill") or "")
 
 
-def _dom_bars(page: Path) -> _Bars:
-    dom, console = _browse(page, "--dump-dom")
+    def handle_endtag(self, tag: str) -> None:
+        if self._in_details and tag == "div":
+            self._in_details -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self._in_details:
+            self.details += data
+
+
+def _dom_bars(page: Path, fragment: str = "") -> _Bars:
+    dom, console = _browse(page, "--dump-dom", fragment=fragment)
     assert console == [], console
     bars = _Bars()
     bars.feed(dom)
@@ -410,6 +423,30 @@ def test_page_in_a_browser_bars_colours_critical_path(parallel_page: Path) -> No
     assert marked == set(data["critical"]) & set(ran) and len(marked) >= 3
     assert '<svg width="' in parallel_page.read_text(encoding="utf-8") or (
         "no-graph" in parallel_page.read_text(encoding="utf-8"))
+
+
+def test_selected_test_shows_what_held_it_back(parallel_page: Path) -> None:
+    """What a click shows (a link with #test=<node id> selects the same way)."""
+    data = _page_data(parallel_page.read_text(encoding="utf-8"))
+    index = {row[0]: i for i, row in enumerate(data["tests"])}
+    found = _dom_bars(parallel_page, fragment="#test=test_suite.py::test_mid")
+    details = " ".join(found.details.split())
+    assert details.startswith("test_suite.py::test_mid · passed"), details
+    assert "on gw" in details and "on the critical path" in details
+    assert "test_suite.py::test_base (passed, finished at" in details
+    assert "finished last: held it back" in details
+    assert "sel" in found.bars[index["test_suite.py::test_mid"]][0]
+    assert "held" in found.bars[index["test_suite.py::test_base"]][0]
+
+
+def test_browser_checks_fail_on_ci_without_chromium(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true"):
+        _chromium()
+    monkeypatch.setenv("CI", "")
+    with pytest.raises(pytest.skip.Exception, match="chromium is not installed"):
+        _chromium()
 
 
 def test_page_screenshot_is_not_blank(parallel_page: Path, tmp_path: Path) -> None:
