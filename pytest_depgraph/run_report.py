@@ -49,8 +49,8 @@ class RunReport:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
-        # under --dist loadfile/loadscope/loadgroup/each xdist schedules, and the controller
-        # keeps no plan of its own: the workers' is the one to draw
+        # where xdist schedules by itself (--dist each) the controller keeps no plan of its
+        # own: the workers' is the one to draw
         if self.collected is None:
             self.collected = list(ids)
             self.plan_text = getattr(node, PLAN_ATTRIBUTE, None)

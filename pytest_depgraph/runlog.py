@@ -40,6 +40,8 @@ class SpanLog:
             self._arrivals.setdefault(worker, []).append((arrived, stop))
         seen = self.spans.get(report.nodeid)
         if seen is not None:
+            if seen.worker != worker:
+                return  # --dist each runs a test on every worker: draw the first one's run
             start, stop = min(start, seen.start), max(stop, seen.stop)
         self.spans[report.nodeid] = Span(start, stop, worker)
 

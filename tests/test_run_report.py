@@ -314,21 +314,26 @@ def test_parallel_run_lanes_per_worker_on_one_clock(parallel_page: Path) -> None
             assert row[2] >= rows[row[6]][3], (row, rows[row[6]])
 
 
-def test_other_dist_modes_draw_the_workers_plan(pytester: pytest.Pytester) -> None:
-    """Under --dist loadfile xdist schedules: the controller draws the plan the workers sent."""
+def test_dist_each_draws_the_workers_plan(pytester: pytest.Pytester) -> None:
+    """Under --dist each xdist schedules: the controller draws the plan the workers sent."""
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest_subprocess(
-        "-p", "depgraph", "-p", "xdist", "-n", "2", "--dist", "loadfile",
-        "--depgraph-report", "loadfile.html",
+        "-p", "depgraph", "-p", "xdist", "-n", "2", "--dist", "each",
+        "--depgraph-report", "each.html",
     )
-    result.assert_outcomes(passed=3, failed=1, skipped=3, xfailed=1)
-    data = _page_data((pytester.path / "loadfile.html").read_text(encoding="utf-8"))
+    result.assert_outcomes(passed=6, failed=2, skipped=6, xfailed=2)  # every test twice
+    data = _page_data((pytester.path / "each.html").read_text(encoding="utf-8"))
     tests = {row[0].rsplit("::", 1)[1]: row for row in data["tests"]}
-    assert set(tests) == set(SUITE_OUTCOMES)
-    # the worker skipped the dependents of test_broken itself: they ran their setup there
+    assert len(data["tests"]) == len(SUITE_OUTCOMES) and set(tests) == set(SUITE_OUTCOMES)
+    # each worker skipped the dependents of test_broken itself: they ran their setup there
     assert all(row[2] is not None for row in tests.values())
     assert data["outcomes"][tests["test_after_broken"][1]] == "skipped"
     assert [data["tests"][n][0] for n in tests["test_mid"][5]] == ["test_suite.py::test_base"]
+    # one bar per test, the run of the worker that reported it first: a worker runs one test
+    # at a time, so the bars of a lane never overlap
+    for lane in range(len(data["lanes"])):
+        bars = sorted((row[2], row[3]) for row in data["tests"] if row[4] == lane)
+        assert all(end <= start for (_, end), (start, _) in zip(bars, bars[1:])), bars
 
 
 # -- the page in a real browser ----------------------------------------------------------------
