@@ -372,3 +372,22 @@ def test_workers_beyond_what_can_run_at_once_are_stopped_before_any_test(
     _, nodes = start(pytester, unit_plan(["t.py::a", "t.py::b"], []), "load", workers=4,
                      args=("--depgraph-parallelism", "4"))
     assert [node.shutting_down for node in nodes] == [False, False, True, True]
+
+
+def test_bind_units_merges_pinned_groups_that_span_units_and_gates_each_unit() -> None:
+    """A pinned group across two loadscope units makes them one; a unit's first test waits
+    for what any of its tests needs outside it; the chain follows plan order."""
+    from pytest_depgraph.units import bind_units
+
+    nodeids = ["t.py::A::a1", "t.py::A::a2", "t.py::B::b1", "t.py::B::b2", "t.py::C::c1",
+               "t.py::C::c2"]
+    plan = unit_plan(nodeids, [(5, 0)])      # c2 needs a1
+    plan.pinned = [[1, 2]]                   # a2 and b1 share a module fixture: A and B join
+    assert bind_units(plan, "loadscope") == []
+    assert plan.pinned == [[0, 1, 2, 3], [4, 5]]
+    gate = plan.graph.edge(4, 0)             # C starts after a1, for c2's sake
+    assert gate is not None and gate.kind is Kind.AFTER
+    assert gate.origin.describe() == "t.py::C::c2 depends on t.py::A::a1 (depends_on at t.py:1)"
+    chain = [(e.dependent, e.dependency) for e in plan.graph.edges() if e.origin.kind == "unit"]
+    assert sorted(chain) == [(1, 0), (2, 1), (3, 2), (4, 0), (5, 4)]
+    assert plan.edge_counts["unit"] == 5
