@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
-from pytest_depgraph import compat, pinning
+from pytest_depgraph import compat, pinning, safe
 from pytest_depgraph import graph as dag
-from pytest_depgraph.graph import Edge, Graph, Kind, Origin
+from pytest_depgraph.graph import Graph, Kind, Origin
 from pytest_depgraph.locate import Locator, own_marks
 from pytest_depgraph.markers import (
     MARKER,
@@ -32,21 +32,11 @@ from pytest_depgraph.markers import (
     validate,
 )
 from pytest_depgraph.plan import Plan, edges_by_origin
+from pytest_depgraph.problems import Problem, Problems, capped, cycle_message
 from pytest_depgraph.resolve import TargetIndex
 
 if TYPE_CHECKING:
     from _pytest.nodes import Node
-
-
-@dataclass
-class Problem:
-    """One bad declaration or cycle: reported as a collection error."""
-
-    message: str
-    #: node id the collection error is reported under (the declaring test's module)
-    report_nodeid: str
-    #: indices (into all collected items) of the tests that cannot run because of it
-    items: set[int] = field(default_factory=set)
 
 
 @dataclass
@@ -68,8 +58,7 @@ class _Source(NamedTuple):
 
     declaration: Declaration
     origin: Origin
-    #: what the error message calls the declaration (``@pytest.mark.depends_on``); ``site``
-    #: adds where it was written
+    #: what the error message calls the declaration (``@pytest.mark.depends_on``)
     label: str
     #: declared on a class or module and inherited by the test
     inherited: bool
@@ -77,18 +66,11 @@ class _Source(NamedTuple):
     #: naming rules (pytest-dependency, pytest-order); None: resolve the targets here
     resolved: tuple[int, ...] | None = None
 
-    @property
-    def site(self) -> str:
-        """The declaration and where it was written, for error messages."""
-        return _site(self.label, self.origin.where)
-
-
-def _site(label: str, where: str) -> str:
-    return f"{label} at {where}" if where else label
-
 
 class _Builder:
-    def __init__(self, collected: Sequence[pytest.Item], rootpath: Path) -> None:
+    def __init__(
+        self, collected: Sequence[pytest.Item], rootpath: Path, verbosity: int = 0
+    ) -> None:
         self.collected = list(collected)
         self.rootpath = rootpath
         self.position = {item: i for i, item in enumerate(self.collected)}
@@ -100,7 +82,7 @@ class _Builder:
             for item in self.collected
         ]
         self._index: TargetIndex | None = None
-        self.problems: dict[str, Problem] = {}
+        self.problems = Problems(verbosity)
         self._fixture_sources: dict[tuple[int, str], tuple[list[_Source], list[Problem]]] = {}
         self._mark_sources: dict[tuple[int, int], tuple[list[_Source], list[Problem]]] = {}
         self._parent_marks: dict[int, list[tuple[Node, pytest.Mark]]] = {}
@@ -228,11 +210,12 @@ class _Builder:
     def _fixture_sources_of(
         self, fixturedef: object, name: str
     ) -> tuple[list[_Source], list[Problem]]:
-        func = getattr(fixturedef, "func", None)
+        func = safe.attr(fixturedef, "func")
         sources: list[_Source] = []
         problems: list[Problem] = []
+        definition = self.locator.definition(func)
         if any(m.name == MARKER for m in own_marks(func)):
-            where = self.locator.definition(func)
+            where = definition
             problems.append(self._problem(
                 f"depgraph: {where}: @pytest.mark.{MARKER} on fixture '{name}' has no "
                 "effect: pytest ignores marks on fixtures.\n"
@@ -243,9 +226,12 @@ class _Builder:
         for raw in declarations_of(func):
             where = self._relative(raw.where)
             raw = RawDeclaration(raw.args, raw.kwargs, where)
-            kind = "output" if getattr(func, "_depgraph_output", False) else "fixture"
-            label = f"@depends_on on fixture '{name}'"
-            found, trouble = self._validated(raw, Origin(kind, where, name), label, None, True)
+            output = safe.attr(func, "_depgraph_output") is True
+            kind = "output" if output else "fixture"
+            label = f"output_fixture '{name}'" if output else f"@depends_on on fixture '{name}'"
+            # the edge's origin is the fixture's definition: a cycle report points there
+            origin = Origin(kind, definition, name)
+            found, trouble = self._validated(raw, origin, label, None, True, where)
             sources += found
             problems += trouble
         return sources, problems
@@ -257,26 +243,24 @@ class _Builder:
         label: str,
         position: int | None,
         inherited: bool,
+        where: str | None = None,
     ) -> tuple[list[_Source], list[Problem]]:
         """The declaration as a source, or the problem with it (for every test it is on).
 
         ``position`` is the first test the declaration is on; None for a fixture's, which
-        applies to every test using the fixture.
+        applies to every test using the fixture. ``where`` is where it was written, when
+        that is not its origin.
         """
         try:
             declaration = validate(raw)
         except DeclarationError as error:
-            where = origin.where
-            site = _site(label, where)
+            where = origin.where if where is None else where
             if position is None:
-                message = f"depgraph: {where}: {site}: {error}"
+                message = f"depgraph: {where}: {label}: {error}"
                 report_nodeid = where.rsplit(":", 1)[0]
             else:
                 nodeid = self.nodeids[position]
-                message = (
-                    f"depgraph: {where}: {site}: {error}\n"
-                    f"  (declared for {nodeid}{{more}})"
-                )
+                message = f"depgraph: {where}: {label}: {error}\n  (declared for {nodeid}{{more}})"
                 report_nodeid = _module_of(nodeid)
             return [], [self._problem(message, report_nodeid)]
         return [_Source(declaration, origin, label, inherited)], []
@@ -285,42 +269,73 @@ class _Builder:
 
     def _problem(self, message: str, report_nodeid: str) -> Problem:
         """The problem with this message, made once however many tests share it."""
-        problem = self.problems.get(message)
-        if problem is None:
-            problem = self.problems[message] = Problem(message, report_nodeid)
-        return problem
+        return self.problems.add(message, report_nodeid)
 
     def unresolved(self, source: _Source, target: object, position: int) -> None:
-        item = self.collected[position]
+        """A target of ``source`` matches nothing for the test at ``position``: one error per
+        cause (a missing file, a target), listing the declarations that share it."""
+        nodeid = self.nodeids[position]
         text = describe_target(target)
-        key = f"{source.site}: {text}"
-        problem = self.problems.get(key)
-        if problem is None:
-            suggestions = self.index.suggest(target, item.nodeid)
-            hint = (
-                "  Did you mean " + " or ".join(repr(s) for s in suggestions) + "?\n"
-                if suggestions
-                else ""
-            )
-            message = (
-                f"depgraph: {source.origin.where}: {source.site}: target {text} matches no "
-                f"collected test (declared for {item.nodeid}{{more}}).\n"
-                f"{hint}"
-                "  Name a test in the same class or module, or give a node id relative to the "
-                "rootdir such as 'tests/test_other.py::test_name'; a test that is not collected "
-                "cannot be a dependency."
-            )
-            problem = self.problems[key] = Problem(message, _module_of(item.nodeid))
-        problem.items.add(position)
+        missing = self.index.missing_path(target, nodeid) if isinstance(target, str) else ""
+        key = ("file", missing) if missing else ("target", text)
+        self.problems.grouped(
+            key, (source.label, source.origin, text), nodeid, position,
+            kind="unresolved", missing_path=safe.shorten(missing),
+            hints=partial(self._hints, target, position),
+            advice=UNRESOLVED_ADVICE if isinstance(target, str) else OBJECT_ADVICE,
+        )
+
+    def self_reference(self, source: _Source, target: object, position: int) -> None:
+        """A target of ``source`` contains the test at ``position`` itself."""
+        text = describe_target(target)
+        self.problems.grouped(
+            ("self", text, str(id(source.origin))), (source.label, source.origin, text),
+            self.nodeids[position], position, kind="self",
+            advice=SELF_ADVICE_INHERITED if source.inherited else SELF_ADVICE,
+        )
+
+    def _hints(self, target: object, position: int) -> list[str]:
+        """What the error about an unresolved target suggests (computed only if shown)."""
+        if not isinstance(target, str):
+            return []
+        name = target.strip()
+        if name in self._fixture_names(position):
+            return [
+                f"  {safe.quoted(name)} is a fixture, not a test. A test that uses a fixture gets "
+                "the fixture's own dependencies: declare them on the fixture with `from "
+                "pytest_depgraph import depends_on` and `@depends_on(...)` beside "
+                "`@pytest.fixture`, and request the fixture in the test."
+            ]
+        suggestions = self.index.suggest(name, self.nodeids[position])
+        if not suggestions:
+            return []
+        return ["  Did you mean " + " or ".join(safe.quoted(s) for s in suggestions) + "?"]
+
+    def _fixture_names(self, position: int) -> dict[str, object]:
+        """Every fixture name of the session (empty when unknown: pytest's private table)."""
+        session = safe.attr(self.collected[position], "session")
+        known = safe.attr(safe.attr(session, "_fixturemanager"), "_arg2fixturedefs")
+        return known if isinstance(known, dict) else {}
 
     def finished_problems(self) -> list[Problem]:
         """The problems, each message saying how many tests share it."""
-        for problem in self.problems.values():
-            more = len(problem.items) - 1
-            problem.message = problem.message.replace(
-                "{more}", f" and {more} more test{'s' if more > 1 else ''}" if more > 0 else ""
-            )
-        return list(self.problems.values())
+        return self.problems.finished()
+
+
+UNRESOLVED_ADVICE = (
+    "Name a test in the same class or module, or give a node id relative to the rootdir such "
+    "as 'tests/test_other.py::test_name'; a test that is not collected cannot be a dependency."
+)
+OBJECT_ADVICE = (
+    "A function or class target must be a test that pytest collects in this run (a test "
+    "function, or a test class of a test module); for anything else, name the test as a string."
+)
+SELF_ADVICE = "A test cannot depend on itself: remove the target that names it."
+SELF_ADVICE_INHERITED = (
+    "A marker on a class or module applies to each of its tests, so a target that contains "
+    "them names each test itself: name the other tests only, or move the marker to the tests "
+    "that depend on the rest."
+)
 
 
 def _used_definitions(name: str, definitions: Sequence[object]) -> list[object]:
@@ -351,6 +366,7 @@ def build(
     pull_dependencies: bool = True,
     with_locations: bool = True,
     keep_unreduced: bool = False,
+    verbosity: int = 0,
 ) -> Result:
     """Resolve every declaration of the selected items (and of the dependencies pulled in),
     validate the graph, reduce it and order the items.
@@ -369,6 +385,7 @@ def build(
             pull_dependencies=pull_dependencies,
             with_locations=with_locations,
             keep_unreduced=keep_unreduced,
+            verbosity=verbosity,
         )
     finally:
         if enabled:
@@ -383,6 +400,7 @@ def _build(
     pull_dependencies: bool,
     with_locations: bool,
     keep_unreduced: bool = False,
+    verbosity: int = 0,
 ) -> Result:
     clock = time.perf_counter()
     timings: dict[str, float] = {}
@@ -393,7 +411,7 @@ def _build(
         timings[phase] = now - clock
         clock = now
 
-    builder = _Builder(collected, rootpath)
+    builder = _Builder(collected, rootpath, verbosity)
     selected_positions = [builder.position[item] for item in selected if item in builder.position]
     in_run = set(selected_positions)
     added: list[int] = []
@@ -412,9 +430,11 @@ def _build(
                 if not matches:
                     builder.unresolved(source, target, position)
                     continue
+                if position in matches:
+                    # the test itself, or a class or file that contains it
+                    builder.self_reference(source, target, position)
+                    continue
                 for match in matches:
-                    if match == position and source.inherited and len(matches) > 1:
-                        continue  # "every test of this file/class" does not include itself
                     if match not in in_run:
                         if kind is Kind.AFTER:
                             continue  # ordering against a test that does not run: nothing to do
@@ -452,11 +472,14 @@ def _build(
                 broken.setdefault(number[position], problem.message)
     nodeids = [collected_ids[p] for p in [*run, *external_set]]
     for cycle in dag.find_cycles(graph):
-        problem = Problem(_cycle_message(cycle, nodeids), _module_of(nodeids[cycle[0].dependent]))
+        problem = Problem(
+            cycle_message(cycle, nodeids, verbosity), _module_of(nodeids[cycle[0].dependent])
+        )
         problems.append(problem)
         for edge in cycle:
             broken.setdefault(edge.dependent, problem.message)
     _break_dependents(graph, broken, nodeids)
+    problems = capped(problems, verbosity)
 
     acyclic = graph.subgraph_without(set(broken))
     lap("validate")
@@ -553,22 +576,6 @@ def _locations(
         else None
         for n, item in enumerate(items)
     ]
-
-
-def _cycle_message(cycle: list[Edge], nodeids: Sequence[str]) -> str:
-    if len(cycle) == 1:
-        edge = cycle[0]
-        return (
-            "depgraph: self reference\n"
-            f"  {nodeids[edge.dependent]} depends on itself   {edge.origin.describe()}\n"
-            "  Remove the target that names the test itself."
-        )
-    width = max(len(nodeids[edge.dependency]) for edge in cycle)
-    lines = [f"depgraph: dependency cycle ({len(cycle)} tests)", f"  {nodeids[cycle[0].dependent]}"]
-    for edge in cycle:
-        lines.append(f"    -> {nodeids[edge.dependency]:<{width}}   {edge.origin.describe()}")
-    lines.append("  A test cannot run before itself: remove or reverse one of these dependencies.")
-    return "\n".join(lines)
 
 
 def _break_dependents(graph: Graph, broken: dict[int, str], nodeids: Sequence[str]) -> None:

@@ -9,13 +9,13 @@ not an import-time traceback.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, NamedTuple, TypeVar
 
 import pytest
 
+from pytest_depgraph import safe
 from pytest_depgraph.graph import Kind
 
 MARKER = "depends_on"
@@ -76,43 +76,53 @@ def depends_on(*targets: object, on_failure: str = "skip") -> Callable[[F], F]:
 def declare(obj: object, raw: RawDeclaration) -> None:
     """Attach a declaration to a function or fixture (and to what it wraps)."""
     for target in _wrapped_chain(obj):
-        existing: list[RawDeclaration] = list(getattr(target, ATTRIBUTE, ()))
+        existing: list[RawDeclaration] = list(_own_declarations(target))
         # a bound method cannot take attributes: its function carries them
-        with contextlib.suppress(AttributeError, TypeError):
+        with contextlib.suppress(Exception):
             setattr(target, ATTRIBUTE, [*existing, raw])
+
+
+def _own_declarations(obj: object) -> list[RawDeclaration]:
+    found = safe.attr(obj, ATTRIBUTE)
+    if type(found) is not list:
+        return []
+    return [raw for raw in found if type(raw) is RawDeclaration]
 
 
 def _wrapped_chain(obj: object) -> list[object]:
     """The object and what it wraps (pytest >= 8.4 wraps fixture functions)."""
     chain = [obj]
     seen = {id(obj)}
-    while True:
-        inner = getattr(chain[-1], "_fixture_function", None) or getattr(
-            chain[-1], "__wrapped__", None
-        )
+    while len(chain) < 100:
+        inner = safe.attr(chain[-1], "_fixture_function") or safe.attr(chain[-1], "__wrapped__")
         if inner is None or id(inner) in seen:
-            return chain
+            break
         seen.add(id(inner))
         chain.append(inner)
+    return chain
 
 
 def declarations_of(obj: object) -> Sequence[RawDeclaration]:
     """Declarations made with :func:`depends_on` on a function, fixture, or what it wraps."""
-    found = getattr(obj, ATTRIBUTE, None)
+    found = _own_declarations(obj)
     if found:
-        return list(found)
-    wraps = getattr(obj, "_fixture_function", None) or getattr(obj, "__wrapped__", None)
+        return found
+    wraps = safe.attr(obj, "_fixture_function") or safe.attr(obj, "__wrapped__")
     if wraps is None:
         return ()  # wraps nothing: the common case for a test function, and cheap
     for target in _wrapped_chain(obj):
-        found = getattr(target, ATTRIBUTE, None)
+        found = _own_declarations(target)
         if found:
-            return list(found)
+            return found
     return ()
 
 
 def validate(raw: RawDeclaration) -> Declaration:
-    """Check a declaration's arguments; DeclarationError says what is wrong and what to do."""
+    """Check a declaration's arguments; DeclarationError says what is wrong and what to do.
+
+    Arguments are user objects of any type: they are read only through :mod:`safe`, and a
+    message describes them without ``repr`` (an address would differ between xdist workers).
+    """
     if not raw.kwargs and raw.args:
         # the common case, checked once per marker of a large suite: names only, no keywords
         for target in raw.args:
@@ -120,55 +130,71 @@ def validate(raw: RawDeclaration) -> Declaration:
                 break
         else:
             return Declaration(tuple(raw.args), Kind.REQUIRES, raw.where)
-    unknown = sorted(set(raw.kwargs) - {"on_failure"})
+    unknown = sorted(str(name) for name in raw.kwargs if name != "on_failure")
     if unknown:
-        names = ", ".join(f"{name}=" for name in unknown)
+        names = ", ".join(f"{safe.shorten(name)}=" for name in unknown)
         raise DeclarationError(
             f"unknown keyword argument{'s' if len(unknown) > 1 else ''} {names}; "
             "depends_on accepts targets and on_failure='skip' or 'run' only"
         )
     on_failure = raw.kwargs.get("on_failure", "skip")
-    if on_failure not in _ON_FAILURE:
+    kind = _ON_FAILURE.get(safe.exact_str(on_failure)) if safe.is_str(on_failure) else None
+    if kind is None:
         raise DeclarationError(
-            f"on_failure={on_failure!r} is not valid; use on_failure='skip' (run only if the "
-            "targets passed) or on_failure='run' (order only)"
+            f"on_failure={safe.describe(on_failure)} is not valid; use on_failure='skip' (run "
+            "only if the targets passed) or on_failure='run' (order only)"
         )
     if not raw.args:
         raise DeclarationError(
             "depends_on() names no target; give one or more test names, node ids, "
             "test functions or test classes"
         )
+    targets: list[object] = []
     for target in raw.args:
-        if not isinstance(target, str) and not _is_test_object(target):
+        if safe.is_str(target):
+            text = safe.exact_str(target)
+            if not text.strip():
+                raise DeclarationError("an empty string is not a target; name a test or a file")
+            targets.append(text)
+        elif safe.fixture_name(target) is not None:
             raise DeclarationError(
-                f"target {target!r} ({type(target).__name__}) is not a test; a target is a "
+                f"target {safe.describe(target)} is a fixture, not a test. A test that uses "
+                "the fixture gets the fixture's own dependencies: declare them on the fixture "
+                "with `from pytest_depgraph import depends_on` and `@depends_on(...)` beside "
+                "`@pytest.fixture`, or name the tests it needs here"
+            )
+        elif is_test_object(target):
+            targets.append(target)
+        else:
+            plain = type(target) in (int, float, bool, type(None))
+            kind_name = f" ({type(target).__name__})" if plain else ""
+            raise DeclarationError(
+                f"target {safe.describe(target)}{kind_name} is not a test; a target is a "
                 "string (test name or node id), a test function or a test class"
             )
-        if isinstance(target, str) and not target.strip():
-            raise DeclarationError("an empty string is not a target; name a test or a file")
-    return Declaration(targets=tuple(raw.args), kind=_ON_FAILURE[on_failure], where=raw.where)
+    return Declaration(targets=tuple(targets), kind=kind, where=raw.where)
 
 
-def _is_test_object(target: object) -> bool:
-    return inspect.isclass(target) or inspect.isfunction(target) or inspect.ismethod(target)
+def is_test_object(target: object) -> bool:
+    """Whether a target is a class, a function or a method (read without touching it)."""
+    return safe.is_class(target) or safe.is_function(target) or safe.is_method(target)
 
 
 def describe_target(target: object) -> str:
-    """How a target reads in a message."""
-    if isinstance(target, str):
-        return repr(target)
-    kind = "class" if inspect.isclass(target) else "function"
-    return f"{kind} {getattr(target, '__qualname__', target)!s}"
+    """How a target reads in a message: the same in every process, shortened when long."""
+    return safe.describe(target)
 
 
 class _DependsOnDecorator(pytest.MarkDecorator):
     """``pytest.mark.depends_on``, where one function or class argument is a target.
 
-    pytest's MarkDecorator treats ``mark(f)`` with a single function or class as decorating
-    ``f``, so ``@pytest.mark.depends_on(test_create)`` would mark ``test_create`` and replace the
-    decorated test with it. For this marker the first call always takes targets; only a bare
-    ``@pytest.mark.depends_on`` above a definition still decorates (and is reported as naming
-    no target).
+    pytest's MarkDecorator treats ``mark(f)`` with a single function or class (or any callable
+    with a name) as decorating ``f``: it marks ``f`` and returns it. For this marker that
+    would mark the *target* and put it in place of the decorated test -- the test vanishes,
+    or the target is called with the test as argument. So the first call takes its arguments
+    as targets, unless the argument is certainly the definition being decorated (a bare
+    ``@pytest.mark.depends_on``, reported as naming no target). A bare marker above another
+    wrapping decorator is caught at collection (:func:`stray_marker`).
     """
 
     def __call__(self, *args: object, **kwargs: object) -> Any:
@@ -180,18 +206,51 @@ class _DependsOnDecorator(pytest.MarkDecorator):
 def _is_bare_decoration(args: tuple[object, ...], kwargs: Mapping[str, object]) -> bool:
     """Whether ``args`` is the definition being decorated rather than a target.
 
-    A target already has its name bound where the marker is written; a definition being
-    decorated does not yet (Python binds the name after all decorators ran).
+    A definition being decorated was made in the calling frame's namespace (its module, and
+    the qualified name a definition there gets), and its name is not bound yet: Python binds
+    it after all decorators ran. A target is bound already, or lives elsewhere (another
+    class, another module, an alias).
     """
-    if kwargs or len(args) != 1 or not _is_test_object(args[0]):
+    if kwargs or len(args) != 1 or not is_test_object(args[0]):
         return False
-    obj = args[0]
-    frame = sys._getframe(2)
-    name = getattr(obj, "__name__", "")
-    if frame.f_locals.get(name) is obj or frame.f_globals.get(name) is obj:
+    try:
+        return _defined_here(args[0], sys._getframe(2))
+    except Exception:  # a strange object or frame: take it as a target (never lose a test)
         return False
-    code = getattr(obj, "__code__", None)
-    return code is None or code.co_filename == frame.f_code.co_filename
+
+
+def _defined_here(obj: object, frame: Any) -> bool:
+    name = safe.text_attr(obj, "__name__")
+    qualname = safe.text_attr(obj, "__qualname__")
+    if not name or safe.text_attr(obj, "__module__") != frame.f_globals.get("__name__"):
+        return False
+    namespace = frame.f_locals
+    if namespace.get(name) is obj:
+        return False  # a target defined earlier in this module or class
+    prefix = namespace.get("__qualname__") if frame.f_code.co_name != "<module>" else None
+    if isinstance(prefix, str) and namespace is not frame.f_globals:
+        return qualname == f"{prefix}.{name}"  # a class body
+    if frame.f_code.co_name == "<module>":
+        return qualname == name
+    return qualname.endswith(f"<locals>.{name}")
+
+
+def stray_marker(name: str, obj: object) -> object | None:
+    """The test hidden behind a marker that took it for a target, else None.
+
+    A bare ``@pytest.mark.depends_on`` above a decorator that wraps the test cannot be told
+    from a target when it runs; the module then binds the test's name to the marker. Marked
+    with a no-target ``depends_on``, the test is collected and reported as naming no target.
+    """
+    if not isinstance(obj, _DependsOnDecorator) or obj.mark.kwargs or len(obj.mark.args) != 1:
+        return None
+    inner: object = obj.mark.args[0]
+    if not (safe.is_function(inner) or safe.is_class(inner)):
+        return None
+    if safe.text_attr(inner, "__name__") != name:
+        return None
+    pytest.MarkDecorator(pytest.Mark(MARKER, (), {}, _ispytest=True), _ispytest=True)(inner)
+    return inner
 
 
 def install_marker() -> None:

@@ -11,7 +11,7 @@ import pytest
 from pytest_depgraph import compat, report, selection, worker
 from pytest_depgraph.build import Result as BuildResult
 from pytest_depgraph.build import build
-from pytest_depgraph.markers import MARKER, MARKER_HELP
+from pytest_depgraph.markers import MARKER, MARKER_HELP, stray_marker
 from pytest_depgraph.options import Settings, add_options, dot_option, read_settings
 from pytest_depgraph.outcomes import OutcomeRecorder
 from pytest_depgraph.outputs import OUTPUTS_KEY, DepGraph, Outputs
@@ -146,6 +146,7 @@ class _Collection:
             pull_dependencies=not settings.no_deps,
             with_locations=_is_xdist_worker(config),
             keep_unreduced=settings.shard is not None,
+            verbosity=config.option.verbose,
         )
         if settings.timings:
             _print_timings(config, result)
@@ -248,3 +249,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         return
     skips: dict[str, str] = config.stash[SKIPS_KEY]
     report.summary(terminalreporter, plan, config.stash[RECORDER_KEY], skips)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> object:
+    # a bare @pytest.mark.depends_on above a wrapping decorator left the marker in the test's
+    # place: collect the test (its marker names no target, which is reported) instead of
+    # losing it
+    inner = stray_marker(name, obj)
+    if inner is None:
+        return None
+    return collector.ihook.pytest_pycollect_makeitem(collector=collector, name=name, obj=inner)

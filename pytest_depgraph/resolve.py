@@ -70,6 +70,8 @@ class TargetIndex:
         # keep the objects alive so their ids stay unique while the index exists
         self._objects = [*functions, *classes]
         self._contexts: dict[str, tuple[str, list[str]]] = {}
+        self._files: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
+        self._last_names: list[str] | None = None
 
     def resolve(self, target: object, nodeid: str) -> Sequence[int]:
         """Nodes a target names, for a declaration on (or inherited by) test ``nodeid``.
@@ -127,23 +129,104 @@ class TargetIndex:
         for depth in range(len(scopes), -1, -1):
             yield "::".join([module, *scopes[:depth], target])
 
+    def missing_path(self, target: str, nodeid: str) -> str:
+        """The path part of a path-qualified ``target`` when no collected file or folder is
+        there (relative to the rootdir or to the test's own folder), else ""."""
+        target = target.strip()
+        if not _starts_with_path(target):
+            return ""  # a name, or "TestX::test_y": a class-qualified name
+        path = target.split("::", 1)[0]
+        module = self._context(nodeid)[0]
+        directory = module.rpartition("/")[0]
+        tried = [path, _normalize(path)]
+        if directory and not path.startswith("/"):
+            tried.append(_normalize(f"{directory}/{path}"))
+        for candidate in tried:
+            if candidate in self._by_prefix or candidate.rstrip("/") + "/" in self._by_prefix:
+                return ""
+        return path
+
     def suggest(self, target: object, nodeid: str, limit: int = 3) -> list[str]:
-        """Close names for a target that matched nothing (difflib), best first."""
+        """Close names for a target string that matched nothing, best first; never the test
+        it is declared for.
+
+        Cheap whatever the suite: a missing file is compared with the collected files (same
+        file name first), a missing name with the names of its file, then with the distinct
+        test names of the session.
+        """
         if not isinstance(target, str):
-            name = getattr(target, "__name__", "")
-            target = str(name)
-        module, _ = _split(nodeid)
-        pool: set[str]
-        if is_path_qualified(target):
-            pool = set(self._by_prefix)
-        else:
-            # names in the same module first, then everywhere
-            local = [p[len(module) + 2 :] for p in self._by_prefix if p.startswith(module + "::")]
-            close = difflib.get_close_matches(target, local, n=limit, cutoff=0.6)
-            if close:
-                return close
-            pool = {_last_name(p) for p in self._by_prefix if "::" in p}
-        return difflib.get_close_matches(target, list(pool), n=limit, cutoff=0.6)
+            return []
+        target = target.strip()
+        module, _ = self._context(nodeid)
+        own = nodeid.split("[", 1)[0]
+        if ":" in target and "::" not in target:
+            fixed = target.replace(":", "::", 1)  # 'test_m.py:test_a'
+            if self.resolve(fixed, nodeid):
+                return [fixed]
+        if _starts_with_path(target):
+            path, sep, rest = target.partition("::")
+            missing = self.missing_path(target, nodeid)
+            if missing:
+                return [f"{p}{sep}{rest}" for p in self._close_files(missing, limit)]
+            if not sep:
+                return []
+            found = self.resolve(path, nodeid)
+            if not found:
+                return []
+            file = self.nodeids[found[0]].split("::", 1)[0]
+            pool = [n for n in self._names_of(file) if f"{file}::{n}" != own]
+            return [f"{path}::{n}" for n in difflib.get_close_matches(rest, pool, n=limit)]
+        # names in the same module first, then everywhere
+        own_name = own.split("::", 1)[-1]
+        local = [n for n in self._names_of(module) if n != own_name]
+        close = difflib.get_close_matches(target, local, n=limit)
+        if close:
+            return close
+        pool = [n for n in self._all_names() if n != own.rsplit("::", 1)[-1]]
+        return difflib.get_close_matches(target, pool, n=limit)
+
+    def _context(self, nodeid: str) -> tuple[str, list[str]]:
+        context = self._contexts.get(nodeid)
+        if context is None:
+            context = self._contexts[nodeid] = _split(nodeid)
+        return context
+
+    def _suggestion_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """File -> names in it (``test_a``, ``TestC``, ``TestC::test_x``), and file name ->
+        files; made once, when the first suggestion is asked for. O(prefixes)."""
+        if self._files is None:
+            names: dict[str, list[str]] = {}
+            for prefix in self._by_prefix:
+                file, sep, rest = prefix.partition("::")
+                if sep:
+                    names.setdefault(file, []).append(rest)
+                elif not prefix.endswith("/"):
+                    names.setdefault(file, [])
+            by_basename: dict[str, list[str]] = {}
+            for file in names:
+                by_basename.setdefault(file.rpartition("/")[2], []).append(file)
+            self._files = (names, by_basename)
+        return self._files
+
+    def _names_of(self, file: str) -> list[str]:
+        return self._suggestion_index()[0].get(file, [])
+
+    def _all_names(self) -> list[str]:
+        if self._last_names is None:
+            self._last_names = sorted(
+                {_last_name(n) for names in self._suggestion_index()[0].values() for n in names}
+            )
+        return self._last_names
+
+    def _close_files(self, path: str, limit: int) -> list[str]:
+        """Collected files like ``path``: the same file name in another folder first."""
+        by_basename = self._suggestion_index()[1]
+        base = path.rstrip("/").rpartition("/")[2]
+        same = by_basename.get(base, [])
+        if same:
+            return sorted(same)[:limit]
+        close = difflib.get_close_matches(base, list(by_basename), n=limit)
+        return [file for name in close for file in sorted(by_basename[name])][:limit]
 
 
 def _split(nodeid: str) -> tuple[str, list[str]]:

@@ -28,7 +28,7 @@ def test_unknown_target_with_suggestion(pytester: pytest.Pytester, run) -> None:
     result.stdout.fnmatch_lines(
         [
             "*ERROR collecting test_shop.py*",
-            "depgraph: test_shop.py:5: @pytest.mark.depends_on at test_shop.py:5: target "
+            "depgraph: test_shop.py:5: @pytest.mark.depends_on: target "
             "'test_crate_user' matches no collected test (declared for test_shop.py::test_buy).",
             "  Did you mean 'test_create_user'?",
             "*Interrupted: 1 error during collection*",
@@ -61,7 +61,7 @@ def test_bad_arguments(pytester: pytest.Pytester, run, args: str, message: str) 
     result = run()
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
-        [f"depgraph: test_bad.py:5: @pytest.mark.depends_on at test_bad.py:5: {message}",
+        [f"depgraph: test_bad.py:5: @pytest.mark.depends_on: {message}",
          "*declared for test_bad.py::test_b*"]
     )
     _assert_clean(result)
@@ -113,7 +113,7 @@ def test_cycle_report_with_origins(pytester: pytest.Pytester, run) -> None:
             "  test_net.py::test_a",
             "    -> test_net.py::test_b   depends_on at test_net.py:9",
             "    -> test_net.py::test_c   depends_on at test_net.py:12",
-            "    -> test_net.py::test_a   fixture 'gateway'",
+            "    -> test_net.py::test_a   fixture 'gateway' at test_net.py:4",
             "*Interrupted: 1 error during collection*",
         ]
     )
@@ -139,9 +139,10 @@ def test_every_cycle_reported_and_self_reference(pytester: pytest.Pytester, run)
     result = run()
     result.stdout.fnmatch_lines(
         [
+            "depgraph: test_c.py:9: @pytest.mark.depends_on: self reference: target 'test_self' "
+            "includes the test itself (declared for test_c.py::test_self).",
+            "  A test cannot depend on itself: remove the target that names it.",
             "depgraph: dependency cycle (2 tests)",
-            "depgraph: self reference",
-            "  test_c.py::test_self depends on itself   depends_on at test_c.py:9",
         ],
         consecutive=False,
     )
@@ -251,7 +252,7 @@ def test_bad_fixture_declaration_names_the_fixture(pytester: pytest.Pytester, ru
     result = run()
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
-        ["depgraph: test_fx.py:5: @depends_on on fixture 'token' at test_fx.py:5: "
+        ["depgraph: test_fx.py:5: @depends_on on fixture 'token': "
          "on_failure='sometimes' is not valid*"]
     )
     result.assert_outcomes(errors=1)
