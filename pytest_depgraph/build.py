@@ -65,6 +65,13 @@ class _Source(NamedTuple):
     #: positions (into all collected items) already resolved by the declaring plugin's own
     #: naming rules (pytest-dependency, pytest-order); None: resolve the targets here
     resolved: tuple[int, ...] | None = None
+    #: where the declaration was written, when that is not its origin's place (a fixture's
+    #: edges point at the fixture's definition)
+    written: str | None = None
+
+    @property
+    def where(self) -> str:
+        return self.origin.where if self.written is None else self.written
 
 
 class _Builder:
@@ -76,9 +83,9 @@ class _Builder:
         self.position = {item: i for i, item in enumerate(self.collected)}
         self.nodeids = [item.nodeid for item in self.collected]
         # pytest computes item.cls by walking up the tree: once per item is enough
-        self.functions = [getattr(item, "function", None) for item in self.collected]
+        self.functions = [safe.attr(item, "function") for item in self.collected]
         self.classes = [
-            None if isinstance(item.parent, pytest.Module) else getattr(item, "cls", None)
+            None if isinstance(item.parent, pytest.Module) else safe.attr(item, "cls")
             for item in self.collected
         ]
         self._index: TargetIndex | None = None
@@ -229,8 +236,9 @@ class _Builder:
             output = safe.attr(func, "_depgraph_output") is True
             kind = "output" if output else "fixture"
             label = f"output_fixture '{name}'" if output else f"@depends_on on fixture '{name}'"
-            # the edge's origin is the fixture's definition: a cycle report points there
-            origin = Origin(kind, definition, name)
+            # the edge's origin is the fixture's definition (an output fixture's is the
+            # output_fixture() call): a cycle report points there
+            origin = Origin(kind, where if output else definition, name)
             found, trouble = self._validated(raw, origin, label, None, True, where)
             sources += found
             problems += trouble
@@ -256,14 +264,15 @@ class _Builder:
         except DeclarationError as error:
             where = origin.where if where is None else where
             if position is None:
-                message = f"depgraph: {where}: {label}: {error}"
+                message = f"depgraph: {where}: {error}\n  ({label})"
                 report_nodeid = where.rsplit(":", 1)[0]
             else:
                 nodeid = self.nodeids[position]
-                message = f"depgraph: {where}: {label}: {error}\n  (declared for {nodeid}{{more}})"
+                message = f"depgraph: {where}: {error}\n  ({label}, declared for {nodeid}{{more}})"
                 report_nodeid = _module_of(nodeid)
             return [], [self._problem(message, report_nodeid)]
-        return [_Source(declaration, origin, label, inherited)], []
+        written = None if where is None or where == origin.where else where
+        return [_Source(declaration, origin, label, inherited, None, written)], []
 
     # -- problems ----------------------------------------------------------------------------
 
@@ -279,7 +288,7 @@ class _Builder:
         missing = self.index.missing_path(target, nodeid) if isinstance(target, str) else ""
         key = ("file", missing) if missing else ("target", text)
         self.problems.grouped(
-            key, (source.label, source.origin, text), nodeid, position,
+            key, (source.label, source.origin, source.written, text), nodeid, position,
             kind="unresolved", missing_path=safe.shorten(missing),
             hints=partial(self._hints, target, position),
             advice=UNRESOLVED_ADVICE if isinstance(target, str) else OBJECT_ADVICE,
@@ -289,7 +298,8 @@ class _Builder:
         """A target of ``source`` contains the test at ``position`` itself."""
         text = describe_target(target)
         self.problems.grouped(
-            ("self", text, str(id(source.origin))), (source.label, source.origin, text),
+            ("self", text, str(id(source.origin))),
+            (source.label, source.origin, source.written, text),
             self.nodeids[position], position, kind="self",
             advice=SELF_ADVICE_INHERITED if source.inherited else SELF_ADVICE,
         )
@@ -313,9 +323,12 @@ class _Builder:
 
     def _fixture_names(self, position: int) -> dict[str, object]:
         """Every fixture name of the session (empty when unknown: pytest's private table)."""
-        session = safe.attr(self.collected[position], "session")
-        known = safe.attr(safe.attr(session, "_fixturemanager"), "_arg2fixturedefs")
-        return known if isinstance(known, dict) else {}
+        manager = safe.attr(safe.attr(self.collected[position], "session"), "_fixturemanager")
+        for table in ("_arg2node2fixturedefs", "_arg2fixturedefs"):  # pytest >= 9, < 9
+            known = safe.attr(manager, table)
+            if isinstance(known, dict):
+                return known
+        return {}
 
     def finished_problems(self) -> list[Problem]:
         """The problems, each message saying how many tests share it."""

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
+from pytest_depgraph import safe
 from pytest_depgraph.graph import Kind, Origin
 from pytest_depgraph.locate import first_line
 from pytest_depgraph.markers import Declaration
@@ -116,12 +117,12 @@ class DependencyNames:
             mark = item.get_closest_marker(DEPENDENCY)
             if mark is None and not automark:
                 continue
-            name = mark.kwargs.get("name") if mark is not None else None
+            name = _name(mark.kwargs.get("name")) if mark is not None else ""
             if name:
-                self.named[position] = str(name)
+                self.named[position] = name
             for scope in SCOPES:
                 key = _scope_key(item, scope)
-                known = str(name) if name else default_name(item.nodeid, scope)
+                known = name if name else default_name(item.nodeid, scope)
                 if key is not None and known is not None:
                     self._by_name.setdefault((scope, key, known), []).append(position)
 
@@ -187,7 +188,7 @@ class _Compat:
             where = self.where(node, mark)
             label = f"@pytest.mark.{DEPENDENCY}"
             site = f"{label} at {where}"
-            depends = mark.kwargs.get("depends") or ()
+            depends = mark.kwargs.get("depends")
             scope = mark.kwargs.get("scope", "module")
             inherited = not isinstance(node, pytest.Item)
             for name, resolved in self._resolve_names(position, depends, scope, where, site):
@@ -210,18 +211,19 @@ class _Compat:
         self, position: int, depends: object, scope: object, where: str, site: str
     ) -> Iterator[tuple[str, tuple[int, ...]]]:
         item = self.builder.collected[position]
-        if isinstance(depends, str):
-            depends = [depends]
-        if scope not in SCOPES or not isinstance(depends, (list, tuple, set)):
-            what = (f"scope={scope!r} is not one of {', '.join(map(repr, SCOPES))}"
-                    if scope not in SCOPES else
-                    f"depends={depends!r} is not a list of test names")
+        # marker arguments are user objects: read as plain strings and lists, never compared
+        # or printed through their own methods
+        names = _depends_names(depends)
+        scope = safe.exact_str(scope) if safe.is_str(scope) else scope
+        if not (safe.is_str(scope) and scope in SCOPES) or names is None:
+            what = (f"depends={safe.describe(depends)} is not a list of test names"
+                    if names is None else
+                    f"scope={safe.describe(scope)} is not one of {', '.join(map(repr, SCOPES))}")
             self._report(position, f"depgraph: {where}: {site}: {what} "
                          f"(declared for {item.nodeid}{{more}}).")
             return
         key = _scope_key(item, str(scope))
-        for name in depends:
-            name = str(name)
+        for name in names:
             matches = self.names.lookup(str(scope), key, name) if key is not None else []
             if matches:
                 yield name, tuple(matches)
@@ -348,7 +350,8 @@ class _Compat:
             where = self.where(node, mark)
             if labels is None:
                 self._report(position, f"depgraph: {where}: @pytest.mark.{ORDER}(after="
-                             f"{after!r}): after= takes a test name or a list of test names "
+                             f"{safe.describe(after)}): after= takes a test name or a list of "
+                             "test names "
                              f"(declared for {item.nodeid}{{more}}).")
                 continue
             for label in labels:
@@ -372,7 +375,7 @@ class _Compat:
 
     def _order_matches(self, label: str, position: int, node: object) -> list[int]:
         """pytest-order's ``items_from_label`` and ``items_from_class_label``."""
-        if not isinstance(label, str):
+        if not safe.is_str(label):
             return []
         item = self.builder.collected[position]
         item_id = item.nodeid
@@ -403,8 +406,9 @@ class _Compat:
 
     def _unknown_label(self, position: int, keyword: str, label: object, where: str) -> str:
         item = self.builder.collected[position]
-        if not isinstance(label, str):
-            return (f"depgraph: {where}: @pytest.mark.{ORDER}({keyword}={label!r}): {keyword}= "
+        if not safe.is_str(label):
+            return (f"depgraph: {where}: @pytest.mark.{ORDER}({keyword}={safe.describe(label)}): "
+                    f"{keyword}= "
                     f"takes a test name or a list of test names (declared for "
                     f"{item.nodeid}{{more}}).")
         own = item.nodeid.rpartition("::")[2].partition("[")[0]
@@ -474,13 +478,39 @@ def _marker_names(items: Iterable[pytest.Item]) -> set[str]:
 
 
 def _labels(value: object) -> list[Any] | None:
-    """pytest-order's ``before=``/``after=`` as a list; None when it is neither str nor list."""
-    if value is None or value == ():
+    """pytest-order's ``before=``/``after=`` as a list; None when it is neither str nor list.
+
+    Strings come out plain (``str``), so that no user method runs on them later."""
+    if value is None:
         return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return list(value)
+    if safe.is_str(value):
+        return [safe.exact_str(value)]
+    if issubclass(type(value), (list, tuple)):
+        return [safe.exact_str(v) if safe.is_str(v) else v for v in value]  # type: ignore[attr-defined]
+    return None
+
+
+def _name(value: object) -> str:
+    """A pytest-dependency ``name=`` as a plain string ("" for none)."""
+    if value is None:
+        return ""
+    if safe.is_str(value):
+        return safe.exact_str(value)
+    return safe.describe(value)
+
+
+def _depends_names(value: object) -> list[str] | None:
+    """pytest-dependency's ``depends=`` as plain strings; None when it is not a list of names.
+    A set's names are sorted: its order differs between processes."""
+    if value is None:
+        return []
+    if safe.is_str(value):
+        return [safe.exact_str(value)] if value else []
+    kind = type(value)
+    if issubclass(kind, (list, tuple)):
+        return [_name(v) for v in value]  # type: ignore[attr-defined]
+    if issubclass(kind, (set, frozenset)):
+        return sorted(_name(v) for v in value)  # type: ignore[attr-defined]
     return None
 
 
@@ -507,28 +537,40 @@ def _depends_calls(
     function of the same globals that ``function`` calls (its names are the helper's
     arguments). O(size of the source); a function that names neither costs a set lookup per
     global name it uses."""
-    function = inspect.unwrap(function)  # type: ignore[arg-type]
-    code = getattr(function, "__code__", None)
-    if code is None:
+    # every global a test names is read here: a werkzeug LocalProxy (flask.session) raises
+    # RuntimeError on any attribute outside a request, so only real functions are looked into
+    function = _unwrapped(function)
+    if not safe.is_function(function):
         return [], []
+    code = function.__code__  # type: ignore[attr-defined]
     calls: list[_RuntimeCall] = []
     computed: list[str] = []
     if "depends" in code.co_names:
         calls, computed = _parse_depends_calls(function, code, relative)
-    namespace = getattr(function, "__globals__", {})
+    namespace = function.__globals__  # type: ignore[attr-defined]
     for name in code.co_names:
         helper = namespace.get(name)
-        helper_code = getattr(helper, "__code__", None)
+        if not safe.is_function(helper) or helper is function:
+            continue
+        helper_code = helper.__code__
         if (
-            helper_code is None
-            or helper is function
-            or "depends" not in helper_code.co_names
-            or str(getattr(helper, "__module__", "")).startswith("pytest_dependency")
+            "depends" not in helper_code.co_names
+            or safe.text_attr(helper, "__module__").startswith("pytest_dependency")
         ):
             continue
         literal, other = _parse_depends_calls(helper, helper_code, relative)
         computed.extend([call.where for call in literal] + other)
     return calls, computed
+
+
+def _unwrapped(function: object) -> object:
+    """``inspect.unwrap`` that stops at anything strange (a proxy, a loop of wrappers)."""
+    for _ in range(100):
+        inner = safe.attr(function, "__wrapped__")
+        if inner is None or inner is function:
+            break
+        function = inner
+    return function
 
 
 def _parse_depends_calls(
@@ -537,7 +579,7 @@ def _parse_depends_calls(
     try:
         lines, first = inspect.getsourcelines(function)  # type: ignore[arg-type]
         tree = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError):
+    except Exception:  # no source, or source that does not parse alone
         return [], []
     calls = []
     computed = []
@@ -627,9 +669,9 @@ def order_index(item: pytest.Item) -> int | None:
 
 def _index_of(mark: pytest.Mark) -> int | None:
     value = mark.args[0] if mark.args else mark.kwargs.get("index")
-    if isinstance(value, str):
-        value = _ORDER_WORDS.get(value)
-    if isinstance(value, int) and not isinstance(value, bool):
+    if safe.is_str(value):  # a user object: read as a plain string, never compared itself
+        value = _ORDER_WORDS.get(safe.exact_str(value))
+    if type(value) is int:
         return value
     return None
 

@@ -10,10 +10,12 @@ import inspect
 import linecache
 import re
 from pathlib import Path
+from types import CodeType
 from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_depgraph import safe
 from pytest_depgraph.markers import MARKER
 
 if TYPE_CHECKING:
@@ -44,14 +46,14 @@ class Locator:
 
     def definition(self, obj: object) -> str:
         """``file:line`` of a function's definition."""
-        code = getattr(obj, "__code__", None)
+        code = _code(obj)
         if code is None:
             return "<unknown>"
         return self.relative(f"{code.co_filename}:{code.co_firstlineno}")
 
     def mark(self, node: Node, mark: pytest.Mark) -> str:
         """``file:line`` of the decorator (or ``pytestmark``) that wrote ``mark`` on ``node``."""
-        obj = getattr(node, "obj", None)
+        obj = safe.attr(node, "obj")
         path = getattr(node, "path", None)
         if path is None:
             return node.nodeid
@@ -98,20 +100,41 @@ class Locator:
 
 def own_marks(obj: object) -> list[pytest.Mark]:
     """The marks stored on ``obj`` itself (``pytestmark`` may be one mark or a list)."""
-    stored = getattr(obj, "pytestmark", [])
-    if not isinstance(stored, (list, tuple)):
+    stored = safe.attr(obj, "pytestmark", [])
+    if type(stored) not in (list, tuple):
         stored = [stored]
-    marks = [getattr(m, "mark", m) for m in stored]
-    return [m for m in marks if isinstance(m, pytest.Mark)]
+    marks = [m.mark if issubclass(type(m), pytest.MarkDecorator) else m for m in stored]
+    return [m for m in marks if type(m) is pytest.Mark]
+
+
+def _code(obj: object) -> CodeType | None:
+    """The code of a function, or of the function it wraps (``functools.wraps``)."""
+    for _ in range(100):
+        if safe.is_function(obj):
+            inner = safe.attr(obj, "__wrapped__")
+            if inner is None:
+                code: CodeType = obj.__code__  # type: ignore[attr-defined]
+                return code
+            obj = inner
+        elif safe.is_method(obj):
+            obj = safe.attr(obj, "__func__")
+        else:
+            inner = safe.attr(obj, "__wrapped__") or safe.attr(obj, "_fixture_function")
+            if inner is None:
+                return None
+            obj = inner
+    return None
 
 
 def first_line(obj: object) -> int:
     """The first line of a function's or class's definition (its first decorator); 0 if
     unknown."""
-    code = getattr(obj, "__code__", None)
+    code = _code(obj)
     if code is not None:
         return int(code.co_firstlineno)
+    if not safe.is_class(obj):
+        return 0
     try:
         return inspect.getsourcelines(obj)[1]  # type: ignore[arg-type]
-    except (OSError, TypeError):
+    except Exception:  # no source (a class made at run time), or a strange one
         return 0

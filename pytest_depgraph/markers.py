@@ -158,7 +158,7 @@ def validate(raw: RawDeclaration) -> Declaration:
             targets.append(text)
         elif safe.fixture_name(target) is not None:
             raise DeclarationError(
-                f"target {safe.describe(target)} is a fixture, not a test. A test that uses "
+                f"the target is {safe.describe(target)}, not a test. A test that uses "
                 "the fixture gets the fixture's own dependencies: declare them on the fixture "
                 "with `from pytest_depgraph import depends_on` and `@depends_on(...)` beside "
                 "`@pytest.fixture`, or name the tests it needs here"

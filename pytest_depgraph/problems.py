@@ -41,11 +41,14 @@ class _Site:
 
     label: str
     origin: Origin
+    #: where it was written, when that is not the origin's place
+    written: str | None
     text: str
     tests: list[str] = field(default_factory=list)
 
     def line(self, what: str) -> str:
-        return f"{self.origin.where}: {self.label}: {what} (declared for {self.declared()})"
+        where = self.origin.where if self.written is None else self.written
+        return f"{where}: {what} ({self.label}, declared for {self.declared()})"
 
     def declared(self) -> str:
         more = len(self.tests) - 1
@@ -90,7 +93,7 @@ class Problems:
     def grouped(
         self,
         key: tuple[str, ...],
-        site: tuple[str, Origin, str],
+        site: tuple[str, Origin, str | None, str],
         nodeid: str,
         position: int,
         *,
@@ -99,17 +102,17 @@ class Problems:
         hints: Callable[[], list[str]] = list,
         advice: str = "",
     ) -> None:
-        """Record that the declaration ``site`` (label, origin, target text) fails for the
-        cause ``key`` on the test ``nodeid``."""
+        """Record that the declaration ``site`` (label, origin, where written, target text)
+        fails for the cause ``key`` on the test ``nodeid``."""
         group = self._groups.get(key)
         if group is None:
             problem = Problem("", nodeid.split("::", 1)[0])
             group = self._groups[key] = _Group(kind, missing_path, problem, hints, advice)
             self._order.append(group)
-        label, origin, text = site
+        label, origin, written, text = site
         found = group.sites.get((id(origin), text))
         if found is None:
-            found = group.sites[(id(origin), text)] = _Site(label, origin, text)
+            found = group.sites[(id(origin), text)] = _Site(label, origin, written, text)
         if not found.tests or found.tests[-1] != nodeid:
             found.tests.append(nodeid)
         group.problem.items.add(position)

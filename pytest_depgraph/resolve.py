@@ -12,6 +12,8 @@ import difflib
 import posixpath
 from collections.abc import Iterator, Sequence
 
+from pytest_depgraph import safe
+
 
 def boundary_prefixes(nodeid: str) -> list[str]:
     """Every prefix of ``nodeid`` that ends at a ``/``, ``::`` or ``[`` boundary, and the id.
@@ -79,8 +81,10 @@ class TargetIndex:
         An empty sequence means no match. The result is shared: do not change it.
         """
         if isinstance(target, str):
-            return self._resolve_string(target.strip(), nodeid)
-        function = getattr(target, "__func__", target)
+            return self._resolve_string(safe.exact_str(target).strip(), nodeid)
+        # a target is any object: it is looked up by identity, never asked anything but a
+        # method's function
+        function = safe.attr(target, "__func__", target) if safe.is_method(target) else target
         return self._by_function.get(id(function)) or self._by_class.get(id(target)) or ()
 
     def _resolve_string(self, target: str, nodeid: str) -> Sequence[int]:

@@ -10,7 +10,10 @@ xdist workers, which compare what they built.
 from __future__ import annotations
 
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing import TypeGuard
 
 #: longest text (target string, node id part) shown whole in a message
 TEXT_LIMIT = 120
@@ -38,7 +41,7 @@ def exact_str(value: str) -> str:
     return str.__str__(value)
 
 
-def is_str(obj: object) -> bool:
+def is_str(obj: object) -> TypeGuard[str]:
     return issubclass(type(obj), str)
 
 
@@ -123,7 +126,7 @@ def _container(obj: Any) -> str:
 
 def _describe(obj: object) -> str:
     if is_str(obj):
-        return quoted(exact_str(obj))  # type: ignore[arg-type]
+        return quoted(exact_str(obj))
     kind = type(obj)
     if kind in _PLAIN:
         try:

@@ -28,8 +28,8 @@ def test_unknown_target_with_suggestion(pytester: pytest.Pytester, run) -> None:
     result.stdout.fnmatch_lines(
         [
             "*ERROR collecting test_shop.py*",
-            "depgraph: test_shop.py:5: @pytest.mark.depends_on: target "
-            "'test_crate_user' matches no collected test (declared for test_shop.py::test_buy).",
+            "depgraph: test_shop.py:5: target 'test_crate_user' matches no collected test "
+            "(@pytest.mark.depends_on, declared for test_shop.py::test_buy).",
             "  Did you mean 'test_create_user'?",
             "*Interrupted: 1 error during collection*",
         ]
@@ -61,8 +61,8 @@ def test_bad_arguments(pytester: pytest.Pytester, run, args: str, message: str) 
     result = run()
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
-        [f"depgraph: test_bad.py:5: @pytest.mark.depends_on: {message}",
-         "*declared for test_bad.py::test_b*"]
+        [f"depgraph: test_bad.py:5: {message}",
+         "  (@pytest.mark.depends_on, declared for test_bad.py::test_b)"]
     )
     _assert_clean(result)
 
@@ -139,8 +139,8 @@ def test_every_cycle_reported_and_self_reference(pytester: pytest.Pytester, run)
     result = run()
     result.stdout.fnmatch_lines(
         [
-            "depgraph: test_c.py:9: @pytest.mark.depends_on: self reference: target 'test_self' "
-            "includes the test itself (declared for test_c.py::test_self).",
+            "depgraph: test_c.py:9: self reference: target 'test_self' includes the test itself "
+            "(@pytest.mark.depends_on, declared for test_c.py::test_self).",
             "  A test cannot depend on itself: remove the target that names it.",
             "depgraph: dependency cycle (2 tests)",
         ],
@@ -252,8 +252,8 @@ def test_bad_fixture_declaration_names_the_fixture(pytester: pytest.Pytester, ru
     result = run()
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
-        ["depgraph: test_fx.py:5: @depends_on on fixture 'token': "
-         "on_failure='sometimes' is not valid*"]
+        ["depgraph: test_fx.py:5: on_failure='sometimes' is not valid*",
+         "  (@depends_on on fixture 'token')"]
     )
     result.assert_outcomes(errors=1)
     _assert_clean(result)
