@@ -316,7 +316,12 @@ class _Builder:
                 "pytest_depgraph import depends_on` and `@depends_on(...)` beside "
                 "`@pytest.fixture`, and request the fixture in the test."
             ]
-        suggestions = self.index.suggest(name, self.nodeids[position])
+        nodeid = self.nodeids[position]
+        # never the declaring test itself
+        suggestions = [
+            s for s in self.index.suggest(name, nodeid)
+            if position not in self.index.resolve(s, nodeid)
+        ]
         if not suggestions:
             return []
         return ["  Did you mean " + " or ".join(safe.quoted(s) for s in suggestions) + "?"]

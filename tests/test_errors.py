@@ -257,3 +257,212 @@ def test_bad_fixture_declaration_names_the_fixture(pytester: pytest.Pytester, ru
     )
     result.assert_outcomes(errors=1)
     _assert_clean(result)
+
+
+@pytest.mark.parametrize("value", ['["skip"]', "{}", "None", "1", "True"])
+def test_on_failure_of_any_type_is_a_clean_error(
+    pytester: pytest.Pytester, run, value: str
+) -> None:
+    """An unhashable on_failure (a list, a dict) used to be an INTERNALERROR."""
+    pytester.makepyfile(
+        test_of=f"""
+        import pytest
+        from pytest_depgraph import depends_on
+
+        def test_a(): pass
+
+        @pytest.mark.depends_on("test_a", on_failure={value})
+        def test_b(): pass
+
+        @pytest.fixture
+        @depends_on("test_a", on_failure={value})
+        def token(): pass
+
+        def test_c(token): pass
+        """
+    )
+    result = run()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    shown = {"None": "None", "1": "1", "True": "True", "{}": "{}", '["skip"]': "['skip']"}[value]
+    out = result.stdout.str()
+    assert (
+        f"depgraph: test_of.py:6: on_failure={shown} is not valid; use on_failure='skip' (run "
+        "only if the targets passed) or on_failure='run' (order only)\n"
+        "  (@pytest.mark.depends_on, declared for test_of.py::test_b)\n"
+    ) in out
+    assert (
+        f"depgraph: test_of.py:10: on_failure={shown} is not valid; use on_failure='skip' (run "
+        "only if the targets passed) or on_failure='run' (order only)\n"
+        "  (@depends_on on fixture 'token')\n"
+    ) in out
+    _assert_clean(result)
+
+
+def test_messages_hint_what_was_meant(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(
+        test_m="""
+        import pytest
+        from pytest_depgraph import output_fixture
+
+        @pytest.fixture
+        def db(): return 1
+
+        def test_a(): pass
+
+        @pytest.mark.depends_on("test_m.py:test_a")
+        def test_one_colon(): pass
+
+        @pytest.mark.depends_on("test_one_colonn")
+        def test_one_colonn2(): pass
+
+        @pytest.mark.depends_on("db")
+        def test_fixture_name(): pass
+
+        vpc_id = output_fixture("test_create_vpc", "vpc_id")
+
+        def test_subnet(vpc_id): pass
+        """
+    )
+    result = run()
+    result.stdout.fnmatch_lines(
+        [
+            "depgraph: test_m.py:9: target 'test_m.py:test_a' matches no collected test "
+            "(@pytest.mark.depends_on, declared for test_m.py::test_one_colon).",
+            "  Did you mean 'test_m.py::test_a'?",
+            # the declaring test itself is never offered
+            "depgraph: test_m.py:12: target 'test_one_colonn' matches no collected test *",
+            "  Did you mean 'test_one_colon'?",
+            "depgraph: test_m.py:15: target 'db' matches no collected test *",
+            "  'db' is a fixture, not a test. A test that uses a fixture gets the fixture's own "
+            "dependencies: declare them on the fixture with *",
+            "depgraph: test_m.py:18: target 'test_create_vpc' matches no collected test "
+            "(output_fixture 'vpc_id', declared for test_m.py::test_subnet).",
+        ],
+        consecutive=False,
+    )
+    assert "or 'test_one_colonn2'" not in result.stdout.str()
+    _assert_clean(result)
+
+
+def test_class_and_module_markers_naming_themselves_are_self_references(
+    pytester: pytest.Pytester, run
+) -> None:
+    pytester.makepyfile(
+        test_own_class="""
+        import pytest
+
+        @pytest.mark.depends_on("TestOwn")
+        class TestOwn:
+            def test_1(self): pass
+            def test_2(self): pass
+        """,
+        test_own_file="""
+        import pytest
+        pytestmark = pytest.mark.depends_on("test_own_file.py")
+
+        def test_x(): pass
+        def test_y(): pass
+        """,
+    )
+    result = run()
+    result.stdout.fnmatch_lines(
+        [
+            "depgraph: test_own_class.py:3: self reference: target 'TestOwn' includes the test "
+            "itself (@pytest.mark.depends_on, declared for test_own_class.py::TestOwn::test_1 "
+            "and 1 more test).",
+            "  A marker on a class or module applies to each of its tests, so a target that "
+            "contains them names each test itself*",
+            "depgraph: test_own_file.py:2: self reference: target 'test_own_file.py' includes "
+            "the test itself (@pytest.mark.depends_on, declared for test_own_file.py::test_x "
+            "and 1 more test).",
+        ],
+        consecutive=False,
+    )
+    assert "dependency cycle" not in result.stdout.str()
+    assert "2 errors during collection" in result.stdout.str()
+
+
+def test_errors_sharing_a_cause_are_grouped_and_capped(pytester: pytest.Pytester, run) -> None:
+    """Thirty markers naming a renamed file: one error listing three of them and a count;
+    -v lists them all. A huge target string is shortened."""
+    markers = "\n".join(
+        f"@pytest.mark.depends_on('test_old.py::test_{k}')\ndef test_{k}(): pass\n"
+        for k in range(30)
+    )
+    pytester.makepyfile(
+        test_new=f"import pytest\n\n{markers}\n"
+        "@pytest.mark.depends_on('x' * 1_000_000)\ndef test_huge(): pass\n",
+        test_olds="def test_0(): pass\n",
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.stdout.fnmatch_lines(
+        [
+            "depgraph: test_new.py:3: target 'test_old.py::test_0' matches no collected test: "
+            "test_old.py is not a collected file or folder (@pytest.mark.depends_on, declared "
+            "for test_new.py::test_0).",
+            "  29 more declarations name that file or folder:",
+            "    test_new.py:6: target 'test_old.py::test_1' (@pytest.mark.depends_on, declared "
+            "for test_new.py::test_1)",
+            "    test_new.py:9: target *",
+            "    test_new.py:12: target *",
+            "    … and 26 more (-v shows all)",
+            "  Did you mean 'test_olds.py::test_0'?",
+            "depgraph: test_new.py:93: target 'xxx*x'…'xxx*x' (1,000,000 characters) matches no "
+            "collected test*",
+        ]
+    )
+    assert "2 errors during collection" in result.stdout.str()
+    assert len(result.stdout.str()) < 10_000
+    verbose = run()  # -v
+    assert "… and" not in verbose.stdout.str()
+    verbose.stdout.fnmatch_lines(["    test_new.py:90: target 'test_old.py::test_29' *"])
+
+
+def test_many_errors_and_long_cycles_are_capped(pytester: pytest.Pytester, run) -> None:
+    unknown = "\n".join(
+        f"@pytest.mark.depends_on('test_gone_{k}')\ndef test_u{k}(): pass\n" for k in range(25)
+    )
+    loop = "\n".join(
+        f"@pytest.mark.depends_on('test_c{(k + 1) % 30}')\ndef test_c{k}(): pass\n"
+        for k in range(30)
+    )
+    pytester.makepyfile(test_many=f"import pytest\n\n{unknown}\n{loop}\n")
+    result = pytester.runpytest("-p", "no:randomly")
+    out = result.stdout.str()
+    assert out.count("matches no collected test") == 19 + 3  # 19 errors, 3 in the summary
+    result.stdout.fnmatch_lines(
+        [
+            "depgraph: 7 more dependency errors (-v shows all):",
+            "  depgraph: test_many.py:60: target 'test_gone_19' matches no collected test *",
+            "  … and 4 more",
+        ]
+    )
+    assert "20 errors during collection" in out
+    assert "dependency cycle" not in out  # the cycle is among the errors summed up
+    verbose = run()  # -v
+    verbose.stdout.fnmatch_lines(
+        ["depgraph: dependency cycle (30 tests)", "  test_many.py::test_c0"]
+    )
+    assert "more (-v shows all)" not in verbose.stdout.str()
+    assert "26 errors during collection" in verbose.stdout.str()
+
+
+def test_long_cycle_is_shortened(pytester: pytest.Pytester, run) -> None:
+    loop = "\n".join(
+        f"@pytest.mark.depends_on('test_c{(k + 1) % 30}')\ndef test_c{k}(): pass\n"
+        for k in range(30)
+    )
+    pytester.makepyfile(test_loop=f"import pytest\n\n{loop}\n")
+    result = pytester.runpytest("-p", "no:randomly")
+    result.stdout.fnmatch_lines(
+        [
+            "depgraph: dependency cycle (30 tests)",
+            "  test_loop.py::test_c0",
+            "    -> test_loop.py::test_c1    depends_on at test_loop.py:3",
+            "*",
+            "    -> test_loop.py::test_c10   depends_on at test_loop.py:30",
+            "    … 19 more (-v shows all)",
+            "    -> test_loop.py::test_c0    depends_on at test_loop.py:90",
+            "  A test cannot run before itself*",
+        ]
+    )

@@ -1,0 +1,169 @@
+"""Every form of a ``depends_on`` target gives an edge or a clear error, and never changes what
+is collected (pytest's MarkDecorator takes a lone function or class for the decorated test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .test_errors import _assert_clean
+
+HELPERS = """
+class TestK:
+    def test_k(self): pass
+"""
+
+TARGETS = """
+import pytest
+import test_helpers
+from test_helpers import TestK as D
+
+class TestHelpers:
+    def test_setup(self): pass
+
+def test_first(): pass
+
+@pytest.mark.depends_on(TestHelpers.test_setup)
+def test_attribute(): pass
+
+@pytest.mark.depends_on(test_helpers.TestK)
+def test_module_class(): pass
+
+@pytest.mark.depends_on(D)
+def test_alias(): pass
+
+@pytest.mark.depends_on(TestHelpers().test_setup)
+def test_bound_method(): pass
+
+@pytest.mark.depends_on(test_first)
+def test_function(): pass
+
+@pytest.mark.depends_on(TestHelpers)
+class TestOnClass:
+    def test_in_class(self): pass
+"""
+
+EXPECTED = {
+    "test_helpers.py::TestK::test_k",
+    "test_targets.py::TestHelpers::test_setup",
+    "test_targets.py::test_first",
+    "test_targets.py::test_attribute",
+    "test_targets.py::test_module_class",
+    "test_targets.py::test_alias",
+    "test_targets.py::test_bound_method",
+    "test_targets.py::test_function",
+    "test_targets.py::TestOnClass::test_in_class",
+}
+
+
+def _collected(result: pytest.RunResult) -> set[str]:
+    return {line for line in result.outlines if "::" in line and " " not in line}
+
+
+def test_object_targets_give_edges_and_keep_every_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_helpers=HELPERS, test_targets=TARGETS)
+    assert _collected(pytester.runpytest("--collect-only", "-q")) == EXPECTED
+    result = pytester.runpytest("-v", "-p", "no:randomly")
+    result.assert_outcomes(passed=len(EXPECTED))
+    # every marker is an edge: the dependents run after their targets
+    order = [line.split(" ")[0] for line in result.outlines if " PASSED" in line]
+    for dependent, dependency in [
+        ("test_attribute", "TestHelpers::test_setup"),
+        ("test_module_class", "TestK::test_k"),
+        ("test_alias", "TestK::test_k"),
+        ("test_bound_method", "TestHelpers::test_setup"),
+        ("test_function", "test_first"),
+        ("test_in_class", "TestHelpers::test_setup"),
+    ]:
+        position = {n.split(".py::", 1)[1]: k for k, n in enumerate(order)}
+        assert position[dependency] < position[f"TestOnClass::{dependent}"
+                                                if dependent == "test_in_class" else dependent]
+    result.stdout.fnmatch_lines(["*6 edges (6 explicit*"])
+
+
+def test_other_objects_are_clear_errors_and_lose_no_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_odd="""
+        import functools
+        import pytest
+
+        def wrap(f):
+            @functools.wraps(f)
+            def wrapper(*a, **k):
+                return f(*a, **k)
+            return wrapper
+
+        class NotATest:
+            def method(self): pass
+
+        @pytest.mark.depends_on(int)
+        def test_builtin_class(): pass
+
+        @pytest.mark.depends_on(len)
+        def test_builtin_function(): pass
+
+        @pytest.mark.depends_on(NotATest.method)
+        def test_not_collected(): pass
+
+        @pytest.mark.depends_on
+        def test_bare(): pass
+
+        @pytest.mark.depends_on
+        @wrap
+        def test_bare_above_wrapper(): pass
+        """
+    )
+    ids = {f"test_odd.py::{name}" for name in (
+        "test_builtin_class", "test_builtin_function", "test_not_collected", "test_bare",
+        "test_bare_above_wrapper")}
+    assert _collected(pytester.runpytest("--collect-only", "-q")) == ids
+    result = pytester.runpytest("-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "depgraph: test_odd.py:13: target class int matches no collected test "
+            "(@pytest.mark.depends_on, declared for test_odd.py::test_builtin_class).",
+            "depgraph: test_odd.py:16: target built-in len is not a test; *",
+            "depgraph: test_odd.py:19: target function test_odd.NotATest.method matches no "
+            "collected test *",
+            "depgraph: test_odd.py:22: depends_on() names no target; *",
+            "  (@pytest.mark.depends_on, declared for test_odd.py::test_bare)",
+            "depgraph: test_odd.py:25: depends_on() names no target; *",
+            "  (@pytest.mark.depends_on, declared for test_odd.py::test_bare_above_wrapper)",
+        ],
+        consecutive=False,
+    )
+    assert "5 errors during collection" in result.stdout.str()
+    _assert_clean(result)
+
+
+FIXTURE_TARGET = """
+import pytest
+
+@pytest.fixture
+def user():
+    return 1
+
+@pytest.mark.depends_on(user)
+def test_b(): pass
+
+def test_c(): pass
+"""
+
+
+def test_error_messages_are_the_same_in_every_process(pytester: pytest.Pytester) -> None:
+    """A fixture object as target: described by kind and name, never by repr (an address),
+    so two xdist workers report it once and agree on the graph; same exit code as serially."""
+    pytester.makepyfile(test_fixture_target=FIXTURE_TARGET)
+    serial = pytester.runpytest("-p", "no:randomly")
+    parallel = pytester.runpytest("-p", "no:randomly", "-n", "2")
+    message = (
+        "depgraph: test_fixture_target.py:7: the target is fixture 'user', not a test. A test "
+        "that uses the fixture gets the fixture's own dependencies*"
+    )
+    for result in (serial, parallel):
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        result.stdout.fnmatch_lines([message, "*Interrupted: 1 error during collection*"])
+        assert result.stdout.str().count("ERROR collecting") == 1
+        assert "0x" not in result.stdout.str()
+        assert "different dependency graphs" not in result.stdout.str()
+        _assert_clean(result)
