@@ -689,3 +689,38 @@ def test_dependency_installed_options_keep_their_meaning(pytester: pytest.Pytest
     result = run(pytester, "serial", "-p", "dependency", "--ignore-unknown-dependency")
     assert names(result) == ["test_plain", "test_use"]
     expect(pytester, {"test_opts.py::test_plain": "passed", "test_opts.py::test_use": "passed"})
+
+
+FLASK_SESSION = """
+import pytest
+from flask import session
+
+@pytest.mark.dependency()
+def test_login():
+    pass
+
+@pytest.mark.dependency(depends=["test_login"])
+def test_profile():
+    pass
+
+def test_no_request():
+    with pytest.raises(RuntimeError):
+        session.get("user")
+"""
+
+
+@MODES
+def test_globals_that_raise_on_any_attribute_do_not_stop_collection(
+    pytester: pytest.Pytester, mode: str
+) -> None:
+    """``flask.session`` (a werkzeug LocalProxy) raises RuntimeError on any attribute outside a
+    request; the runtime-``depends()`` scan reads every global a test names, and used to end
+    the run with an INTERNALERROR ("no tests ran", exit 3)."""
+    pytest.importorskip("flask")
+    pytester.makepyfile(test_flask=FLASK_SESSION)
+    result = run(pytester, mode, *NO_DEPENDENCY)
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=3)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    expect(pytester, {f"test_flask.py::{name}": "passed"
+                      for name in ("test_login", "test_profile", "test_no_request")})
