@@ -53,16 +53,17 @@ class DeclarationError(Exception):
     """A ``depends_on`` whose arguments are wrong; the message is for a person."""
 
 
-def depends_on(*targets: object, on_failure: str = "skip") -> Callable[[F], F]:
+def depends_on(*targets: object, on_failure: str = "skip", **unknown: object) -> Callable[[F], F]:
     """Declare dependencies on a fixture: every test using the fixture gets them.
 
     Takes exactly the arguments of ``@pytest.mark.depends_on`` and works above or below
     ``@pytest.fixture``. Targets are resolved as if the marker were written on each test
-    whose fixture closure contains the fixture.
+    whose fixture closure contains the fixture. An unknown keyword is reported at collection,
+    as the marker's is.
     """
     frame = sys._getframe(1)
     raw = RawDeclaration(
-        args=targets, kwargs={"on_failure": on_failure},
+        args=targets, kwargs={"on_failure": on_failure, **unknown},
         where=f"{frame.f_code.co_filename}:{frame.f_lineno}",
     )
 

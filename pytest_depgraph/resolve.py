@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import difflib
 import posixpath
+import types
 from collections.abc import Iterator, Sequence
-
-from pytest_depgraph import safe
 
 
 def boundary_prefixes(nodeid: str) -> list[str]:
@@ -81,10 +80,11 @@ class TargetIndex:
         An empty sequence means no match. The result is shared: do not change it.
         """
         if isinstance(target, str):
-            return self._resolve_string(safe.exact_str(target).strip(), nodeid)
+            # a str subclass's own methods are never called
+            return self._resolve_string(str.__str__(target).strip(), nodeid)
         # a target is any object: it is looked up by identity, never asked anything but a
         # method's function
-        function = safe.attr(target, "__func__", target) if safe.is_method(target) else target
+        function = target.__func__ if type(target) is types.MethodType else target
         return self._by_function.get(id(function)) or self._by_class.get(id(target)) or ()
 
     def _resolve_string(self, target: str, nodeid: str) -> Sequence[int]:
