@@ -140,6 +140,8 @@ class TargetIndex:
         if not _starts_with_path(target):
             return ""  # a name, or "TestX::test_y": a class-qualified name
         path = target.split("::", 1)[0]
+        if ":" in path:
+            return ""  # 'tests/test_m.py:test_a': a node id with one colon, not a path
         module = self._context(nodeid)[0]
         directory = module.rpartition("/")[0]
         tried = [path, _normalize(path)]
@@ -171,7 +173,8 @@ class TargetIndex:
             path, sep, rest = target.partition("::")
             missing = self.missing_path(target, nodeid)
             if missing:
-                return [f"{p}{sep}{rest}" for p in self._close_files(missing, limit)]
+                moved = (f"{p}{sep}{rest}" for p in self._close_files(missing, limit))
+                return [target for target in moved if self.resolve(target, nodeid)]
             if not sep:
                 return []
             found = self.resolve(path, nodeid)

@@ -1,0 +1,128 @@
+"""Collection with many bad declarations: time and size of the report.
+
+Generates a suite of MODULES x TESTS no-op tests under ``tests/`` and adds one kind of
+trouble, then runs ``pytest --collect-only -qq`` on it with the plugin and without it
+(``-p no:depgraph``), and prints one Markdown row per scenario: wall time of each, and the
+bytes and lines the plugin's run printed.
+
+Scenarios:
+
+* ``renamed``: 1,000 tests each depend on a test of ``tests/test_old.py``, a file that was
+  renamed (the same missing file, 1,000 markers);
+* ``distinct``: 2,000 tests each depend on a different missing test of an existing file
+  (2,000 different causes);
+* ``cycle``: 2,000 tests in one dependency cycle;
+* ``huge``: one target string of 1 MB.
+
+``--code DIR`` runs the plugin from another checkout's ``pytest_depgraph`` (for a before /
+after comparison: ``git worktree add /tmp/before main`` then ``--code /tmp/before``).
+
+Run from the repository root::
+
+    python bench/errors_bench.py [--scenarios renamed,distinct,cycle,huge] [--code DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MODULES = 100
+TESTS = 100
+
+#: runs pytest with the plugin imported from ``sys.argv[1]`` (a checkout) when given: the
+#: editable install's finder would otherwise win over sys.path
+RUNNER = """
+import sys
+code = sys.argv.pop(1)
+if code:
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f)]
+    sys.path.insert(0, code)
+import pytest
+sys.exit(pytest.main(sys.argv[1:]))
+"""
+
+
+def _module(index: int, markers: dict[int, str]) -> str:
+    lines = ["import pytest", ""]
+    for test in range(TESTS):
+        number = index * TESTS + test
+        if number in markers:
+            lines.append(f"@pytest.mark.depends_on({markers[number]})")
+        lines.append(f"def test_{test}(): pass")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def generate(root: Path, scenario: str) -> None:
+    """Write the suite of ``scenario`` under ``root``."""
+    markers: dict[int, str] = {}
+    count = MODULES * TESTS
+    if scenario == "renamed":
+        for k in range(1000):
+            markers[k * count // 1000] = repr(f"tests/test_old.py::test_{k % TESTS}")
+    elif scenario == "distinct":
+        for k in range(2000):
+            markers[k * count // 2000] = repr(f"tests/test_mod_{k % MODULES}.py::test_nope_{k}")
+    elif scenario == "cycle":
+        # test i of the first 20 modules depends on test i+1; the last on the first
+        length = 2000
+        for k in range(length):
+            nxt = (k + 1) % length
+            markers[k] = repr(f"tests/test_mod_{nxt // TESTS}.py::test_{nxt % TESTS}")
+    elif scenario == "huge":
+        markers[0] = repr("x" * 1_000_000)
+    tests = root / "tests"
+    tests.mkdir(parents=True)
+    for index in range(MODULES):
+        (tests / f"test_mod_{index}.py").write_text(_module(index, markers))
+
+
+def run(root: Path, code: str, *args: str) -> tuple[float, bytes]:
+    command = [sys.executable, "-c", RUNNER, code, "--collect-only", "-qq", "-p", "no:randomly",
+               "-p", "no:cacheprovider", *args]
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=root, capture_output=True, check=False)
+    return time.perf_counter() - start, done.stdout + done.stderr
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", default="renamed,distinct,cycle,huge")
+    parser.add_argument("--code", default="", help="a checkout whose pytest_depgraph to run")
+    parser.add_argument("--keep", action="store_true", help="keep the generated suites")
+    options = parser.parse_args()
+    code = options.code or "this checkout"
+    print(f"{MODULES * TESTS:,} tests; `--collect-only -qq`; code: {code}")
+    print()
+    print("| scenario | without plugin | with plugin | printed | lines | errors line |")
+    print("|---|---|---|---|---|---|")
+    for scenario in options.scenarios.split(","):
+        root = Path(tempfile.mkdtemp(prefix=f"depgraph-errors-{scenario}-"))
+        try:
+            generate(root, scenario)
+            run(root, "", "-p", "no:depgraph")  # writes the byte code: not timed
+            plain, _ = run(root, "", "-p", "no:depgraph")
+            print(f"{scenario}: plain {plain:.1f} s", file=sys.stderr)
+            took, output = run(root, options.code)
+            text = output.decode("utf-8", "replace")
+            last = text.strip().splitlines()[-1] if text.strip() else ""
+            print(
+                f"| {scenario} | {plain:.1f} s | {took:.1f} s | {len(output) / 1024:,.0f} KB "
+                f"| {text.count(chr(10)):,} | `{last.strip('= ')}` |",
+                flush=True,
+            )
+        finally:
+            if options.keep:
+                print(f"kept {root}", file=sys.stderr)
+            else:
+                shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
