@@ -69,10 +69,6 @@ class _Source(NamedTuple):
     #: edges point at the fixture's definition)
     written: str | None = None
 
-    @property
-    def where(self) -> str:
-        return self.origin.where if self.written is None else self.written
-
 
 class _Builder:
     def __init__(
