@@ -229,7 +229,7 @@ def _defined_here(obj: object, frame: Any) -> bool:
     if namespace.get(name) is obj:
         return False  # a target defined earlier in this module or class
     prefix = namespace.get("__qualname__") if frame.f_code.co_name != "<module>" else None
-    if isinstance(prefix, str) and namespace is not frame.f_globals:
+    if safe.is_str(prefix) and namespace is not frame.f_globals:
         return qualname == f"{prefix}.{name}"  # a class body
     if frame.f_code.co_name == "<module>":
         return qualname == name
@@ -243,7 +243,12 @@ def stray_marker(name: str, obj: object) -> object | None:
     from a target when it runs; the module then binds the test's name to the marker. Marked
     with a no-target ``depends_on``, the test is collected and reported as naming no target.
     """
-    if not isinstance(obj, _DependsOnDecorator) or obj.mark.kwargs or len(obj.mark.args) != 1:
+    # called for every name of every test module: ``isinstance`` would ask a proxy for its
+    # ``__class__``, which may raise
+    if not issubclass(type(obj), _DependsOnDecorator):
+        return None
+    assert isinstance(obj, _DependsOnDecorator)
+    if obj.mark.kwargs or len(obj.mark.args) != 1:
         return None
     inner: object = obj.mark.args[0]
     if not (safe.is_function(inner) or safe.is_class(inner)):

@@ -79,7 +79,7 @@ class TargetIndex:
 
         An empty sequence means no match. The result is shared: do not change it.
         """
-        if isinstance(target, str):
+        if issubclass(type(target), str):
             # a str subclass's own methods are never called
             return self._resolve_string(str.__str__(target).strip(), nodeid)
         # a target is any object: it is looked up by identity, never asked anything but a

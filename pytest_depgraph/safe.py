@@ -33,7 +33,7 @@ def text_attr(obj: object, name: str) -> str:
     """A string attribute such as ``__name__`` or ``__qualname__``; "" when absent or not a
     string."""
     value = attr(obj, name, "")
-    return str.__str__(value) if isinstance(value, str) else ""
+    return str.__str__(value) if is_str(value) else ""
 
 
 def exact_str(value: str) -> str:
@@ -89,13 +89,13 @@ def fixture_name(obj: object) -> str | None:
     """The name of a fixture (``@pytest.fixture`` applied to a function), else None."""
     if type(obj).__name__ == "FixtureFunctionDefinition":  # pytest >= 8.4
         name = attr(obj, "name")
-        return name if isinstance(name, str) else text_attr(attr(obj, "_fixture_function"),
+        return str.__str__(name) if is_str(name) else text_attr(attr(obj, "_fixture_function"),
                                                              "__name__")
     marker = attr(obj, "_pytestfixturefunction") if is_function(obj) else None  # pytest < 8.4
     if marker is None:
         return None
     name = attr(marker, "name")
-    return name if isinstance(name, str) else text_attr(obj, "__name__")
+    return str.__str__(name) if is_str(name) else text_attr(obj, "__name__")
 
 
 def describe(obj: object) -> str:

@@ -167,3 +167,39 @@ def test_error_messages_are_the_same_in_every_process(pytester: pytest.Pytester)
         assert "0x" not in result.stdout.str()
         assert "different dependency graphs" not in result.stdout.str()
         _assert_clean(result)
+
+
+def test_module_globals_that_raise_on_any_access_are_left_alone(
+    pytester: pytest.Pytester,
+) -> None:
+    """The plugin looks at every name of a test module (a marker left in a test's place) and
+    at every global a test names (pytest-dependency's runtime calls): an object that raises
+    even when asked for its class must not stop collection (pytest's own collector copes
+    with it where its name is not a test's)."""
+    pytester.makepyfile(
+        test_globals="""
+        import pytest
+
+        class Hostile:
+            @property
+            def __class__(self):
+                raise RuntimeError("no class")
+
+            def __getattr__(self, name):
+                raise RuntimeError(f"no {name}")
+
+        connection = Hostile()
+
+        @pytest.mark.dependency()
+        def test_a():
+            assert connection is not None
+
+        @pytest.mark.dependency(depends=["test_a"])
+        @pytest.mark.depends_on(test_a)
+        def test_b():
+            assert connection is not None
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:dependency")
+    result.assert_outcomes(passed=2)
+    _assert_clean(result)
