@@ -239,21 +239,21 @@ def _defined_here(obj: object, frame: Any) -> bool:
 def stray_marker(name: str, obj: object) -> object | None:
     """The test hidden behind a marker that took it for a target, else None.
 
-    A bare ``@pytest.mark.depends_on`` above a decorator that wraps the test cannot be told
-    from a target when it runs; the module then binds the test's name to the marker. Marked
-    with a no-target ``depends_on``, the test is collected and reported as naming no target.
+    A bare ``@pytest.mark.depends_on`` above a decorator that wraps the test without
+    ``functools.wraps`` cannot be told from a target when it runs; the module then binds the
+    test's name to the marker. pytest would have bound the wrapped test there (marked with a
+    no-target ``depends_on``), and so is it collected here, and reported as naming no target.
+    The same holds for ``test_x = pytest.mark.depends_on(f)``, which pytest collects as ``f``.
     """
     # called for every name of every test module: ``isinstance`` would ask a proxy for its
     # ``__class__``, which may raise
-    if not issubclass(type(obj), _DependsOnDecorator):
+    if not issubclass(type(obj), pytest.MarkDecorator):
         return None
-    assert isinstance(obj, _DependsOnDecorator)
-    if obj.mark.kwargs or len(obj.mark.args) != 1:
+    assert isinstance(obj, pytest.MarkDecorator)
+    if obj.mark.name != MARKER or obj.mark.kwargs or len(obj.mark.args) != 1:
         return None
     inner: object = obj.mark.args[0]
     if not (safe.is_function(inner) or safe.is_class(inner)):
-        return None
-    if safe.text_attr(inner, "__name__") != name:
         return None
     pytest.MarkDecorator(pytest.Mark(MARKER, (), {}, _ispytest=True), _ispytest=True)(inner)
     return inner

@@ -254,9 +254,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> object:
     # a bare @pytest.mark.depends_on above a wrapping decorator left the marker in the test's
-    # place: collect the test (its marker names no target, which is reported) instead of
-    # losing it
+    # place: put the test back, as pytest's own marker would have left it (its marker names
+    # no target, which is reported), instead of losing it
     inner = stray_marker(name, obj)
     if inner is None:
+        return None
+    try:
+        setattr(collector.obj, name, inner)  # pytest reads the test from there again
+    except Exception:
         return None
     return collector.ihook.pytest_pycollect_makeitem(collector=collector, name=name, obj=inner)

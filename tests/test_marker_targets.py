@@ -110,11 +110,20 @@ def test_other_objects_are_clear_errors_and_lose_no_test(pytester: pytest.Pytest
         @pytest.mark.depends_on
         @wrap
         def test_bare_above_wrapper(): pass
+
+        def plain_wrap(f):
+            def plain_wrapper(*a, **k):
+                return f(*a, **k)
+            return plain_wrapper
+
+        @pytest.mark.depends_on
+        @plain_wrap
+        def test_bare_above_plain_wrapper(): pass
         """
     )
     ids = {f"test_odd.py::{name}" for name in (
         "test_builtin_class", "test_builtin_function", "test_not_collected", "test_bare",
-        "test_bare_above_wrapper")}
+        "test_bare_above_wrapper", "test_bare_above_plain_wrapper")}
     assert _collected(pytester.runpytest("--collect-only", "-q")) == ids
     result = pytester.runpytest("-p", "no:randomly")
     assert result.ret == pytest.ExitCode.INTERRUPTED
@@ -129,10 +138,13 @@ def test_other_objects_are_clear_errors_and_lose_no_test(pytester: pytest.Pytest
             "  (@pytest.mark.depends_on, declared for test_odd.py::test_bare)",
             "depgraph: test_odd.py:25: depends_on() names no target; *",
             "  (@pytest.mark.depends_on, declared for test_odd.py::test_bare_above_wrapper)",
+            # the test pytest sees is the wrapper: the error points at it
+            "depgraph: test_odd.py:30: depends_on() names no target; *",
+            "  (@pytest.mark.depends_on, declared for test_odd.py::test_bare_above_plain_wrapper)",
         ],
         consecutive=False,
     )
-    assert "5 errors during collection" in result.stdout.str()
+    assert "6 errors during collection" in result.stdout.str()
     _assert_clean(result)
 
 
