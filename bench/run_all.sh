@@ -42,4 +42,9 @@ echo "## The run report (bench/report_bench.py)"
 echo
 if [ "$quick" = 1 ]; then "$PYTHON" bench/report_bench.py --sizes 1000 --repeat 1; else "$PYTHON" bench/report_bench.py; fi
 echo
+
+echo "## Collection errors at scale (bench/errors_bench.py)"
+echo
+if [ "$quick" = 1 ]; then "$PYTHON" bench/errors_bench.py --scenarios renamed,cycle; else "$PYTHON" bench/errors_bench.py; fi
+echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); ${SECONDS} s in all"
