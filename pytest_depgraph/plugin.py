@@ -260,7 +260,8 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     if inner is None:
         return None
     try:
-        setattr(collector.obj, name, inner)  # pytest reads the test from there again
+        # pytest reads the test from the module or class again
+        setattr(getattr(collector, "obj", None), name, inner)
     except Exception:
         return None
     return collector.ihook.pytest_pycollect_makeitem(collector=collector, name=name, obj=inner)
