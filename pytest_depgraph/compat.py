@@ -28,6 +28,7 @@ import textwrap
 import warnings
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
@@ -71,6 +72,8 @@ class _Settings:
 
     automark: bool = False
     ignore_unknown: bool = False
+    #: ``--depgraph-strict``: a name that matches no test is an error, not a warning
+    strict: bool = False
 
 
 _settings = _Settings()
@@ -148,8 +151,11 @@ class _Compat:
     _before_of: dict[int, list[tuple[int, str, str]]] = field(default_factory=dict)
     #: position -> pytest-order's index of the test, with the node and mark that give it
     _ordinals: dict[int, tuple[int, Any, pytest.Mark]] = field(default_factory=dict)
-    #: declaring position -> problems of its ``before=`` labels
-    _before_problems: dict[int, list[str]] = field(default_factory=dict)
+    #: declaring position -> problems of its ``before=`` labels: (message, where, label or
+    #: None for a bad type)
+    _before_problems: dict[int, list[tuple[str, str, object]]] = field(default_factory=dict)
+    #: (where, name) of the stale names already warned about (one warning per marker and name)
+    _warned: set[tuple[str, str]] = field(default_factory=set)
     _where: dict[tuple[int, str], str] = field(default_factory=dict)
     _calls: dict[int, tuple[list[_RuntimeCall], list[str]]] = field(default_factory=dict)
     #: position -> ``file:line`` of each ``depends()`` call whose names cannot be read (computed
@@ -228,8 +234,12 @@ class _Compat:
             if matches:
                 yield name, tuple(matches)
             elif not self.settings.ignore_unknown:
-                self._report(position, self._unknown_name(position, name, str(scope), key,
-                                                          where, site))
+                message = self._unknown_name(position, name, str(scope), key, where, site)
+                # a marker skips its test, as pytest-dependency does; a depends() call skips
+                # it at run time by itself
+                skip = (f"{item.name} depends on {name}"
+                        if site.startswith(f"@pytest.mark.{DEPENDENCY}") else None)
+                self._stale(position, message, where, name, "pytest-dependency", skip)
 
     def _unknown_name(
         self, position: int, name: str, scope: str, key: str | None, where: str, site: str
@@ -251,6 +261,36 @@ class _Compat:
             "'tests/test_mod.py::test_x' in session or package scope."
         )
         return "\n".join(lines)
+
+    def _stale(
+        self, position: int, message: str, where: str, name: str, plugin: str,
+        skip: str | None = None,
+    ) -> None:
+        """A name in another plugin's marker that matches no test: with ``--depgraph-strict`` a
+        collection error; else that plugin's own treatment -- a warning at the marker, then the
+        marker ignored (pytest-order) or the dependent skipped with ``skip`` as its reason
+        (pytest-dependency) -- so that a suite with a stale name still runs unedited."""
+        if self.settings.strict:
+            self._report(position, message)
+            return
+        if skip is not None:
+            item = self.builder.collected[position]
+            if not any(m.kwargs.get("reason") == skip for m in item.iter_markers("skip")):
+                item.add_marker(pytest.mark.skip(reason=skip))
+        if (where, name) in self._warned:
+            return
+        self._warned.add((where, name))
+        treatment = (f"The test is skipped, as {plugin} skips it" if skip is not None else
+                     f"The name is ignored, as {plugin} ignores it")
+        # pytest shows the marker's file:line beside the warning: the message need not
+        lines = (message.replace("{more}", "").replace(f"depgraph: {where}: ", "depgraph: ", 1)
+                 .replace(f" at {where}", "", 1).splitlines())
+        text = "\n".join([lines[0], f"  {treatment} (--depgraph-strict makes this an error).",
+                          *lines[1:]])
+        try:
+            _warn_at(text.rstrip(), self.builder.rootpath, where)
+        except Warning:  # -W error: the warning is an error, reported as one
+            self._report(position, message)
 
     def _hints(self, position: int, name: str, scope: str, key: str) -> list[str]:
         item = self.builder.collected[position]
@@ -325,14 +365,16 @@ class _Compat:
                 where = self.where(node, mark)
                 if labels is None:
                     self._before_problems.setdefault(position, []).append(
-                        self._unknown_label(position, "before", mark.kwargs["before"], where)
+                        (self._unknown_label(position, "before", mark.kwargs["before"], where),
+                         where, None)
                     )
                     continue
                 for label in labels:
                     matches = self._order_matches(label, position, node)
                     if not matches:
                         self._before_problems.setdefault(position, []).append(
-                            self._unknown_label(position, "before", label, where)
+                            (self._unknown_label(position, "before", label, where), where,
+                             label)
                         )
                     for match in matches:
                         if match != position:
@@ -342,8 +384,11 @@ class _Compat:
         from pytest_depgraph.build import _Source
 
         item = self.builder.collected[position]
-        for message in self._before_problems.get(position, ()):
-            self._report(position, message)
+        for message, where, label in self._before_problems.get(position, ()):
+            if isinstance(label, str):
+                self._stale(position, message, where, label, "pytest-order")
+            else:
+                self._report(position, message)
         for node, mark in item.iter_markers_with_node(name=ORDER):
             after = mark.kwargs.get("after")
             labels = _labels(after)
@@ -363,6 +408,9 @@ class _Compat:
                         f"@pytest.mark.{ORDER}(after={label!r})",
                         not isinstance(node, pytest.Item), matches,
                     )
+                elif not found and isinstance(label, str):
+                    self._stale(position, self._unknown_label(position, "after", label, where),
+                                where, label, "pytest-order")
                 elif not found:
                     self._report(position, self._unknown_label(position, "after", label, where))
         for declarer, where, label in self._before_of.get(position, ()):
@@ -421,8 +469,7 @@ class _Compat:
             f"{hint}"
             "  pytest-order names a test by the end of its node id ('test_name', "
             "'TestClass::test_name', 'test_module.py::test_name') within the test's module or a "
-            "parent directory. pytest-order would ignore this marker with a warning; "
-            "pytest-depgraph makes it an error so that a typo cannot go unnoticed."
+            "parent directory."
         )
 
     # -- shared ------------------------------------------------------------------------------
@@ -461,6 +508,18 @@ class _Compat:
             if f"mark.{name}" in text:
                 return f"{rel}:{number}"
         return f"{rel}:{first}"
+
+
+def _warn_at(message: str, rootpath: Path, where: str) -> None:
+    """Warn at ``where`` (``file:line`` relative to ``rootpath``): pytest's warnings summary
+    shows the marker's place, not ours."""
+    filename, _, line = where.rpartition(":")
+    if not line.isdigit():
+        filename, line = where, "0"
+    warnings.warn_explicit(
+        pytest.PytestWarning(message), pytest.PytestWarning, str(rootpath / filename),
+        int(line),
+    )
 
 
 def _marker_names(items: Iterable[pytest.Item]) -> set[str]:
@@ -626,19 +685,21 @@ def _loaded(config: pytest.Config, module: str) -> Any:
     return None
 
 
-def register(config: pytest.Config) -> None:
-    """Register the other plugins' markers when they are absent, and the run-time helpers."""
+def register(config: pytest.Config, strict: bool = False) -> None:
+    """Register the other plugins' markers when they are absent, and the run-time helpers;
+    ``strict``: names that match no test are errors (``--depgraph-strict``)."""
     global _settings
     dependency = _loaded(config, "pytest_dependency")
     if dependency is None:
         config.addinivalue_line("markers", DEPENDENCY_HELP)
-        _settings = _Settings()
+        _settings = _Settings(strict=strict)
     else:
         _settings = _Settings(
             automark=bool(_option(lambda: config.getini("automark_dependency"))),
             ignore_unknown=bool(
                 _option(lambda: config.getoption("--ignore-unknown-dependency"))
             ),
+            strict=strict,
         )
     if _loaded(config, "pytest_order") is None:
         config.addinivalue_line("markers", ORDER_HELP)

@@ -44,6 +44,14 @@ def add_options(parser: pytest.Parser) -> None:
         "is not selected makes its dependents skip. (ini: depgraph_no_deps)",
     )
     group.addoption(
+        "--depgraph-strict",
+        action="store_true",
+        default=None,
+        help="a name in a pytest-dependency or pytest-order marker that matches no test is a "
+        "collection error (default: a warning, and that plugin's own treatment). "
+        "(ini: depgraph_strict)",
+    )
+    group.addoption(
         "--depgraph-timings",
         action="store_true",
         default=False,
@@ -83,6 +91,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini(
         "depgraph_store_durations", "default for --depgraph-store-durations", default=""
     )
+    parser.addini("depgraph_strict", "default for --depgraph-strict", type="bool", default=False)
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,7 @@ class Settings:
     durations: str | None = None
     store_durations: str | None = None
     report: str | None = None
+    strict: bool = False
 
 
 #: the words ``-n`` takes for "one worker per CPU" (xdist decides how many that is)
@@ -153,6 +163,9 @@ def read_settings(config: pytest.Config) -> Settings:
             shard = parse(raw_shard)
         except ValueError as error:
             raise pytest.UsageError(f"--depgraph-shard {error}") from None
+    strict = config.getoption("depgraph_strict")
+    if strict is None:
+        strict = bool(config.getini("depgraph_strict"))
     return Settings(
         parallelism=parallelism,
         dot=dot,
@@ -162,6 +175,7 @@ def read_settings(config: pytest.Config) -> Settings:
         durations=_path(config, "depgraph_durations"),
         store_durations=_path(config, "depgraph_store_durations"),
         report=report,
+        strict=bool(strict),
     )
 
 

@@ -28,8 +28,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
-    compat.register(config)
     settings = read_settings(config)
+    compat.register(config, strict=settings.strict)
     if settings.dot and not _is_xdist_worker(config):  # workers never write the graph
         from pytest_depgraph import dot  # only --depgraph-dot needs it
 

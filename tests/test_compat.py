@@ -414,28 +414,38 @@ def test_dependency_documented_examples(pytester: pytest.Pytester, mode: str) ->
         result.stdout.fnmatch_lines(["*depgraph: upstream test_basic.py::test_a xfailed*"])
 
 
-def test_dependency_documented_class_scope_unknown_name_is_an_error(
-    pytester: pytest.Pytester,
-) -> None:
+def test_dependency_documented_class_scope_unknown_name(pytester: pytest.Pytester) -> None:
     """scope_class.py: pytest-dependency skips test_e (test_b is in another class); depgraph
-    reports the unknown name at collection, and the rest keeps its documented outcomes."""
+    does the same with a warning at the marker, and --depgraph-strict makes it an error."""
     pytester.makepyfile(test_scope_class=SCOPE_CLASS)
     result = run(pytester, "serial", *NO_DEPENDENCY)
-    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([
-        "*test_scope_class.py:30: @pytest.mark.dependency at test_scope_class.py:30: 'test_b' "
+        "*test_scope_class.py:30: PytestWarning: depgraph: @pytest.mark.dependency: 'test_b' "
         "names no test known to pytest-dependency in class scope (declared for "
-        "test_scope_class.py::TestClass2::test_e)*",
+        "test_scope_class.py::TestClass2::test_e).",
+        "    The test is skipped, as pytest-dependency skips it (--depgraph-strict makes this "
+        "an error).",
+        "SKIPPED ?1? test_scope_class.py:30: test_e depends on test_b",
     ])
-    run(pytester, "serial", *NO_DEPENDENCY, "--continue-on-collection-errors")
     expect(pytester, {
         "test_scope_class.py::test_a": "xfailed",
         "test_scope_class.py::TestClass1::test_b": "passed",
         "test_scope_class.py::TestClass2::test_a": "passed",
         "test_scope_class.py::TestClass2::test_c": "skipped",
         "test_scope_class.py::TestClass2::test_d": "passed",
-        "test_scope_class.py::TestClass2::test_e": "error",
+        "test_scope_class.py::TestClass2::test_e": "skipped",
     })
+    result = run(pytester, "serial", *NO_DEPENDENCY, "--depgraph-strict")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([
+        "*test_scope_class.py:30: @pytest.mark.dependency at test_scope_class.py:30: 'test_b' "
+        "names no test known to pytest-dependency in class scope (declared for "
+        "test_scope_class.py::TestClass2::test_e)*",
+    ])
+    run(pytester, "serial", *NO_DEPENDENCY, "--depgraph-strict",
+        "--continue-on-collection-errors")
+    assert outcomes(pytester)["test_scope_class.py::TestClass2::test_e"] == "error"
 
 
 def test_dependency_unknown_names_say_what_to_do(pytester: pytest.Pytester) -> None:
@@ -468,7 +478,7 @@ def test_dependency_unknown_names_say_what_to_do(pytester: pytest.Pytester) -> N
             pass
         """
     )
-    result = run(pytester, "serial", *NO_DEPENDENCY)
+    result = run(pytester, "serial", *NO_DEPENDENCY, "--depgraph-strict")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines([
         "*test_bad.py:15: @pytest.mark.dependency at test_bad.py:15: 'test_plain' names no "
@@ -552,26 +562,88 @@ def test_order_after_and_before(pytester: pytest.Pytester, mode: str) -> None:
         assert names(result)[:3] == ["test_x", "test_first", "test_second"]
 
 
-def test_order_unknown_label_is_an_error(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_typo="""
-        import pytest
+STALE = """
+import pytest
 
-        def test_second():
-            pass
+def test_second():
+    pass
 
-        @pytest.mark.order(after="test_secnd")
-        def test_third():
-            pass
-        """
-    )
-    result = run(pytester, "serial")
+@pytest.mark.order(after="test_secnd")
+def test_third():
+    pass
+
+@pytest.mark.dependency()
+def test_known():
+    pass
+
+@pytest.mark.dependency(depends=["test_knwn"])
+def test_use():
+    pass
+
+@pytest.mark.dependency(depends=["test_use"])
+def test_after_use():
+    pass
+"""
+
+
+@pytest.mark.parametrize("installed", [False, True])
+def test_stale_names_warn_and_get_their_plugins_treatment(
+    pytester: pytest.Pytester, installed: bool
+) -> None:
+    """A renamed test left in an order(after=) or a dependency(depends=) marker: pytest-order
+    ignores the name, pytest-dependency skips the dependent ("X depends on Y"); both warn at
+    the marker. The run goes on -- serially and on -n 2."""
+    if installed and not HAS_DEPENDENCY:
+        pytest.skip("pytest-dependency is not installed")
+    pytester.makepyfile(test_typo=STALE)
+    plugin = ("-p", "dependency") if installed else NO_DEPENDENCY
+    expected = {
+        "test_typo.py::test_second": "passed", "test_typo.py::test_third": "passed",
+        "test_typo.py::test_known": "passed", "test_typo.py::test_use": "skipped",
+        "test_typo.py::test_after_use": "skipped",
+    }
+    warned = [
+        "*test_typo.py:6: PytestWarning: depgraph: @pytest.mark.order(after='test_secnd'): "
+        "'test_secnd' matches no collected test (declared for test_typo.py::test_third).",
+        "    The name is ignored, as pytest-order ignores it (--depgraph-strict makes this an "
+        "error).",
+        "    Did you mean 'test_second'*",
+        "*test_typo.py:14: PytestWarning: depgraph: @pytest.mark.dependency: 'test_knwn' names "
+        "no test known to pytest-dependency in module scope (declared for "
+        "test_typo.py::test_use).",
+        "    The test is skipped, as pytest-dependency skips it (--depgraph-strict makes this "
+        "an error).",
+        "    Did you mean 'test_known'?",
+    ]
+    for mode in ("serial", "xdist"):
+        result = run(pytester, mode, *plugin)
+        assert result.ret == pytest.ExitCode.OK, mode
+        result.stdout.fnmatch_lines([*warned, "*SKIPPED ?1? test_typo.py:14: test_use depends "
+                                     "on test_knwn"])
+        expect(pytester, expected)
+        if installed:
+            break  # the skip is pytest-dependency's own on workers too: one run is enough
+    # --depgraph-strict (or depgraph_strict = true): errors, as for depends_on targets
+    pytester.makeini("[pytest]\ndepgraph_strict = true\n")
+    result = run(pytester, "serial", *plugin)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines([
         "*test_typo.py:6: @pytest.mark.order(after='test_secnd') at test_typo.py:6: "
         "'test_secnd' matches no collected test (declared for test_typo.py::test_third).",
-        "  Did you mean 'test_second'?",
+        "  Did you mean 'test_second'*",
+        "*'test_knwn' names no test known to pytest-dependency*",
+        "*2 errors*",
     ])
+
+
+def test_stale_name_warning_made_an_error_by_w_error(pytester: pytest.Pytester) -> None:
+    """-W error turns the warning into the collection error, not a traceback from the
+    plugin."""
+    pytester.makepyfile(test_typo=STALE)
+    result = run(pytester, "serial", *NO_DEPENDENCY, "-W", "error::pytest.PytestWarning")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*'test_secnd' matches no collected test*"])
+    result.stdout.no_fnmatch_line("*Traceback*")
 
 
 def test_markers_registered_without_the_plugins(pytester: pytest.Pytester) -> None:
@@ -685,7 +757,8 @@ def test_dependency_installed_options_keep_their_meaning(pytester: pytest.Pytest
             pass
         """
     )
-    assert run(pytester, "serial", "-p", "dependency").ret == pytest.ExitCode.INTERRUPTED
+    assert run(pytester, "serial", "-p", "dependency",
+               "--depgraph-strict").ret == pytest.ExitCode.INTERRUPTED
     result = run(pytester, "serial", "-p", "dependency", "--ignore-unknown-dependency")
     assert names(result) == ["test_plain", "test_use"]
     expect(pytester, {"test_opts.py::test_plain": "passed", "test_opts.py::test_use": "passed"})
