@@ -42,12 +42,16 @@ def register(config: pytest.Config) -> None:
     config.pluginmanager.register(XdistHooks(), _NAME)
 
 
-def record_warning(config: pytest.Config, message: str) -> None:
-    """Show a warning in the controller's warnings summary (it runs no test to warn from)."""
+def record_warning(
+    config: pytest.Config, message: str, where: tuple[str, int] | None = None
+) -> None:
+    """Show a warning in the controller's warnings summary (it runs no test to warn from),
+    located at ``where`` (file, line) -- by default here."""
+    filename, line = where or (__file__, 0)
     config.hook.pytest_warning_recorded.call_historic(
         kwargs={
             "warning_message": warnings.WarningMessage(
-                pytest.PytestWarning(message), pytest.PytestWarning, __file__, 0
+                pytest.PytestWarning(message), pytest.PytestWarning, filename, line
             ),
             "when": "runtest",
             "nodeid": "",
@@ -156,7 +160,7 @@ class XdistHooks:
             return
         message = unhonoured_message(plan, str(node.config.getoption("dist")))
         if message:
-            record_warning(node.config, message)
+            record_warning(node.config, message, dist_location(node.config))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
@@ -208,6 +212,22 @@ def _note_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
         }
         if names:
             plan.xdist_groups[node] = "_".join(sorted(names))
+
+
+def dist_location(config: pytest.Config) -> tuple[str, int]:
+    """Where ``--dist`` was given: the ini file's line that sets it, else the command line."""
+    args = config.invocation_params.args
+    inipath = config.inipath
+    given = any(a == "--dist" or a.startswith("--dist=") or re.match(r"-d\w", a) for a in args)
+    if inipath is not None and not given:
+        try:
+            text = inipath.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        for number, line in enumerate(text.splitlines(), 1):
+            if re.search(r"--dist\b|^\s*dist\s*=", line):
+                return str(inipath), number
+    return "pytest command line", 0
 
 
 def unhonoured_message(plan: Plan, dist: str) -> str:

@@ -153,8 +153,11 @@ def test_summary_counts_edges_and_reduction(pytester: pytest.Pytester, run) -> N
         [
             "*= depgraph =*",
             "4 tests, 4 edges (3 explicit, 1 from fixtures); 1 removed by transitive reduction",
-            "critical path: 4 tests (* s): test_acct.py::test_create -> test_acct.py::test_read"
-            " -> test_acct.py::test_update -> test_acct.py::test_cleanup",
+            "critical path: 4 tests (* s):",
+            "  test_acct.py::test_create",
+            "  test_acct.py::test_read",
+            "  test_acct.py::test_update",
+            "  test_acct.py::test_cleanup",
             "1 test skipped because of an upstream test:",
             "  test_acct.py::test_read failed:",
             "    test_acct.py::test_update",

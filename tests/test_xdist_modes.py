@@ -118,7 +118,8 @@ def test_dot_and_summary_on_the_controller(pytester: pytest.Pytester) -> None:
             "1 test skipped because of an upstream test:",
             "  test_d.py::test_a failed:",
             "    test_d.py::test_b",
-            "parallel walk: * s wall, lower bound * s = max(critical path * s, total * s / 2)*",
+            "parallel run: * s wall time; best possible * s, the longer of the critical path "
+            "(* s) and the total test time per worker (* s / 2)*",
         ]
     )
 
