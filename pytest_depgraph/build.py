@@ -381,6 +381,7 @@ def build(
     with_locations: bool = True,
     keep_unreduced: bool = False,
     verbosity: int = 0,
+    ignore_unselected: bool = False,
 ) -> Result:
     """Resolve every declaration of the selected items (and of the dependencies pulled in),
     validate the graph, reduce it and order the items.
@@ -400,6 +401,7 @@ def build(
             with_locations=with_locations,
             keep_unreduced=keep_unreduced,
             verbosity=verbosity,
+            ignore_unselected=ignore_unselected,
         )
     finally:
         if enabled:
@@ -415,6 +417,7 @@ def _build(
     with_locations: bool,
     keep_unreduced: bool = False,
     verbosity: int = 0,
+    ignore_unselected: bool = False,
 ) -> Result:
     clock = time.perf_counter()
     timings: dict[str, float] = {}
@@ -450,7 +453,7 @@ def _build(
                     continue
                 for match in matches:
                     if match not in in_run:
-                        if kind is Kind.AFTER:
+                        if kind is Kind.AFTER or ignore_unselected:
                             continue  # ordering against a test that does not run: nothing to do
                         if pull_dependencies:
                             in_run.add(match)

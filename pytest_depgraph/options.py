@@ -40,8 +40,16 @@ def add_options(parser: pytest.Parser) -> None:
         "--depgraph-no-deps",
         action="store_true",
         default=None,
-        help="do not pull the dependencies of selected tests into the run; a dependency that "
-        "is not selected makes its dependents skip. (ini: depgraph_no_deps)",
+        help="do not pull the dependencies of selected tests into the run; a test whose "
+        "dependency is not selected is skipped, naming it. (ini: depgraph_no_deps)",
+    )
+    group.addoption(
+        "--depgraph-ignore-deps",
+        action="store_true",
+        default=None,
+        help="run the selected tests without the tests they depend on: no pull-in, and a "
+        "dependency that is not selected neither orders nor skips them (to run one test "
+        "alone). (ini: depgraph_ignore_deps)",
     )
     group.addoption(
         "--depgraph-strict",
@@ -91,6 +99,9 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini(
         "depgraph_store_durations", "default for --depgraph-store-durations", default=""
     )
+    parser.addini(
+        "depgraph_ignore_deps", "default for --depgraph-ignore-deps", type="bool", default=False
+    )
     parser.addini("depgraph_strict", "default for --depgraph-strict", type="bool", default=False)
 
 
@@ -107,6 +118,8 @@ class Settings:
     durations: str | None = None
     store_durations: str | None = None
     report: str | None = None
+    #: ``--depgraph-ignore-deps``: unselected dependencies are left out of the graph
+    ignore_deps: bool = False
     strict: bool = False
 
 
@@ -163,6 +176,15 @@ def read_settings(config: pytest.Config) -> Settings:
             shard = parse(raw_shard)
         except ValueError as error:
             raise pytest.UsageError(f"--depgraph-shard {error}") from None
+    ignore_deps = config.getoption("depgraph_ignore_deps")
+    if ignore_deps is None:
+        ignore_deps = bool(config.getini("depgraph_ignore_deps"))
+    if ignore_deps and no_deps:
+        raise pytest.UsageError(
+            "--depgraph-no-deps and --depgraph-ignore-deps exclude each other: choose whether a "
+            "test whose dependency is not selected is skipped (--depgraph-no-deps) or runs "
+            "without it (--depgraph-ignore-deps)"
+        )
     strict = config.getoption("depgraph_strict")
     if strict is None:
         strict = bool(config.getini("depgraph_strict"))
@@ -176,6 +198,7 @@ def read_settings(config: pytest.Config) -> Settings:
         store_durations=_path(config, "depgraph_store_durations"),
         report=report,
         strict=bool(strict),
+        ignore_deps=bool(ignore_deps),
     )
 
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_depgraph.graph import Kind
+
 if TYPE_CHECKING:
     from pytest_depgraph.plan import Plan
 
@@ -121,12 +123,42 @@ def upstream_reason(root_cause: str, outcome: str) -> str:
     return f"depgraph: upstream {root_cause} {describe(outcome)}"
 
 
-def skip_reason(plan: Plan, recorder: OutcomeRecorder, root_cause: int) -> str:
-    """The skip reason for a dependent of ``root_cause`` (a node of ``plan``)."""
+def skip_reason(
+    plan: Plan, recorder: OutcomeRecorder, root_cause: int, node: int | None = None
+) -> str:
+    """The skip reason for ``node``, a dependent of ``root_cause`` (nodes of ``plan``).
+
+    An unselected root cause (``--depgraph-no-deps``) is named with every other unselected
+    test ``node`` requires, so the user sees at once all they would have to select."""
     nodeid = plan.nodeids[root_cause]
     if root_cause >= plan.item_count:
+        missing = [nodeid] if node is None else _unselected_requirements(plan, node)
+        shown = ", ".join(missing[:_SHOWN_MISSING])
+        if len(missing) > _SHOWN_MISSING:
+            shown += f" and {len(missing) - _SHOWN_MISSING} more"
+        were = "was" if len(missing) == 1 else "were"
         return (
-            f"depgraph: upstream {nodeid} was not selected "
-            "(drop --depgraph-no-deps to run it with its dependents)"
+            f"depgraph: upstream {shown} {were} not selected (--depgraph-no-deps; select "
+            f"{'it' if len(missing) == 1 else 'them'} too, drop --depgraph-no-deps to pull "
+            "them in, or use --depgraph-ignore-deps to run without them)"
         )
     return upstream_reason(nodeid, recorder.outcome(nodeid))
+
+
+#: unselected dependencies named in one skip reason
+_SHOWN_MISSING = 5
+
+
+def _unselected_requirements(plan: Plan, node: int) -> list[str]:
+    """Node ids of the unselected tests ``node`` requires, directly or through others."""
+    seen = {node}
+    stack = [node]
+    found: list[int] = []
+    while stack:
+        for edge in plan.graph.dependencies(stack.pop()):
+            if edge.kind is Kind.REQUIRES and edge.dependency not in seen:
+                seen.add(edge.dependency)
+                stack.append(edge.dependency)
+                if edge.dependency >= plan.item_count:
+                    found.append(edge.dependency)
+    return [plan.nodeids[n] for n in sorted(found)]

@@ -143,10 +143,11 @@ class _Collection:
             collected,
             items,
             config.rootpath,
-            pull_dependencies=not settings.no_deps,
+            pull_dependencies=not (settings.no_deps or settings.ignore_deps),
             with_locations=_is_xdist_worker(config),
             keep_unreduced=settings.shard is not None,
             verbosity=config.option.verbose,
+            ignore_unselected=settings.ignore_deps,
         )
         if settings.timings:
             _print_timings(config, result)

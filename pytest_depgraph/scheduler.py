@@ -516,7 +516,7 @@ class DepGraphScheduling:
                 continue
             self.skips[nodeid] = plan.nodeids[skip.root_cause]
             location = plan.location(skip.node)
-            reason = skip_reason(plan, self.recorder, skip.root_cause)
+            reason = skip_reason(plan, self.recorder, skip.root_cause, skip.node)
             # an absolute path, as pytest's own skips carry: -rs shows it from the current
             # directory, the same as on a serial run
             path = str(self.config.rootpath / location[0])

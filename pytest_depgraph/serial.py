@@ -50,7 +50,7 @@ class SerialWalk:
         if root is not None:
             # recorded when the skip is reported, so -x runs list only what pytest reports
             self.skips[item.nodeid] = self.plan.nodeids[root]
-            _skip(skip_reason(self.plan, self.recorder, root))
+            _skip(skip_reason(self.plan, self.recorder, root, node))
         if not self.walker.is_ready(node):
             if not self.strict:
                 return  # its dependencies run elsewhere: nothing to say about them here

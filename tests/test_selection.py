@@ -102,17 +102,61 @@ def test_unknown_node_id_is_still_an_error(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*not found: test_shop.py::test_nope*"])
 
 
+NO_DEPS_REASON = (
+    "(--depgraph-no-deps; select {} too, drop --depgraph-no-deps to pull them in, or use "
+    "--depgraph-ignore-deps to run without them)"
+)
+
+
 def test_no_deps_skips_dependents_of_unselected_tests(pytester: pytest.Pytester, run) -> None:
     pytester.makepyfile(test_shop=SHOP)
     result = run("-k", "checkout or cart", "--depgraph-no-deps")
     result.assert_outcomes(passed=0, skipped=2)
-    assert skip_reasons(result) == {
-        "test_cart": "depgraph: upstream test_shop.py::test_login was not selected "
-        "(drop --depgraph-no-deps to run it with its dependents)",
-        "test_checkout": "depgraph: upstream test_shop.py::test_login was not selected "
-        "(drop --depgraph-no-deps to run it with its dependents)",
-    }
+    reason = ("depgraph: upstream test_shop.py::test_login was not selected "
+              + NO_DEPS_REASON.format("it"))
+    assert skip_reasons(result) == {"test_cart": reason, "test_checkout": reason}
     result.stdout.fnmatch_lines(["1 dependency not selected (--depgraph-no-deps)"])
+
+
+FOUR_DEPS = """
+import pytest
+
+def test_db(): pass
+def test_cache(): pass
+def test_queue(): pass
+def test_mail(): pass
+
+@pytest.mark.depends_on("test_db", "test_cache", "test_queue", "test_mail")
+def test_signup(): pass
+"""
+
+
+def test_no_deps_names_every_unselected_dependency(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(test_app=FOUR_DEPS)
+    result = run("test_app.py::test_signup", "--depgraph-no-deps")
+    result.assert_outcomes(skipped=1)
+    assert skip_reasons(result) == {
+        "test_signup": "depgraph: upstream test_app.py::test_db, test_app.py::test_cache, "
+        "test_app.py::test_queue, test_app.py::test_mail were not selected "
+        + NO_DEPS_REASON.format("them")
+    }
+
+
+def test_ignore_deps_runs_one_test_alone(pytester: pytest.Pytester, run) -> None:
+    """--depgraph-ignore-deps: nothing pulled in, nothing skipped; edges between selected
+    tests still hold."""
+    pytester.makepyfile(test_app=FOUR_DEPS, test_shop=SHOP)
+    result = run("test_app.py::test_signup", "--depgraph-ignore-deps")
+    result.assert_outcomes(passed=1)
+    assert names(result) == ["test_signup"]
+    result = run("-k", "checkout or cart", "--depgraph-ignore-deps", "test_shop.py")
+    assert names(result) == ["test_cart", "test_checkout"]
+    result.assert_outcomes(passed=2)
+    pytester.makeini("[pytest]\ndepgraph_ignore_deps = true\n")
+    run("test_app.py::test_signup").assert_outcomes(passed=1)
+    result = run("test_app.py::test_signup", "--depgraph-no-deps")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--depgraph-no-deps and --depgraph-ignore-deps exclude*"])
 
 
 def test_no_deps_from_ini(pytester: pytest.Pytester, run) -> None:
