@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -34,6 +34,7 @@ from pytest_depgraph.markers import (
 from pytest_depgraph.plan import Plan, edges_by_origin
 from pytest_depgraph.problems import Problem, Problems, capped, cycle_message
 from pytest_depgraph.resolve import TargetIndex
+from pytest_depgraph.selection import uncollected_file
 
 if TYPE_CHECKING:
     from _pytest.nodes import Node
@@ -86,6 +87,9 @@ class _Builder:
         ]
         self._index: TargetIndex | None = None
         self.problems = Problems(verbosity)
+        self._files: set[str] | None = None
+        #: files that declarations point to but pytest was told to ignore
+        self.ignored: Collection[str] = ()
         self._fixture_sources: dict[tuple[int, str], tuple[list[_Source], list[Problem]]] = {}
         self._mark_sources: dict[tuple[int, int], tuple[list[_Source], list[Problem]]] = {}
         self._parent_marks: dict[int, list[tuple[Node, pytest.Mark]]] = {}
@@ -283,12 +287,25 @@ class _Builder:
         text = describe_target(target)
         missing = self.index.missing_path(target, nodeid) if isinstance(target, str) else ""
         key = ("file", missing) if missing else ("target", text)
+        # a file that exists but is not collected: the target is right, the run leaves it out
+        left_out = uncollected_file(target, nodeid, self.rootpath, self.files) if missing else None
         self.problems.grouped(
             key, (source.label, source.origin, source.written, text), nodeid, position,
             kind="unresolved", missing_path=safe.shorten(missing),
-            hints=partial(self._hints, target, position),
-            advice=UNRESOLVED_ADVICE if isinstance(target, str) else OBJECT_ADVICE,
+            hints=(partial(self._left_out, left_out) if left_out
+                   else partial(self._hints, target, position)),
+            advice="" if left_out else (
+                UNRESOLVED_ADVICE if isinstance(target, str) else OBJECT_ADVICE
+            ),
         )
+
+    def _left_out(self, path: str) -> list[str]:
+        """Why a target's existing file is not collected, and how to include it."""
+        if path in self.ignored:
+            return [f"  {path} is not collected: pytest is told to ignore it (--ignore, "
+                    "--ignore-glob, collect_ignore); stop ignoring it to run this test."]
+        return [f"  {path} is not collected in this run: add it to the command line "
+                f"(pytest ... {path})."]
 
     def self_reference(self, source: _Source, target: object, position: int) -> None:
         """A target of ``source`` contains the test at ``position`` itself."""
@@ -330,6 +347,14 @@ class _Builder:
             if isinstance(known, dict):
                 return known
         return {}
+
+    @property
+    def files(self) -> set[str]:
+        """Rootdir-relative files of the collected tests (made on the first unresolved
+        target)."""
+        if self._files is None:
+            self._files = {nodeid.split("::", 1)[0] for nodeid in self.nodeids}
+        return self._files
 
     def finished_problems(self) -> list[Problem]:
         """The problems, each message saying how many tests share it."""
@@ -382,6 +407,7 @@ def build(
     keep_unreduced: bool = False,
     verbosity: int = 0,
     ignore_unselected: bool = False,
+    ignored_files: Collection[str] = (),
 ) -> Result:
     """Resolve every declaration of the selected items (and of the dependencies pulled in),
     validate the graph, reduce it and order the items.
@@ -402,6 +428,7 @@ def build(
             keep_unreduced=keep_unreduced,
             verbosity=verbosity,
             ignore_unselected=ignore_unselected,
+            ignored_files=ignored_files,
         )
     finally:
         if enabled:
@@ -418,6 +445,7 @@ def _build(
     keep_unreduced: bool = False,
     verbosity: int = 0,
     ignore_unselected: bool = False,
+    ignored_files: Collection[str] = (),
 ) -> Result:
     clock = time.perf_counter()
     timings: dict[str, float] = {}
@@ -429,6 +457,7 @@ def _build(
         clock = now
 
     builder = _Builder(collected, rootpath, verbosity)
+    builder.ignored = ignored_files
     selected_positions = [builder.position[item] for item in selected if item in builder.position]
     in_run = set(selected_positions)
     added: list[int] = []

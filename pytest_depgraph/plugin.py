@@ -133,11 +133,10 @@ class _Collection:
         if chosen is not None:
             chosen.check_found(collected)
         yield
+        # tests collected only because node ids were widened to files: never named by the user
+        widened_only: list[pytest.Item] = []
         if chosen is not None:
-            kept, dropped = chosen.apply(items)
-            if dropped:
-                items[:] = kept
-                config.hook.pytest_deselected(items=dropped)
+            items[:], widened_only = chosen.apply(items)
         settings = config.stash[SETTINGS_KEY]
         result = build(
             collected,
@@ -148,6 +147,7 @@ class _Collection:
             keep_unreduced=settings.shard is not None,
             verbosity=config.option.verbose,
             ignore_unselected=settings.ignore_deps,
+            ignored_files=chosen.ignored if chosen is not None else (),
         )
         if settings.timings:
             _print_timings(config, result)
@@ -155,6 +155,7 @@ class _Collection:
         items[:] = result.items
         if added:
             _undo_deselection(config, added)
+        _uncount(config, [item for item in widened_only if item.nodeid not in added])
         if settings.shard is not None:  # split after selection and pull-in, before the walk
             from pytest_depgraph import sharding
 
@@ -214,6 +215,15 @@ def _undo_deselection(config: pytest.Config, added: set[str]) -> None:
         stats["deselected"] = [i for i in stats["deselected"] if i.nodeid not in added]
         if not stats["deselected"]:
             del stats["deselected"]
+
+
+def _uncount(config: pytest.Config, hidden: list[pytest.Item]) -> None:
+    """Tests collected only to find dependencies, and not needed, are not part of the run:
+    the terminal's "collected N items" leaves them out, as pytest would never have collected
+    them (they are not "deselected" either: the user did not select them)."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if hidden and isinstance(getattr(terminal, "_numcollected", None), int):
+        terminal._numcollected -= len(hidden)  # type: ignore[union-attr]
 
 
 class _Recorder:

@@ -65,8 +65,13 @@ def test_selection_pulls_in_dependencies(pytester: pytest.Pytester, run, args) -
     assert names(result) == ["test_login", "test_cart", "test_checkout"]
     result.stdout.fnmatch_lines(["2 dependencies pulled in by selection:",
                                  "  test_shop.py::test_login", "  test_shop.py::test_cart"])
-    assert "deselected" in result.stdout.lines[-1]
-    assert "2 deselected" in result.stdout.lines[-1]
+    if args[0].startswith("test_shop.py::"):
+        # a node id: the rest of its file was collected only to find dependencies, so it
+        # counts as neither collected nor deselected (pytest would not have collected it)
+        result.stdout.fnmatch_lines(["*collected 3 items"])
+        assert "deselected" not in result.stdout.str()
+    else:
+        assert "2 deselected" in result.stdout.lines[-1]
 
 
 def test_after_edges_do_not_pull_in(pytester: pytest.Pytester, run) -> None:
@@ -251,3 +256,58 @@ def test_last_failed_on_xdist(pytester: pytest.Pytester) -> None:
     again.assert_outcomes(passed=3)
     assert "test_independent" not in again.stdout.str()
     again.stdout.fnmatch_lines(["1 dependency pulled in by selection:"])
+
+
+SPLIT = {
+    "tests/b/test_base": "def test_setup_db(): pass\ndef test_other_b(): pass\n",
+    "tests/a/test_app": """
+    import pytest
+
+    @pytest.mark.depends_on("tests/b/test_base.py::test_setup_db")
+    def test_uses_db(): pass
+
+    def test_plain_a(): pass
+    """,
+    "tests/a/test_more": "def test_more(): pass\n",
+}
+
+
+def test_directory_argument_pulls_in_a_dependency_elsewhere(
+    pytester: pytest.Pytester, run
+) -> None:
+    """`pytest tests/a/` pulls in what its tests need from tests/b/, as a file argument does;
+    the rest of tests/b/ is neither run nor counted."""
+    pytester.makepyfile(**SPLIT)
+    for args in (("tests/a",), ("tests/a/test_app.py",), ("tests/a/test_app.py::test_uses_db",)):
+        result = run(*args)
+        expected = ["test_setup_db", "test_uses_db"]
+        if "::" not in args[0]:
+            expected.append("test_plain_a")
+        if args == ("tests/a",):
+            expected.append("test_more")
+        assert sorted(names(result)) == sorted(expected), args
+        assert names(result).index("test_setup_db") < names(result).index("test_uses_db")
+        result.stdout.fnmatch_lines([f"*collected {len(expected)} items",
+                                     "1 dependency pulled in by selection:"])
+        assert "deselected" not in result.stdout.str()
+
+
+def test_ignored_file_of_a_target_is_named(pytester: pytest.Pytester, run) -> None:
+    """--ignore leaves the target's file out: the error says so and how to include it, with
+    no unrelated suggestions."""
+    pytester.makepyfile(**SPLIT)
+    result = run("tests/a", "--ignore=tests/b")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([
+        "*target 'tests/b/test_base.py::test_setup_db' matches no collected test*",
+        "  tests/b/test_base.py is not collected: pytest is told to ignore it (--ignore, "
+        "--ignore-glob, collect_ignore); stop ignoring it to run this test.",
+    ])
+    result.stdout.no_fnmatch_line("*Did you mean*")
+
+
+def test_directory_argument_on_xdist(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(**SPLIT)
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "tests/a")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["1 dependency pulled in by selection"])
