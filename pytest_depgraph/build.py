@@ -221,7 +221,7 @@ class _Builder:
         sources: list[_Source] = []
         problems: list[Problem] = []
         definition = self.locator.definition(func)
-        if any(m.name == MARKER for m in own_marks(func)):
+        if any(m.name == MARKER for m in [*own_marks(func), *own_marks(_fixture_object(func))]):
             where = definition
             problems.append(self._problem(
                 f"depgraph: {where}: @pytest.mark.{MARKER} on fixture '{name}' has no "
@@ -375,6 +375,18 @@ SELF_ADVICE_INHERITED = (
     "them names each test itself: name the other tests only, or move the marker to the tests "
     "that depend on the rest."
 )
+
+
+def _fixture_object(func: object) -> object:
+    """What ``@pytest.fixture`` returned for ``func`` (its module attribute), which holds the
+    marks written above ``@pytest.fixture``: pytest 8 keeps them there and ignores them with
+    only a deprecation warning. None when it is ``func`` itself or not found."""
+    namespace = safe.attr(func, "__globals__")
+    name = safe.attr(func, "__name__")
+    if type(namespace) is not dict or type(name) is not str:
+        return None
+    holder = namespace.get(name)
+    return None if holder is func else holder
 
 
 def _used_definitions(name: str, definitions: Sequence[object]) -> list[object]:

@@ -259,11 +259,25 @@ def stray_marker(name: str, obj: object) -> object | None:
     return inner
 
 
+#: configured sessions that use the installed decorator (pytester nests sessions)
+_installed = [0]
+
+
 def install_marker() -> None:
-    """Make ``pytest.mark.depends_on`` take a single function or class as a target."""
+    """Make ``pytest.mark.depends_on`` take a single function or class as a target.
+
+    Done when the plugin is configured, not when the package is imported: a conftest that
+    imports ``pytest_depgraph`` in a run with the plugin off must leave ``pytest.mark`` as
+    pytest has it (``--strict-markers`` then rejects the unregistered marker).
+    """
+    _installed[0] += 1
     if not isinstance(pytest.mark.__dict__.get(MARKER), _DependsOnDecorator):
         plain = pytest.MarkDecorator(pytest.Mark(MARKER, (), {}, _ispytest=True), _ispytest=True)
         setattr(pytest.mark, MARKER, _DependsOnDecorator(plain.mark, _ispytest=True))
 
 
-install_marker()
+def uninstall_marker() -> None:
+    """Undo :func:`install_marker` once the last session that installed it is done."""
+    _installed[0] = max(0, _installed[0] - 1)
+    if not _installed[0] and isinstance(pytest.mark.__dict__.get(MARKER), _DependsOnDecorator):
+        delattr(pytest.mark, MARKER)

@@ -313,14 +313,33 @@ def output_fixture(target: object, name: str, *, scope: str = "function") -> Any
     where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
     def output(request: pytest.FixtureRequest) -> Any:
-        outputs = request.config.stash[OUTPUTS_KEY]
+        outputs = outputs_of(request)
         return _as_failure(
             lambda: outputs.output(target, name, reader=f"fixture '{request.fixturename}'")
         )
 
     output._depgraph_output = True  # type: ignore[attr-defined]
+    # `pytest --fixtures` lists it under the module that made it, saying what it returns
+    output.__doc__ = (f"Output {name!r} published by {describe_target(target)}; using this "
+                      "fixture makes the test depend on it (pytest_depgraph.output_fixture).")
+    output.__module__ = str(frame.f_globals.get("__name__", output.__module__))
     declare(output, RawDeclaration((target,), {"on_failure": "skip"}, where))
     return pytest.fixture(scope=scope)(output)  # type: ignore[call-overload]
 
 
 OUTPUTS_KEY = pytest.StashKey[Outputs]()
+
+#: what to say when a fixture of the plugin runs while the plugin is not loaded
+PLUGIN_OFF = (
+    "depgraph: fixture '{}' needs the pytest-depgraph plugin, which is off in this run "
+    "(-p no:depgraph, or PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 without -p depgraph): load it with "
+    "-p depgraph."
+)
+
+
+def outputs_of(request: pytest.FixtureRequest) -> Outputs:
+    """The session's outputs; a one-line failure when the plugin is not loaded."""
+    outputs = request.config.stash.get(OUTPUTS_KEY, None)
+    if outputs is None:
+        pytest.fail(PLUGIN_OFF.format(request.fixturename), pytrace=False)
+    return outputs

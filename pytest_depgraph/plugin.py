@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import re
+import warnings
 from collections.abc import Generator
+from pathlib import Path
 
 import pytest
 
 from pytest_depgraph import compat, report, selection, worker
 from pytest_depgraph.build import Result as BuildResult
 from pytest_depgraph.build import build
-from pytest_depgraph.markers import MARKER, MARKER_HELP, stray_marker
+from pytest_depgraph.markers import (
+    MARKER,
+    MARKER_HELP,
+    install_marker,
+    stray_marker,
+    uninstall_marker,
+)
 from pytest_depgraph.options import Settings, add_options, dot_option, read_settings
 from pytest_depgraph.outcomes import OutcomeRecorder
-from pytest_depgraph.outputs import OUTPUTS_KEY, DepGraph, Outputs
+from pytest_depgraph.outputs import OUTPUTS_KEY, DepGraph, Outputs, outputs_of
+from pytest_depgraph.plan import Plan
 from pytest_depgraph.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -28,6 +38,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
+    install_marker()
     settings = read_settings(config)
     compat.register(config, strict=settings.strict)
     if settings.dot and not _is_xdist_worker(config):  # workers never write the graph
@@ -61,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def depgraph(request: pytest.FixtureRequest) -> DepGraph:
     """Publish values from this test; read the values of the tests it depends on."""
-    return DepGraph(request.config.stash[OUTPUTS_KEY])
+    return DepGraph(outputs_of(request))
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -173,6 +184,7 @@ class _Collection:
                 )
             )
         config.stash[PLAN_KEY] = result.plan
+        _warn_imported_targets(result.plan, result.items)
         previous = config.pluginmanager.get_plugin("depgraph-serial")
         if previous is not None:  # the hook ran again (some plugins call it themselves)
             config.pluginmanager.unregister(previous)
@@ -192,6 +204,46 @@ class _Collection:
             ),
             "depgraph-serial",
         )
+
+
+def _warn_imported_targets(plan: Plan, items: list[pytest.Item]) -> None:
+    """A test function imported into another module to be named as a target is collected
+    there as well and runs twice; warn at the importing module, once per copy. O(E)."""
+    warned: set[str] = set()
+    for edge in plan.graph.edges():
+        if edge.dependency >= len(items):
+            continue
+        item = items[edge.dependency]
+        function = getattr(item, "function", None)
+        module = getattr(getattr(item, "module", None), "__name__", None)
+        defined_in = getattr(function, "__module__", None)
+        if module is None or defined_in in (None, module) or item.nodeid in warned:
+            continue
+        if getattr(item, "cls", None) is not None:
+            continue  # a method inherited from a class of another module: usual and harmless
+        warned.add(item.nodeid)
+        name = getattr(function, "__name__", item.name)
+        original = next((other.nodeid for other in items if other is not item
+                         and getattr(other, "function", None) is function),
+                        f"path/to/test_file.py::{name}")
+        warnings.warn_explicit(
+            pytest.PytestWarning(
+                f"depgraph: {name} is a test of {defined_in} imported into {module}, so pytest "
+                f"collects it here too ({item.nodeid}) and runs it twice. Name it with a node "
+                f"id instead ({original!r}), or import its module."
+            ),
+            pytest.PytestWarning, str(item.path), _import_line(item.path, name),
+        )
+
+
+def _import_line(path: Path, name: str) -> int:
+    """The line of ``path`` that imports ``name`` (1 when it cannot be found)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return 1
+    pattern = re.compile(rf"\bimport\b.*\b{re.escape(name)}\b")
+    return next((n for n, line in enumerate(lines, 1) if pattern.search(line)), 1)
 
 
 def _print_timings(config: pytest.Config, result: BuildResult) -> None:
@@ -251,6 +303,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         from pytest_depgraph import sharding
 
         sharding.exit_status(session, config.stash.get(PLAN_KEY, None))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    uninstall_marker()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -44,7 +44,7 @@ def summary(
     view = View(config.get_verbosity(), config.pluginmanager.has_plugin("dsession"))
     if view.verbosity <= -2 or not (plan.graph.edge_count or plan.errors or skips or plan.shard):
         return
-    if _stopped_by_collection_errors(terminal):
+    if _stopped_by_collection_errors(terminal) or _listing_fixtures(config):
         return
     walk = config.stash.get(WALK_KEY, None)
     if view.verbosity == -1:
@@ -55,6 +55,12 @@ def summary(
         terminal.write_line(line)
     if walk is not None:
         terminal.write_line(walk_line(walk))
+
+
+def _listing_fixtures(config: pytest.Config) -> bool:
+    """``--fixtures`` and ``--fixtures-per-test`` collect to list fixtures, not to run."""
+    return bool(getattr(config.option, "showfixtures", False)
+                or getattr(config.option, "show_fixtures_per_test", False))
 
 
 def _stopped_by_collection_errors(terminal: pytest.TerminalReporter) -> bool:
