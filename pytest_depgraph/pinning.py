@@ -11,7 +11,9 @@ Two rules make a group (docs/parallel.md, docs/choices.md):
   same module-scoped fixture definition (same parameter), or the same class-scoped one in the
   same class, expect the state the earlier one left in that instance: they join one group
   (union-find over such edges). Session-scoped fixtures do not pin: that would serialise whole
-  suites.
+  suites. Nor does another plugin's private fixture -- a name starting with ``_`` defined
+  outside the rootdir, such as pytest-django's autouse ``_django_setup_unittest``: nobody
+  declared state in it, and pinning on it would tie every linked test of a class to one worker.
 
 Each group is chained with AFTER edges between consecutive members in the serial (stable
 topological) order, so the order, the DOT file and the walk all see it; the chain follows an
@@ -21,8 +23,10 @@ that starts its first test (:class:`~pytest_depgraph.walker.Walker`).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_depgraph import compat
@@ -166,17 +170,44 @@ def _computed_modules(builder: _Builder, run: Sequence[int], broken: Any, union:
 
 
 def _any_shared(builder: _Builder) -> bool:
-    """Whether any test uses a module- or class-scoped fixture (else no edge can pin). O(V)."""
+    """Whether any test uses a module- or class-scoped fixture that can pin (else no edge
+    can pin). O(V)."""
     seen: set[int] = set()
     for item in builder.collected:
         info = getattr(item, "_fixtureinfo", None)
         if info is None or id(info) in seen:
             continue
         seen.add(id(info))
-        for definitions in info.name2fixturedefs.values():
-            if definitions and definitions[-1].scope in _SCOPES:
+        for name, definitions in info.name2fixturedefs.items():
+            if (definitions and definitions[-1].scope in _SCOPES
+                    and not _plugin_private(builder, name, definitions[-1])):
                 return True
     return False
+
+
+#: attribute caching the answer of :func:`_plugin_private` on a fixture definition
+_PRIVATE = "_depgraph_plugin_private"
+
+
+def _plugin_private(builder: _Builder, name: str, definition: Any) -> bool:
+    """Whether a fixture is another plugin's private one: its name starts with ``_`` and its
+    function is defined outside the rootdir (an installed plugin, not the suite's own test
+    modules, conftest.py files or local plugins)."""
+    if not name.startswith("_"):
+        return False
+    found = getattr(definition, _PRIVATE, None)
+    if found is None:
+        code = getattr(getattr(definition, "func", None), "__code__", None)
+        filename = getattr(code, "co_filename", "")
+        root = builder.rootpath.resolve()
+        try:
+            found = not filename or root not in Path(filename).resolve().parents
+        except OSError:
+            found = True
+        # a definition that takes no attributes is asked again next time
+        with contextlib.suppress(AttributeError):
+            setattr(definition, _PRIVATE, found)
+    return found
 
 
 def _instances(builder: _Builder, position: int) -> frozenset[tuple[Any, ...]]:
@@ -194,7 +225,7 @@ def _instances(builder: _Builder, position: int) -> frozenset[tuple[Any, ...]]:
             continue
         definition = definitions[-1]
         scope = definition.scope
-        if scope not in _SCOPES:
+        if scope not in _SCOPES or _plugin_private(builder, name, definition):
             continue
         if not found:
             callspec = getattr(item, "callspec", None)

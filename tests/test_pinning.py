@@ -435,3 +435,73 @@ def test_the_chain_is_in_the_dot_file(pytester: pytest.Pytester) -> None:
     text = result.stdout.str()
     assert '"test_state.py::test_extend" -> "test_state.py::test_read"' in text
     assert "on one worker, in order: both use the module fixture 'state'" in text
+
+
+#: stands in for pytest-django: an installed plugin with a private class-scoped autouse fixture
+#: (pytest-django's ``_django_setup_unittest``) and a public module-scoped one
+FAKE_PLUGIN = """
+import pytest
+
+@pytest.fixture(autouse=True, scope="class")
+def _fake_setup_unittest():
+    yield
+
+@pytest.fixture(scope="module")
+def fake_db():
+    return {}
+"""
+
+
+def test_another_plugins_private_fixture_does_not_pin(pytester: pytest.Pytester) -> None:
+    """A private fixture of an installed plugin links no tests; the suite's own private
+    fixtures and the plugin's public ones still do."""
+    site = pytester.path.parent / f"{pytester.path.name}_site"
+    site.mkdir()
+    (site / "fake_django.py").write_text(FAKE_PLUGIN)
+    pytester.syspathinsert(site)
+    pytester.makeconftest("pytest_plugins = ['fake_django']\n")
+    linked_in_a_class = """
+        import pytest
+
+        class TestViews:
+            def test_create(self):
+                pass
+
+            @pytest.mark.depends_on("test_create")
+            def test_read(self):
+                pass
+
+            @pytest.mark.depends_on("test_create")
+            def test_update(self):
+                pass
+    """
+    assert pinned_names(pytester, linked_in_a_class) == []
+    # the suite's own private fixture (in its conftest) keeps its meaning
+    pytester.makeconftest("""
+        import pytest
+
+        pytest_plugins = ['fake_django']
+
+        @pytest.fixture(autouse=True, scope="class")
+        def _own_state():
+            return {}
+    """)
+    assert pinned_names(pytester, linked_in_a_class) == [
+        ["TestViews::test_create", "TestViews::test_read", "TestViews::test_update"]
+    ]
+    # the plugin's public fixture pins as any module fixture does
+    pytester.makeconftest("pytest_plugins = ['fake_django']\n")
+    assert pinned_names(pytester, """
+        import pytest
+
+        def test_fill(fake_db):
+            pass
+
+        @pytest.mark.depends_on("test_fill")
+        def test_read(fake_db):
+            pass
+
+        @pytest.mark.depends_on("test_fill")
+        def test_again(fake_db):
+            pass
+    """) == [["test_fill", "test_read", "test_again"]]
