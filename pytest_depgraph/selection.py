@@ -74,6 +74,8 @@ def widen_node_id_args(config: pytest.Config) -> NodeIdSelection | None:
     written: dict[str, str] = {}
     widened: list[str] = []
     named_files: list[Path] = []
+    #: files named only through node ids: the top-level tests named in each
+    narrowed: dict[Path, set[str]] = {}
     for arg in args:
         path, sep, rest = arg.partition("::")
         absolute = (invocation / path).resolve()
@@ -88,6 +90,7 @@ def widen_node_id_args(config: pytest.Config) -> NodeIdSelection | None:
             widened.append(arg)  # a file, a directory, or outside the rootdir: as given
             continue
         nodeid = f"{relative}::{rest}"
+        narrowed.setdefault(absolute, set()).add(rest.split("::", 1)[0].split("[", 1)[0])
         by_file.setdefault(relative, []).append(nodeid)
         written[nodeid] = arg
         if path not in widened:
@@ -99,7 +102,11 @@ def widen_node_id_args(config: pytest.Config) -> NodeIdSelection | None:
         if directory != rootpath.resolve() and rootpath.resolve() in directory.parents:
             named_files.extend(_test_files(directory, config))
     extra = [
-        path for path in referenced_files(named_files, rootpath)
+        path for path in referenced_files(
+            named_files, rootpath,
+            {path: names for path, names in narrowed.items()
+             if _relative(rootpath, path) not in whole},
+        )
         if not any(path == d or d in path.parents for d in covered_dirs)
     ]
     ignored: list[str] = []
@@ -177,47 +184,113 @@ def uncollected_file(target: object, nodeid: str, rootpath: Path,
 _DECLARING_CALLS = {"depends_on", "output_fixture", "dependency", "order"}
 
 
-def referenced_files(files: list[Path], rootpath: Path) -> list[Path]:
+def referenced_files(
+    files: list[Path], rootpath: Path, only: dict[Path, set[str]] | None = None
+) -> list[Path]:
     """Test files that ``files`` (and the conftest.py files above them) name in dependency
     declarations, transitively — ``"tests/test_db.py::test_q"`` names ``tests/test_db.py``.
 
     A static scan of string literals in ``depends_on``/``output_fixture``/``dependency``/
     ``order`` calls: a target it cannot see (built at run time) is still reported as matching
-    no collected test, never skipped silently.
+    no collected test, never skipped silently. ``only`` narrows a file to some of its top-level
+    tests (node-id arguments): then only their declarations are read, with those of the tests
+    they name in the same file, and of everything in the file that is not a test (fixtures,
+    ``pytestmark``); a target in another file is read the same way, narrowed to the test it
+    names. So ``pytest a.py::test_x`` imports the files ``test_x`` needs, not those that the
+    other tests of ``a.py`` need.
     """
-    seen: set[Path] = set(files)
-    queue = list(files)
+    #: what was read of each file: some top-level tests, or all of it (None)
+    scanned: dict[Path, set[str] | None] = {}
+    pending: dict[Path, set[str] | None] = {}
+
+    def want(path: Path, names: set[str] | None) -> None:
+        done = scanned.get(path, set()) if path in scanned else set()
+        if path in scanned and (done is None or (names is not None and names <= done)):
+            return
+        if path in pending:
+            before = pending[path]
+            pending[path] = None if names is None or before is None else before | names
+        else:
+            pending[path] = names
+
+    narrow = only or {}
     for path in files:
+        want(path, narrow.get(path))
         for parent in path.parents:
             conftest = parent / "conftest.py"
-            if conftest.is_file() and conftest not in seen:
-                seen.add(conftest)
-                queue.append(conftest)
+            if conftest.is_file():
+                want(conftest, None)
             if parent == rootpath:
                 break
+    known = set(pending)
     found: list[Path] = []
-    while queue:
-        path = queue.pop()
-        for text in _declared_strings(path):
-            target = text.split("::", 1)[0]
+    while pending:
+        path, names = pending.popitem()
+        done = scanned.get(path, set())
+        names = None if names is None or done is None else names | done
+        scanned[path] = names
+        for text in _declared_strings(path, names):
+            target, sep, rest = text.partition("::")
             if not target.endswith(".py"):
                 continue
+            name = rest.split("::", 1)[0].split("[", 1)[0] if sep else ""
             for base in (rootpath, path.parent):
                 candidate = (base / target).resolve()
-                if candidate.is_file() and candidate not in seen:
-                    seen.add(candidate)
-                    found.append(candidate)
-                    queue.append(candidate)
+                if candidate.is_file():
+                    want(candidate, {name} if name else None)
+                    if candidate not in known:
+                        known.add(candidate)
+                        found.append(candidate)
                     break
     return found
 
 
-def _declared_strings(path: Path) -> list[str]:
+def _declared_strings(path: Path, names: set[str] | None = None) -> list[str]:
+    """String arguments of the declaring calls in ``path``; with ``names``, only in the
+    top-level tests of those names, the tests they name in the same file (bare names and
+    function objects), and everything that is not a test. A file with pytest-dependency or
+    pytest-order markers is read whole (their names are aliases and labels)."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return []  # pytest reports the file itself when it collects it
+    everything, _, other_plugins = _call_strings(tree)
+    if names is None or other_plugins:
+        return everything
+    tests = {
+        node.name: node for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and node.name.lower().startswith("test")
+    }
     strings: list[str] = []
+    for node in tree.body:
+        if not (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and tests.get(node.name) is node):
+            strings += _call_strings(node)[0]
+    queue = [name for name in names if name in tests]
+    done: set[str] = set()
+    while queue:
+        name = queue.pop()
+        if name in done:
+            continue
+        done.add(name)
+        texts, referenced, _ = _call_strings(tests[name])
+        strings += texts
+        for text in texts:
+            head = text.split("::", 1)[0].split("[", 1)[0]
+            if head in tests:
+                queue.append(head)  # a bare name (or Class::test) in this file
+        queue.extend(n for n in referenced if n in tests)
+    return strings
+
+
+def _call_strings(tree: ast.AST) -> tuple[list[str], set[str], bool]:
+    """The string arguments of the declaring calls in ``tree``, the plain names among their
+    arguments (function objects), and whether a pytest-dependency or pytest-order call is
+    among them."""
+    strings: list[str] = []
+    referenced: set[str] = set()
+    other_plugins = False
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -225,11 +298,14 @@ def _declared_strings(path: Path) -> list[str]:
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         if name not in _DECLARING_CALLS:
             continue
+        other_plugins = other_plugins or name in ("dependency", "order")
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             for leaf in ast.walk(arg):
                 if isinstance(leaf, ast.Constant) and isinstance(leaf.value, str):
                     strings.append(leaf.value)
-    return strings
+                elif isinstance(leaf, ast.Name):
+                    referenced.add(leaf.id)
+    return strings, referenced, other_plugins
 
 
 def _relative(rootpath: Path, path: Path) -> str | None:

@@ -311,3 +311,41 @@ def test_directory_argument_on_xdist(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "tests/a")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["1 dependency pulled in by selection"])
+
+
+def test_node_id_imports_only_the_files_its_test_needs(pytester: pytest.Pytester, run) -> None:
+    """Another test of the named file depends on test_b.py: naming test_x does not import
+    it; naming test_z (which needs test_y, which needs test_b.py) does."""
+    pytester.makepyfile(
+        test_a="""
+        import pytest
+
+        def test_x():
+            pass
+
+        @pytest.mark.depends_on("test_b.py::test_b")
+        def test_y():
+            pass
+
+        @pytest.mark.depends_on("test_y")
+        def test_z():
+            pass
+        """,
+        test_b="""
+        import pathlib
+        pathlib.Path("imported_b").touch()
+
+        def test_b():
+            pass
+
+        def test_b2():
+            pass
+        """,
+    )
+    result = run("test_a.py::test_x")
+    result.stdout.fnmatch_lines(["*collected 1 item"])
+    assert not (pytester.path / "imported_b").exists()
+    result = run("test_a.py::test_z")
+    assert names(result) == ["test_b", "test_y", "test_z"]
+    result.stdout.fnmatch_lines(["*collected 3 items", "2 dependencies pulled in by selection:"])
+    assert (pytester.path / "imported_b").exists()
