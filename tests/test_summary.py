@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_depgraph.xdist_hooks import dist_location
+
 #: one failing test and 25 dependents of it, and a chain of 8 tests with long names
 MANY = "import pytest\n\ndef test_root():\n    assert False\n" + "".join(
     f"\n@pytest.mark.depends_on('test_root')\ndef test_dependent_{i}():\n    pass\n"
@@ -124,21 +126,10 @@ def test_no_counts_when_collection_errors_stopped_the_run(pytester: pytest.Pytes
 
 
 def test_dist_warning_points_at_the_ini_line(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\naddopts = -p xdist -n 2\n    --dist worksteal\n")
-    pytester.makepyfile(
-        test_x="""
-        import pytest
-
-        def test_a():
-            pass
-
-        @pytest.mark.depends_on("test_a")
-        def test_b():
-            pass
-        """
-    )
-    result = pytester.runpytest_subprocess()
-    result.stdout.fnmatch_lines(
-        ["tox.ini:3", "*tox.ini:3: PytestWarning: depgraph: --dist worksteal*"]
-    )
-    result.stdout.no_fnmatch_line("*xdist_hooks.py*")
+    """The warning for a --dist mode the scheduler does not run (a plugin's) is located where
+    --dist was given: the ini line, or the command line -- not a line of the plugin."""
+    pytester.makeini("[pytest]\naddopts = -p xdist\n    --dist loadscope\n")
+    config = pytester.parseconfig()
+    assert dist_location(config) == (str(pytester.path / "tox.ini"), 3)
+    config = pytester.parseconfig("-p", "xdist", "--dist", "loadscope")
+    assert dist_location(config) == ("pytest command line", 0)
