@@ -14,17 +14,17 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_depgraph import compat, pinning, safe
 from pytest_depgraph import graph as dag
+from pytest_depgraph.context import Context, Source
 from pytest_depgraph.graph import Graph, Kind, Origin
-from pytest_depgraph.locate import Locator, own_marks
+from pytest_depgraph.locate import own_marks
 from pytest_depgraph.markers import (
     MARKER,
-    Declaration,
     DeclarationError,
     RawDeclaration,
     declarations_of,
@@ -32,8 +32,7 @@ from pytest_depgraph.markers import (
     validate,
 )
 from pytest_depgraph.plan import Plan, edges_by_origin
-from pytest_depgraph.problems import Problem, Problems, capped, cycle_message
-from pytest_depgraph.resolve import TargetIndex
+from pytest_depgraph.problems import Problem, capped, cycle_message
 from pytest_depgraph.selection import uncollected_file
 
 if TYPE_CHECKING:
@@ -54,71 +53,33 @@ class Result:
     unreduced: Graph | None = None
 
 
-class _Source(NamedTuple):
-    """A declaration with where it came from, before resolution (one per declaration)."""
-
-    declaration: Declaration
-    origin: Origin
-    #: what the error message calls the declaration (``@pytest.mark.depends_on``)
-    label: str
-    #: declared on a class or module and inherited by the test
-    inherited: bool
-    #: positions (into all collected items) already resolved by the declaring plugin's own
-    #: naming rules (pytest-dependency, pytest-order); None: resolve the targets here
-    resolved: tuple[int, ...] | None = None
-    #: where the declaration was written, when that is not its origin's place (a fixture's
-    #: edges point at the fixture's definition)
-    written: str | None = None
-
-
-class _Builder:
+class _Builder(Context):
     def __init__(
-        self, collected: Sequence[pytest.Item], rootpath: Path, verbosity: int = 0
+        self,
+        collected: Sequence[pytest.Item],
+        rootpath: Path,
+        verbosity: int = 0,
+        compat_settings: compat.Settings | None = None,
     ) -> None:
-        self.collected = list(collected)
-        self.rootpath = rootpath
-        self.position = {item: i for i, item in enumerate(self.collected)}
-        self.nodeids = [item.nodeid for item in self.collected]
-        # pytest computes item.cls by walking up the tree: once per item is enough
-        self.functions = [safe.attr(item, "function") for item in self.collected]
-        self.classes = [
-            None if isinstance(item.parent, pytest.Module) else safe.attr(item, "cls")
-            for item in self.collected
-        ]
-        self._index: TargetIndex | None = None
-        self.problems = Problems(verbosity)
+        super().__init__(collected, rootpath, verbosity)
         self._files: set[str] | None = None
         #: files that declarations point to but pytest was told to ignore
         self.ignored: Collection[str] = ()
-        self._fixture_sources: dict[tuple[int, str], tuple[list[_Source], list[Problem]]] = {}
-        self._mark_sources: dict[tuple[int, int], tuple[list[_Source], list[Problem]]] = {}
+        self._fixture_sources: dict[tuple[int, str], tuple[list[Source], list[Problem]]] = {}
+        self._mark_sources: dict[tuple[int, int], tuple[list[Source], list[Problem]]] = {}
         self._parent_marks: dict[int, list[tuple[Node, pytest.Mark]]] = {}
-        self._closure_sources: dict[int, tuple[list[_Source], list[Problem]]] = {}
+        self._closure_sources: dict[int, tuple[list[Source], list[Problem]]] = {}
         #: what ``depends_on`` written on a test function or class declares, by id
-        self._declared: dict[int, tuple[list[_Source], list[Problem]]] = {}
-        # the lazy file:line of every marker origin holds the locator, not the builder: the
-        # builder and its indexes are garbage once the plan is built
-        self.locator = Locator(rootpath)
-        self._relative = self.locator.relative
-        self.compat = compat.reader(self)
-
-    @property
-    def index(self) -> TargetIndex:
-        """The targets' index, made when the first target is resolved (a suite without
-        dependencies never needs it)."""
-        if self._index is None:
-            self._index = TargetIndex(
-                self.nodeids, self.functions, self.classes
-            )
-        return self._index
+        self._declared: dict[int, tuple[list[Source], list[Problem]]] = {}
+        self.compat = compat.reader(self, compat_settings or compat.Settings())
 
     # -- declarations ------------------------------------------------------------------------
 
-    def sources(self, position: int) -> list[_Source]:
+    def sources(self, position: int) -> list[Source]:
         """Every dependency declaration that applies to one item."""
         item = self.collected[position]
         function = self.functions[position]
-        found: list[_Source] = []
+        found: list[Source] = []
         for node, mark in self._marks(position):
             # a class or module marker is one Mark shared by all its tests, a test function's
             # by all its parametrized instances: validate it once
@@ -165,7 +126,7 @@ class _Builder:
         return found
 
     @staticmethod
-    def _note(cached: tuple[list[_Source], list[Problem]], position: int) -> list[_Source]:
+    def _note(cached: tuple[list[Source], list[Problem]], position: int) -> list[Source]:
         sources, problems = cached
         for problem in problems:
             problem.items.add(position)
@@ -173,7 +134,7 @@ class _Builder:
 
     def _marker_sources(
         self, node: Node, mark: pytest.Mark, position: int
-    ) -> tuple[list[_Source], list[Problem]]:
+    ) -> tuple[list[Source], list[Problem]]:
         # the file:line is looked up only if a message or the DOT file shows it
         origin = Origin("marker", partial(self.locator.mark, node, mark))
         raw = RawDeclaration(mark.args, mark.kwargs, "")
@@ -182,11 +143,11 @@ class _Builder:
 
     def _decorator_sources(
         self, owner: object, inherited: bool, position: int
-    ) -> tuple[list[_Source], list[Problem]]:
-        sources: list[_Source] = []
+    ) -> tuple[list[Source], list[Problem]]:
+        sources: list[Source] = []
         problems: list[Problem] = []
         for raw in declarations_of(owner):
-            where = self._relative(raw.where)
+            where = self.relative(raw.where)
             raw = RawDeclaration(raw.args, raw.kwargs, where)
             found, trouble = self._validated(raw, Origin("marker", where), "@depends_on",
                                              position, inherited)
@@ -194,14 +155,14 @@ class _Builder:
             problems += trouble
         return sources, problems
 
-    def _fixture_declarations(self, position: int) -> list[_Source]:
+    def _fixture_declarations(self, position: int) -> list[Source]:
         info = getattr(self.collected[position], "_fixtureinfo", None)
         if info is None:
             return []
         # one closure per test function, shared by its parametrized instances
         cached = self._closure_sources.get(id(info))
         if cached is None:
-            sources: list[_Source] = []
+            sources: list[Source] = []
             problems: list[Problem] = []
             for name in info.names_closure:
                 for fixturedef in _used_definitions(name, info.name2fixturedefs.get(name, ())):
@@ -216,14 +177,14 @@ class _Builder:
 
     def _fixture_sources_of(
         self, fixturedef: object, name: str
-    ) -> tuple[list[_Source], list[Problem]]:
+    ) -> tuple[list[Source], list[Problem]]:
         func = safe.attr(fixturedef, "func")
-        sources: list[_Source] = []
+        sources: list[Source] = []
         problems: list[Problem] = []
         definition = self.locator.definition(func)
         if any(m.name == MARKER for m in [*own_marks(func), *own_marks(_fixture_object(func))]):
             where = definition
-            problems.append(self._problem(
+            problems.append(self.problem(
                 f"depgraph: {where}: @pytest.mark.{MARKER} on fixture '{name}' has no "
                 "effect: pytest ignores marks on fixtures.\n"
                 "  Use the decorator instead: `from pytest_depgraph import depends_on`, then "
@@ -231,7 +192,7 @@ class _Builder:
                 report_nodeid=where.rsplit(":", 1)[0],
             ))
         for raw in declarations_of(func):
-            where = self._relative(raw.where)
+            where = self.relative(raw.where)
             raw = RawDeclaration(raw.args, raw.kwargs, where)
             output = safe.attr(func, "_depgraph_output") is True
             kind = "output" if output else "fixture"
@@ -252,7 +213,7 @@ class _Builder:
         position: int | None,
         inherited: bool,
         where: str | None = None,
-    ) -> tuple[list[_Source], list[Problem]]:
+    ) -> tuple[list[Source], list[Problem]]:
         """The declaration as a source, or the problem with it (for every test it is on).
 
         ``position`` is the first test the declaration is on; None for a fixture's, which
@@ -270,17 +231,13 @@ class _Builder:
                 nodeid = self.nodeids[position]
                 message = f"depgraph: {where}: {error}\n  ({label}, declared for {nodeid}{{more}})"
                 report_nodeid = _module_of(nodeid)
-            return [], [self._problem(message, report_nodeid)]
+            return [], [self.problem(message, report_nodeid)]
         written = None if where is None or where == origin.where else where
-        return [_Source(declaration, origin, label, inherited, None, written)], []
+        return [Source(declaration, origin, label, inherited, None, written)], []
 
     # -- problems ----------------------------------------------------------------------------
 
-    def _problem(self, message: str, report_nodeid: str) -> Problem:
-        """The problem with this message, made once however many tests share it."""
-        return self.problems.add(message, report_nodeid)
-
-    def unresolved(self, source: _Source, target: object, position: int) -> None:
+    def unresolved(self, source: Source, target: object, position: int) -> None:
         """A target of ``source`` matches nothing for the test at ``position``: one error per
         cause (a missing file, a target), listing the declarations that share it."""
         nodeid = self.nodeids[position]
@@ -307,7 +264,7 @@ class _Builder:
         return [f"  {path} is not collected in this run: add it to the command line "
                 f"(pytest ... {path})."]
 
-    def self_reference(self, source: _Source, target: object, position: int) -> None:
+    def self_reference(self, source: Source, target: object, position: int) -> None:
         """A target of ``source`` contains the test at ``position`` itself."""
         text = describe_target(target)
         self.problems.grouped(
@@ -420,6 +377,7 @@ def build(
     verbosity: int = 0,
     ignore_unselected: bool = False,
     ignored_files: Collection[str] = (),
+    compat_settings: compat.Settings | None = None,
 ) -> Result:
     """Resolve every declaration of the selected items (and of the dependencies pulled in),
     validate the graph, reduce it and order the items.
@@ -441,6 +399,7 @@ def build(
             verbosity=verbosity,
             ignore_unselected=ignore_unselected,
             ignored_files=ignored_files,
+            compat_settings=compat_settings,
         )
     finally:
         if enabled:
@@ -458,6 +417,7 @@ def _build(
     verbosity: int = 0,
     ignore_unselected: bool = False,
     ignored_files: Collection[str] = (),
+    compat_settings: compat.Settings | None = None,
 ) -> Result:
     clock = time.perf_counter()
     timings: dict[str, float] = {}
@@ -468,7 +428,7 @@ def _build(
         timings[phase] = now - clock
         clock = now
 
-    builder = _Builder(collected, rootpath, verbosity)
+    builder = _Builder(collected, rootpath, verbosity, compat_settings)
     builder.ignored = ignored_files
     selected_positions = [builder.position[item] for item in selected if item in builder.position]
     in_run = set(selected_positions)
@@ -543,7 +503,7 @@ def _build(
     lap("validate")
     order = dag.stable_topological_order(acyclic)
     # tests that must share a worker, chained in this order (AFTER edges added to acyclic)
-    pins = pinning.pin(builder, run, acyclic, order, broken)
+    pins = pinning.pin(builder, run, acyclic, order, broken, compat.computed_sites(builder.compat))
     run_order = [n for n in order if n < len(run)]
     # external nodes go last: they never run, and nothing in the run waits on their position
     final = [*run_order, *range(len(run), len(number))]
@@ -555,7 +515,7 @@ def _build(
     # pytest-order's ordinal groups, tied for parallel runs by AFTER edges that follow this
     # order (so the serial order stays as it is). Added after the reduction: they tie every
     # unordered test to the ordered ones, and reducing such stars costs more than it saves.
-    ordinal = compat.ordinal_edges(builder, run, order, broken, reduced)
+    ordinal = compat.ordinal_edges(builder.compat, run, order, broken, reduced)
     new_id = [0] * len(final)
     for new, old in enumerate(final):
         new_id[old] = new

@@ -29,17 +29,15 @@ import warnings
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import pytest
 
 from pytest_depgraph import safe
+from pytest_depgraph.context import Context, Source
 from pytest_depgraph.graph import Kind, Origin
 from pytest_depgraph.locate import first_line
 from pytest_depgraph.markers import Declaration
-
-if TYPE_CHECKING:
-    from pytest_depgraph.build import _Builder, _Source
 
 DEPENDENCY = "dependency"
 ORDER = "order"
@@ -66,9 +64,9 @@ _ORDER_WORDS = {
 }
 
 
-@dataclass
-class _Settings:
-    """pytest-dependency's options, when it is installed (module-wide, as in pytest-dependency)."""
+@dataclass(frozen=True)
+class Settings:
+    """pytest-dependency's options, when it is installed, and ``--depgraph-strict``."""
 
     automark: bool = False
     ignore_unknown: bool = False
@@ -76,16 +74,22 @@ class _Settings:
     strict: bool = False
 
 
-_settings = _Settings()
+#: the session's :class:`Settings`, stored by :func:`register`
+SETTINGS_KEY = pytest.StashKey[Settings]()
+
+
+def settings(config: pytest.Config) -> Settings:
+    """The settings :func:`register` stored (the defaults before it ran)."""
+    return config.stash.get(SETTINGS_KEY, Settings())
 
 
 # -- graph sources ---------------------------------------------------------------------------
 
 
-def reader(builder: _Builder) -> _Compat | None:
+def reader(builder: Context, settings: Settings) -> _Compat | None:
     """What reads ``dependency`` and ``order`` markers for ``builder``; None when the session
     has neither (the common case, which then costs one pass over the marks)."""
-    compat = _Compat(builder, _settings)
+    compat = _Compat(builder, settings)
     return compat if compat.has_dependency or compat.has_order else None
 
 
@@ -140,8 +144,8 @@ class DependencyNames:
 class _Compat:
     """Per-builder indexes for the other plugins' markers, made once so resolution is linear."""
 
-    builder: _Builder
-    settings: _Settings
+    builder: Context
+    settings: Settings
     has_dependency: bool = False
     has_order: bool = False
     _names: DependencyNames | None = None
@@ -169,7 +173,7 @@ class _Compat:
         if self.has_order:
             self._index_order()
 
-    def sources(self, position: int) -> Iterator[_Source]:
+    def sources(self, position: int) -> Iterator[Source]:
         """Sources from ``dependency`` and ``order`` markers on the item at ``position``."""
         if self.has_dependency:
             yield from self.dependency_sources(position)
@@ -184,8 +188,7 @@ class _Compat:
             self._names = DependencyNames(self.builder.collected, self.settings.automark)
         return self._names
 
-    def dependency_sources(self, position: int) -> Iterator[_Source]:
-        from pytest_depgraph.build import _Source
+    def dependency_sources(self, position: int) -> Iterator[Source]:
 
         item = self.builder.collected[position]
         found = next(item.iter_markers_with_node(name=DEPENDENCY), None)
@@ -198,7 +201,7 @@ class _Compat:
             scope = mark.kwargs.get("scope", "module")
             inherited = not isinstance(node, pytest.Item)
             for name, resolved in self._resolve_names(position, depends, scope, where, site):
-                yield _Source(
+                yield Source(
                     Declaration((name,), Kind.REQUIRES, where), Origin(DEPENDENCY, where), label,
                     inherited, resolved,
                 )
@@ -208,7 +211,7 @@ class _Compat:
             for name, resolved in self._resolve_names(
                 position, call.names, call.scope, call.where, site
             ):
-                yield _Source(
+                yield Source(
                     Declaration((name,), Kind.REQUIRES, call.where),
                     Origin(DEPENDENCY, call.where), label, False, resolved,
                 )
@@ -332,7 +335,7 @@ class _Compat:
             cached = self._calls.get(id(function))
             if cached is None:
                 cached = self._calls[id(function)] = _depends_calls(
-                    function, self.builder._relative
+                    function, self.builder.relative
                 )
             found.extend(cached[0])
             computed.extend(cached[1])
@@ -380,8 +383,7 @@ class _Compat:
                         if match != position:
                             self._before_of.setdefault(match, []).append((position, where, label))
 
-    def order_sources(self, position: int) -> Iterator[_Source]:
-        from pytest_depgraph.build import _Source
+    def order_sources(self, position: int) -> Iterator[Source]:
 
         item = self.builder.collected[position]
         for message, where, label in self._before_problems.get(position, ()):
@@ -403,7 +405,7 @@ class _Compat:
                 found = self._order_matches(label, position, node)
                 matches = tuple(m for m in found if m != position)  # pytest-order: a no-op
                 if matches:
-                    yield _Source(
+                    yield Source(
                         Declaration((label,), Kind.AFTER, where), Origin(ORDER, where),
                         f"@pytest.mark.{ORDER}(after={label!r})",
                         not isinstance(node, pytest.Item), matches,
@@ -414,7 +416,7 @@ class _Compat:
                 elif not found:
                     self._report(position, self._unknown_label(position, "after", label, where))
         for declarer, where, label in self._before_of.get(position, ()):
-            yield _Source(
+            yield Source(
                 Declaration((label,), Kind.AFTER, where), Origin(ORDER, where),
                 f"@pytest.mark.{ORDER}(before={label!r}) on "
                 f"{self.builder.collected[declarer].nodeid}",
@@ -476,7 +478,7 @@ class _Compat:
 
     def _report(self, position: int, message: str) -> None:
         item = self.builder.collected[position]
-        problem = self.builder._problem(message, report_nodeid=item.nodeid.split("::", 1)[0])
+        problem = self.builder.problem(message, report_nodeid=item.nodeid.split("::", 1)[0])
         problem.items.add(position)
 
     def where(self, node: Any, mark: pytest.Mark) -> str:
@@ -491,7 +493,7 @@ class _Compat:
         return self._where[key]
 
     def _find_where(self, node: object, obj: object, filename: str, name: str) -> str:
-        rel = self.builder._relative(filename)
+        rel = self.builder.relative(filename)
         lines = linecache.getlines(filename)
         if isinstance(node, pytest.Module):
             for number, text in enumerate(lines, 1):
@@ -582,10 +584,10 @@ class _RuntimeCall:
     where: str
 
 
-def computed_sites(builder: _Builder) -> dict[int, list[str]]:
+def computed_sites(compat: _Compat | None) -> dict[int, list[str]]:
     """Position -> sites of the ``depends()`` calls whose names cannot be read, found while
     the builder read the dependency sources (nothing when pytest-dependency is not used)."""
-    return builder.compat.computed if builder.compat is not None else {}
+    return compat.computed if compat is not None else {}
 
 
 def _depends_calls(
@@ -688,13 +690,12 @@ def _loaded(config: pytest.Config, module: str) -> Any:
 def register(config: pytest.Config, strict: bool = False) -> None:
     """Register the other plugins' markers when they are absent, and the run-time helpers;
     ``strict``: names that match no test are errors (``--depgraph-strict``)."""
-    global _settings
     dependency = _loaded(config, "pytest_dependency")
     if dependency is None:
         config.addinivalue_line("markers", DEPENDENCY_HELP)
-        _settings = _Settings(strict=strict)
+        config.stash[SETTINGS_KEY] = Settings(strict=strict)
     else:
-        _settings = _Settings(
+        config.stash[SETTINGS_KEY] = Settings(
             automark=bool(_option(lambda: config.getini("automark_dependency"))),
             ignore_unknown=bool(
                 _option(lambda: config.getoption("--ignore-unknown-dependency"))
@@ -707,7 +708,7 @@ def register(config: pytest.Config, strict: bool = False) -> None:
     from pytest_depgraph import worker
 
     if dependency is not None and worker.is_walked_worker(config):
-        runtime = DependencyRuntime(config, dependency)
+        runtime = DependencyRuntime(config, dependency, config.stash[SETTINGS_KEY])
         if runtime.install():
             config.pluginmanager.register(runtime, "depgraph-dependency-runtime")
 
@@ -751,7 +752,7 @@ _PAIRS_PER_TEST = 8
 
 
 def ordinal_edges(
-    builder: _Builder, run: Sequence[int], order: Sequence[int], broken: Any, graph: Any
+    compat: _Compat | None, run: Sequence[int], order: Sequence[int], broken: Any, graph: Any
 ) -> int:
     """Add AFTER edges that keep pytest-order's ordinal groups apart when tests run at once.
 
@@ -764,7 +765,6 @@ def ordinal_edges(
     group: |A|+|B| edges, at the price of running that group one test at a time.
     ``run[n]`` is the builder position of graph node ``n``; returns the number of edges added.
     """
-    compat = builder.compat
     if compat is None or not compat.has_order:
         return 0
     keyed: dict[tuple[int, int], list[int]] = {}
@@ -844,9 +844,10 @@ class DependencyRuntime:
     requires ancestor of the running test is recorded as passed in the checking manager.
     """
 
-    def __init__(self, config: pytest.Config, module: Any) -> None:
+    def __init__(self, config: pytest.Config, module: Any, settings: Settings) -> None:
         self.config = config
         self.module = module
+        self.settings = settings
         self.current: pytest.Item | None = None
         self._names: DependencyNames | None = None
         self._node_of: dict[str, int] | None = None
@@ -912,7 +913,7 @@ class DependencyRuntime:
         if me is None:
             return
         if self._names is None:
-            self._names = DependencyNames(item.session.items, _settings.automark)
+            self._names = DependencyNames(item.session.items, self.settings.automark)
         key = _scope_key(node, scope)
         if key is None:
             return

@@ -24,16 +24,13 @@ that starts its first test (:class:`~pytest_depgraph.walker.Walker`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pytest_depgraph import compat
+from pytest_depgraph.context import Context
 from pytest_depgraph.graph import Graph, Kind, Origin
-
-if TYPE_CHECKING:
-    from pytest_depgraph.build import _Builder
 
 #: origin kind of the chain edges
 PIN = "pin"
@@ -58,23 +55,25 @@ class Pins:
 
 
 def pin(
-    builder: _Builder,
+    builder: Context,
     run: Sequence[int],
     graph: Graph,
     order: Sequence[int],
     broken: Any,
+    computed: Mapping[int, list[str]],
 ) -> Pins:
     """Find the pinned groups of the run, chain each in ``order`` with AFTER edges added to
     ``graph``; return the groups (graph nodes, in order) and a warning per module with
     computed ``depends()`` names.
 
     ``run[n]`` is the builder position of graph node ``n`` (later nodes are external);
-    ``broken`` holds the nodes that cannot run. O(V + E) when something is pinned; O(E) (a
+    ``broken`` holds the nodes that cannot run; ``computed`` maps a position to the sites of
+    its ``depends()`` calls whose names cannot be read. O(V + E) when something is pinned; O(E) (a
     module comparison per edge) otherwise, nothing at all for a graph without edges and
     without pytest-dependency.
     """
     count = len(run)
-    parent = list(range(count)) if graph.edge_count or compat.computed_sites(builder) else []
+    parent = list(range(count)) if graph.edge_count or computed else []
     if not parent:
         return Pins()
 
@@ -94,7 +93,7 @@ def pin(
             joined.extend((a, b))
             why.setdefault(a, origin)
 
-    warnings = _computed_modules(builder, run, broken, union)
+    warnings = _computed_modules(builder, computed, run, broken, union)
     # the module/class fixture instances of each test with an edge, made when first needed
     instances: list[frozenset[tuple[Any, ...]] | None] = [None] * count
     for dependent, dependency, _kind in graph.triples() if _any_shared(builder) else ():
@@ -137,9 +136,10 @@ def pin(
     return pins
 
 
-def _computed_modules(builder: _Builder, run: Sequence[int], broken: Any, union: Any) -> list[str]:
+def _computed_modules(
+    builder: Context, sites: Mapping[int, list[str]], run: Sequence[int], broken: Any, union: Any
+) -> list[str]:
     """Join every test of a module with computed ``depends()`` names; a warning per module."""
-    sites = compat.computed_sites(builder)
     if not sites:
         return []
     collected = builder.collected
@@ -169,7 +169,7 @@ def _computed_modules(builder: _Builder, run: Sequence[int], broken: Any, union:
     return warnings
 
 
-def _any_shared(builder: _Builder) -> bool:
+def _any_shared(builder: Context) -> bool:
     """Whether any test uses a module- or class-scoped fixture that can pin (else no edge
     can pin). O(V)."""
     seen: set[int] = set()
@@ -189,7 +189,7 @@ def _any_shared(builder: _Builder) -> bool:
 _PRIVATE = "_depgraph_plugin_private"
 
 
-def _plugin_private(builder: _Builder, name: str, definition: Any) -> bool:
+def _plugin_private(builder: Context, name: str, definition: Any) -> bool:
     """Whether a fixture is another plugin's private one: its name starts with ``_`` and its
     function is defined outside the rootdir (an installed plugin, not the suite's own test
     modules, conftest.py files or local plugins)."""
@@ -210,7 +210,7 @@ def _plugin_private(builder: _Builder, name: str, definition: Any) -> bool:
     return found
 
 
-def _instances(builder: _Builder, position: int) -> frozenset[tuple[Any, ...]]:
+def _instances(builder: Context, position: int) -> frozenset[tuple[Any, ...]]:
     """The module- and class-scoped fixture instances a test uses: (definition, module,
     class, parameter index, name) -- a parametrized fixture has one instance per parameter."""
     item: Any = builder.collected[position]

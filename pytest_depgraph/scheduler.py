@@ -41,6 +41,7 @@ from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyp
 
 from pytest_depgraph import units
 from pytest_depgraph.channel_values import relay
+from pytest_depgraph.controller_warnings import record_warning
 from pytest_depgraph.durations import load_durations
 from pytest_depgraph.graph import chain_cover, critical_path
 from pytest_depgraph.options import read_settings
@@ -55,7 +56,6 @@ from pytest_depgraph.state import (
 )
 from pytest_depgraph.timeline import WalkStats
 from pytest_depgraph.walker import Skip, Walker
-from pytest_depgraph.xdist_hooks import record_warning
 
 
 def is_controller(config: pytest.Config) -> bool:

@@ -100,7 +100,8 @@ class ShardHooks:
         if self._reported:
             return
         self._reported = True
-        from pytest_depgraph.xdist_hooks import record_warning, walks
+        from pytest_depgraph.controller_warnings import record_warning
+        from pytest_depgraph.xdist_hooks import walks
 
         text = getattr(node, PLAN_ATTRIBUTE, None)
         try:

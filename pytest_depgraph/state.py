@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pytest
 
@@ -10,9 +10,17 @@ from pytest_depgraph.outcomes import OutcomeRecorder
 from pytest_depgraph.plan import Plan
 from pytest_depgraph.timeline import WalkStats
 
-if TYPE_CHECKING:
-    # the scheduler imports xdist's scheduling modules: only a controller that walks needs them
-    from pytest_depgraph.scheduler import DepGraphScheduling
+
+class Walking(Protocol):
+    """What the session's hooks read from the xdist scheduler
+    (:class:`~pytest_depgraph.scheduler.DepGraphScheduling`), named here without importing
+    it: it imports xdist's scheduling modules, which only a controller that walks needs."""
+
+    #: how many collection errors the workers' plans hold (the run stops on any)
+    plan_errors: int
+
+    def walk_stats(self) -> WalkStats | None:
+        """Statistics of the walk, once it ran."""
 
 #: the plan built after collection (serial session and every xdist worker)
 PLAN_KEY = pytest.StashKey[Plan]()
@@ -26,11 +34,11 @@ SKIPS_KEY = pytest.StashKey[dict[str, str]]()
 WALK_KEY = pytest.StashKey[WalkStats]()
 
 #: the xdist scheduler of this session, once xdist asked for it (controller only)
-SCHEDULER_KEY = pytest.StashKey["DepGraphScheduling"]()
+SCHEDULER_KEY = pytest.StashKey[Walking]()
 #: ``WorkerController`` attribute where the receiver thread leaves the worker's plan text
 PLAN_ATTRIBUTE = "_depgraph_plan"
 
 
-def active_scheduler(config: pytest.Config) -> DepGraphScheduling | None:
+def active_scheduler(config: pytest.Config) -> Walking | None:
     """The scheduler of this session, once xdist asked for it."""
     return config.stash.get(SCHEDULER_KEY, None)

@@ -13,13 +13,13 @@ controller before xdist's ``collectionfinish``, and the worker loop is patched
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Generator
 from typing import Any
 
 import pytest
 
 from pytest_depgraph import channel_values, durations, worker
+from pytest_depgraph.controller_warnings import record_warning
 from pytest_depgraph.options import read_settings
 from pytest_depgraph.plan import PROTOCOL_VERSION, Plan
 from pytest_depgraph.state import PLAN_ATTRIBUTE, WALK_KEY, active_scheduler
@@ -40,24 +40,6 @@ def register(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin("xdist") or config.pluginmanager.has_plugin(_NAME):
         return
     config.pluginmanager.register(XdistHooks(), _NAME)
-
-
-def record_warning(
-    config: pytest.Config, message: str, where: tuple[str, int] | None = None
-) -> None:
-    """Show a warning in the controller's warnings summary (it runs no test to warn from),
-    located at ``where`` (file, line) -- by default here."""
-    filename, line = where or (__file__, 0)
-    config.hook.pytest_warning_recorded.call_historic(
-        kwargs={
-            "warning_message": warnings.WarningMessage(
-                pytest.PytestWarning(message), pytest.PytestWarning, filename, line
-            ),
-            "when": "runtest",
-            "nodeid": "",
-            "location": None,
-        }
-    )
 
 
 def xdist_version() -> tuple[int, ...]:
