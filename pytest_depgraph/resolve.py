@@ -160,8 +160,8 @@ class TargetIndex:
         file name first), a missing name with the names of its file, then with the distinct
         test names of the session.
         """
-        if not isinstance(target, str):
-            return []
+        if not isinstance(target, str) or len(target) > _SUGGEST_LIMIT:
+            return []  # difflib indexes every character of the target: not for a megabyte
         target = target.strip()
         module, _ = self._context(nodeid)
         own = nodeid.split("[", 1)[0]
@@ -234,6 +234,10 @@ class TargetIndex:
             return sorted(same)[:limit]
         close = difflib.get_close_matches(base, list(by_basename), n=limit)
         return [file for name in close for file in sorted(by_basename[name])][:limit]
+
+
+#: longest target string that close names are looked for (longer is no typo of a name)
+_SUGGEST_LIMIT = 1000
 
 
 def _split(nodeid: str) -> tuple[str, list[str]]:
