@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_depgraph.graph import (
+from pytest_depgraph.core.graph import (
     Graph,
     Kind,
     Origin,
@@ -168,7 +168,10 @@ def compare_networkx(graph: Graph, repeat: int) -> None:
     print()
     print("| reduction of random DAG 10k, all edges REQUIRES | seconds | edges kept |")
     print("|---|---:|---:|")
-    print(f"| pytest_depgraph.graph.transitive_reduction | {ours_t:.3f} | {ours.edge_count:,} |")
+    print(
+        f"| pytest_depgraph.core.graph.transitive_reduction | {ours_t:.3f} "
+        f"| {ours.edge_count:,} |"
+    )
     print(f"| networkx.transitive_reduction | {theirs_t:.3f} | {theirs.number_of_edges():,} |")
     print()
     print(f"Same edge set: {same}. networkx is not run on the 100k graphs: it takes minutes.")

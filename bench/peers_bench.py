@@ -255,14 +255,14 @@ def _ran(name):
 
 """
 
-# Wraps pytest_depgraph.build.build to time it from outside the package (the generated suite's
-# conftest, only for the depgraph suites, only when PEERS_BENCH_BUILD_TIMES is set).
+# Wraps pytest_depgraph.collect.build.build to time it from outside the package (the generated
+# suite's conftest, only for the depgraph suites, only when PEERS_BENCH_BUILD_TIMES is set).
 CONFTEST_TIMER = """import os
 import time
 
 _OUT = os.environ.get("PEERS_BENCH_BUILD_TIMES")
 if _OUT:
-    import pytest_depgraph.build as _b
+    import pytest_depgraph.collect.build as _b
     import pytest_depgraph.plugin as _p
 
     _orig = _p.build
@@ -624,7 +624,7 @@ def report(suite: Suite, plugins: list[Plugin], res: Results, full: bool, timeou
     if res.phases:
         print(f"\ndepgraph `--depgraph-timings` (last of {len(res.phases)}): `{res.phases[-1]}`")
     if res.build_times:
-        print(f"`pytest_depgraph.build.build` wall time, timed from the suite's conftest: "
+        print(f"`pytest_depgraph.collect.build.build` wall time, timed from the suite's conftest: "
               f"median {median(res.build_times) * 1000:.1f} ms of {len(res.build_times)} runs")
     print(flush=True)
 

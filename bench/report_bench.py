@@ -34,7 +34,7 @@ from pathlib import Path
 CONFTEST = '''
 import json, os, time
 
-from pytest_depgraph import html_report, run_report
+from pytest_depgraph.output import html_report, run_report
 
 TIMES = {}
 _finish = run_report.RunReport.pytest_sessionfinish

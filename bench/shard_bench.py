@@ -38,7 +38,7 @@ from collections import deque
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from pytest_depgraph.shard import balance
+from pytest_depgraph.core.shard import balance
 
 REQUIRES, AFTER = "requires", "after"
 

@@ -41,7 +41,7 @@ import pytest
 LOG = os.path.join(os.path.dirname(__file__), "times.log")
 
 if os.environ.get("BENCH_COLLECTION_ORDER"):
-    from pytest_depgraph import scheduler
+    from pytest_depgraph.run import scheduler
 
     scheduler.DepGraphScheduling._priorities = lambda self, plan: [0.0] * len(plan.nodeids)
 

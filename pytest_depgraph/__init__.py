@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from pytest_depgraph.markers import depends_on
-from pytest_depgraph.outputs import DepGraph, output_fixture
+from pytest_depgraph.collect.markers import depends_on
+from pytest_depgraph.run.outputs import DepGraph, output_fixture
 
 __all__ = ["DepGraph", "depends_on", "output_fixture"]
 try:

@@ -170,7 +170,7 @@ def read_settings(config: pytest.Config) -> Settings:
     shard = None
     raw_shard = config.getoption("depgraph_shard")
     if raw_shard is not None:
-        from pytest_depgraph.shard import parse  # only --depgraph-shard needs it
+        from pytest_depgraph.core.shard import parse  # only --depgraph-shard needs it
 
         try:
             shard = parse(raw_shard)

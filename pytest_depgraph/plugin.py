@@ -11,21 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from pytest_depgraph import compat, report, selection, worker
-from pytest_depgraph.build import Result as BuildResult
-from pytest_depgraph.build import build
-from pytest_depgraph.markers import (
+from pytest_depgraph.collect import compat, selection
+from pytest_depgraph.collect.build import Result as BuildResult
+from pytest_depgraph.collect.build import build
+from pytest_depgraph.collect.markers import (
     MARKER,
     MARKER_HELP,
     install_marker,
     stray_marker,
     uninstall_marker,
 )
+from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.options import Settings, add_options, dot_option, read_settings
-from pytest_depgraph.outcomes import OutcomeRecorder
-from pytest_depgraph.outputs import OUTPUTS_KEY, DepGraph, Outputs, outputs_of
-from pytest_depgraph.plan import Plan
-from pytest_depgraph.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY
+from pytest_depgraph.output import report
+from pytest_depgraph.run import worker
+from pytest_depgraph.run.outcomes import OutcomeRecorder
+from pytest_depgraph.run.outputs import OUTPUTS_KEY, DepGraph, Outputs, outputs_of
+from pytest_depgraph.run.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 SELECTION_KEY = pytest.StashKey["selection.NodeIdSelection | None"]()
@@ -42,18 +44,18 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
     compat.register(config, strict=settings.strict)
     if settings.dot and not _is_xdist_worker(config):  # workers never write the graph
-        from pytest_depgraph import dot  # only --depgraph-dot needs it
+        from pytest_depgraph.output import dot  # only --depgraph-dot needs it
 
         dot.check_path(settings.dot, dot_option(config, settings.dot))
         config.pluginmanager.register(dot.DotExport(settings.dot), "depgraph-dot")
     if settings.report and not _is_xdist_worker(config):
-        from pytest_depgraph import run_report  # only --depgraph-report needs it
+        from pytest_depgraph.output import run_report  # only --depgraph-report needs it
 
         run_report.configure(config, settings.report)
     config.stash[SETTINGS_KEY] = settings
     recorder = config.stash[RECORDER_KEY] = OutcomeRecorder()
     if settings.shard is not None or settings.store_durations:
-        from pytest_depgraph import durations, sharding  # only shards and stored durations
+        from pytest_depgraph.run import durations, sharding  # only shards and stored durations
 
         sharding.configure(config, settings)
         if settings.store_durations:
@@ -64,7 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(outputs, "depgraph-outputs")
     # pytest-xdist is a dependency, but a broken or partial install must not break serial runs
     if importlib.util.find_spec("xdist") is not None:
-        from pytest_depgraph import xdist_hooks
+        from pytest_depgraph.run import xdist_hooks
 
         xdist_hooks.register(config)
 
@@ -169,7 +171,7 @@ class _Collection:
             _undo_deselection(config, added)
         _uncount(config, [item for item in widened_only if item.nodeid not in added])
         if settings.shard is not None:  # split after selection and pull-in, before the walk
-            from pytest_depgraph import sharding
+            from pytest_depgraph.run import sharding
 
             plan, kept, others = sharding.apply(
                 config, result.plan, result.items, result.unreduced, *settings.shard
@@ -194,7 +196,7 @@ class _Collection:
         plan = result.plan
         if not plan.graph.edge_count and not plan.broken and plan.item_count == len(plan.nodeids):
             return  # nothing to wait for and nothing to skip: pytest's own loop as it is
-        from pytest_depgraph.serial import SerialWalk  # only a run with dependencies needs it
+        from pytest_depgraph.run.serial import SerialWalk  # only a run with dependencies needs it
 
         config.pluginmanager.register(
             SerialWalk(
@@ -301,7 +303,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     settings = config.stash.get(SETTINGS_KEY, None)
     if settings is not None and settings.shard is not None and not _is_xdist_worker(config):
-        from pytest_depgraph import sharding
+        from pytest_depgraph.run import sharding
 
         sharding.exit_status(session, config.stash.get(PLAN_KEY, None))
 

@@ -18,7 +18,7 @@ import networkx as nx
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.graph import Graph, Kind, Origin
+from pytest_depgraph.core.graph import Graph, Kind, Origin
 
 R, A = Kind.REQUIRES, Kind.AFTER
 M = Origin("marker", "t.py:1")

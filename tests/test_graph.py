@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.graph import (
+from pytest_depgraph.core.graph import (
     Edge,
     Graph,
     Kind,

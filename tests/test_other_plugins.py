@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_depgraph.outcomes import OutcomeRecorder
+from pytest_depgraph.run.outcomes import OutcomeRecorder
 
 from .conftest import skip_reasons
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_depgraph.plan import Plan
-from pytest_depgraph.state import PLAN_KEY
+from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.run.state import PLAN_KEY
 
 GROUP_FIXTURE = """
 import time

@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
-from pytest_depgraph import html_report, timeline
-from pytest_depgraph.graph import Graph, Kind, Origin
-from pytest_depgraph.outcomes import FAILED, NOT_RUN, PASSED, SKIPPED, UPSTREAM, OutcomeRecorder
-from pytest_depgraph.plan import Plan
-from pytest_depgraph.timeline import Span, WalkStats
+from pytest_depgraph.core import timeline
+from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.core.timeline import Span, WalkStats
+from pytest_depgraph.output import html_report
+from pytest_depgraph.run.outcomes import FAILED, NOT_RUN, PASSED, SKIPPED, UPSTREAM, OutcomeRecorder
 
 # -- the data layer --------------------------------------------------------------------------
 

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_depgraph import shard
-from pytest_depgraph.plan import Plan
-from pytest_depgraph.state import PLAN_KEY
+from pytest_depgraph.core import shard
+from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.run.state import PLAN_KEY
 
 SUITE = {
     "test_chain": """

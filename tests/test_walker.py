@@ -15,14 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.graph import (
+from pytest_depgraph.core.graph import (
     Graph,
     Kind,
     Origin,
     stable_topological_order,
     transitive_reduction,
 )
-from pytest_depgraph.walker import Skip, Step, Walker
+from pytest_depgraph.core.walker import Skip, Step, Walker
 
 from .graph_strategies import PROPERTIES, Drawn, dags, reachable
 

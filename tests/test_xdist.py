@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_depgraph.graph import Graph, Kind, Origin
-from pytest_depgraph.plan import Plan
-from pytest_depgraph.xdist_hooks import unhonoured_message
+from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.run.xdist_hooks import unhonoured_message
 
 #: records, for every test call, "nodeid|start|end|worker" into times.log beside the suite
 TIMING_CONFTEST = """
@@ -392,7 +392,7 @@ def test_unhonoured_message_only_for_modes_the_scheduler_does_not_run() -> None:
 
 
 def test_durations_round_trip_through_the_cache(pytester: pytest.Pytester) -> None:
-    from pytest_depgraph.durations import load_durations, save_durations
+    from pytest_depgraph.run.durations import load_durations, save_durations
 
     config = pytester.parseconfigure()
     save_durations(config, {"t.py::a": 0.5, "t.py::b": 2.0})

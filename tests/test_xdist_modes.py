@@ -6,11 +6,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_depgraph.graph import Graph, Kind, Origin, find_cycles
-from pytest_depgraph.outcomes import FAILED, PASSED
-from pytest_depgraph.plan import Plan
-from pytest_depgraph.scheduler import DepGraphScheduling
-from pytest_depgraph.state import PLAN_ATTRIBUTE
+from pytest_depgraph.core.graph import Graph, Kind, Origin, find_cycles
+from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.run.outcomes import FAILED, PASSED
+from pytest_depgraph.run.scheduler import DepGraphScheduling
+from pytest_depgraph.run.state import PLAN_ATTRIBUTE
 
 from .test_xdist import TIMING_CONFTEST, times
 
@@ -378,7 +378,7 @@ def test_workers_beyond_what_can_run_at_once_are_stopped_before_any_test(
 def test_bind_units_merges_pinned_groups_that_span_units_and_gates_each_unit() -> None:
     """A pinned group across two loadscope units makes them one; a unit's first test waits
     for what any of its tests needs outside it; the chain follows plan order."""
-    from pytest_depgraph.units import bind_units
+    from pytest_depgraph.core.units import bind_units
 
     nodeids = ["t.py::A::a1", "t.py::A::a2", "t.py::B::b1", "t.py::B::b2", "t.py::C::c1",
                "t.py::C::c2"]

@@ -6,8 +6,9 @@
 
 Every import counts, also those inside functions (they hide cycles, they do not remove them).
 Rules checked: no cycle between the package's modules; no module imports another module's
-private (``_``-prefixed) name; the graph core (``CORE`` below) imports nothing from pytest,
-pluggy or xdist, nor from the rest of the package outside the core.
+private (``_``-prefixed) name; the graph core (the ``core`` subpackage, ``CORE`` below) imports
+nothing from pytest, pluggy or xdist, nor from the rest of the package outside the core.
+Modules are named relative to the package, dotted: ``core.graph``, ``run.scheduler``.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = "pytest_depgraph"
-#: modules that must not know pytest: the graph, the walk, the plan, target resolution
-CORE = {"graph", "walker", "plan", "resolve", "shard", "timeline"}
+#: the subpackage whose modules must not know pytest: the graph, the walk, the plan, target
+#: resolution, shards, the timeline, xdist's work units as groups
+CORE = "core"
 HOST = ("pytest", "_pytest", "pluggy", "xdist", "execnet")
 
 
@@ -52,6 +54,11 @@ def imports(name: str, path: Path) -> Iterator[tuple[str, str, int]]:
                 yield base, alias.name, node.lineno
 
 
+def in_core(name: str) -> bool:
+    """Whether the module ``name`` (relative, dotted) belongs to the core."""
+    return name == CORE or name.startswith(CORE + ".")
+
+
 def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
     """Internal edges between modules, and the findings that break a rule."""
     mods = modules(root)
@@ -60,19 +67,25 @@ def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
     for name, path in mods.items():
         for module, imported, line in imports(name, path):
             where = f"{path.relative_to(root)}:{line}"
-            if module.split(".")[0] in HOST and name in CORE:
+            if module.split(".")[0] in HOST and in_core(name):
                 findings.append(f"{where}: core module {name} imports {module}")
-            if module == PACKAGE and imported in mods:
-                target = imported  # from pytest_depgraph import markers
+            if module == PACKAGE:
+                base = ""
             elif module.startswith(PACKAGE + "."):
-                target = module[len(PACKAGE) + 1:]
+                base = module[len(PACKAGE) + 1:]
             else:
                 continue
-            if target not in mods:
+            submodule = f"{base}.{imported}" if base else imported
+            if imported and submodule in mods:
+                # from pytest_depgraph.core import graph: the module, not its package
+                target, imported = submodule, ""
+            elif base in mods:
+                target = base
+            else:
                 continue
             if imported.startswith("_") and not imported.startswith("__"):
                 findings.append(f"{where}: {name} imports the private name {target}.{imported}")
-            if name in CORE and target not in CORE:
+            if in_core(name) and not in_core(target):
                 findings.append(f"{where}: core module {name} imports {target}, outside the core")
             if target != name:
                 edges[name].add(target)

@@ -1,0 +1,611 @@
+"""Building the session's plan from collected items: declarations into a validated graph.
+
+Input: every collected item (targets resolve against all of them) and the selected ones.
+Output: the items to run, in order, and a :class:`~pytest_depgraph.core.plan.Plan` — or problems,
+each a message for a person that names the test, the file and line, and what to do.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections import deque
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_depgraph.collect import compat, pinning
+from pytest_depgraph.collect.context import Context, Source
+from pytest_depgraph.collect.locate import own_marks
+from pytest_depgraph.collect.markers import (
+    MARKER,
+    DeclarationError,
+    RawDeclaration,
+    declarations_of,
+    describe_target,
+    validate,
+)
+from pytest_depgraph.collect.problems import Problem, capped, cycle_message
+from pytest_depgraph.collect.selection import uncollected_file
+from pytest_depgraph.core import graph as dag
+from pytest_depgraph.core import safe
+from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.plan import Plan, edges_by_origin
+
+if TYPE_CHECKING:
+    from _pytest.nodes import Node
+
+
+@dataclass
+class Result:
+    """What :func:`build` returns."""
+
+    items: list[pytest.Item]
+    plan: Plan
+    problems: list[Problem]
+    #: seconds spent in each phase (resolve, validate, order, reduce)
+    timings: dict[str, float] = field(default_factory=dict)
+    #: the graph before transitive reduction, over the plan's numbers (``keep_unreduced``):
+    #: a shard's edge counts are taken from it
+    unreduced: Graph | None = None
+
+
+class _Builder(Context):
+    def __init__(
+        self,
+        collected: Sequence[pytest.Item],
+        rootpath: Path,
+        verbosity: int = 0,
+        compat_settings: compat.Settings | None = None,
+    ) -> None:
+        super().__init__(collected, rootpath, verbosity)
+        self._files: set[str] | None = None
+        #: files that declarations point to but pytest was told to ignore
+        self.ignored: Collection[str] = ()
+        self._fixture_sources: dict[tuple[int, str], tuple[list[Source], list[Problem]]] = {}
+        self._mark_sources: dict[tuple[int, int], tuple[list[Source], list[Problem]]] = {}
+        self._parent_marks: dict[int, list[tuple[Node, pytest.Mark]]] = {}
+        self._closure_sources: dict[int, tuple[list[Source], list[Problem]]] = {}
+        #: what ``depends_on`` written on a test function or class declares, by id
+        self._declared: dict[int, tuple[list[Source], list[Problem]]] = {}
+        self.compat = compat.reader(self, compat_settings or compat.Settings())
+
+    # -- declarations ------------------------------------------------------------------------
+
+    def sources(self, position: int) -> list[Source]:
+        """Every dependency declaration that applies to one item."""
+        item = self.collected[position]
+        function = self.functions[position]
+        found: list[Source] = []
+        for node, mark in self._marks(position):
+            # a class or module marker is one Mark shared by all its tests, a test function's
+            # by all its parametrized instances: validate it once
+            key = (id(function or item if node is item else node), id(mark))
+            cached = self._mark_sources.get(key)
+            if cached is None:
+                cached = self._mark_sources[key] = self._marker_sources(node, mark, position)
+            found += self._note(cached, position)
+        # pytest_depgraph.depends_on written on a test function or class works like the marker
+        for owner, inherited in ((function, False), (self.classes[position], True)):
+            if owner is None:
+                continue
+            cached = self._declared.get(id(owner))
+            if cached is None:
+                cached = self._declared[id(owner)] = self._decorator_sources(
+                    owner, inherited, position
+                )
+            if cached[0] or cached[1]:
+                found += self._note(cached, position)
+        found += self._fixture_declarations(position)
+        if self.compat is not None:
+            found += self.compat.sources(position)
+        return found
+
+    def _marks(self, position: int) -> list[tuple[Node, pytest.Mark]]:
+        """``item.iter_markers_with_node(name=MARKER)``, with each parent's part found once.
+
+        pytest walks every test's whole chain of parents; a module's or class's markers are
+        the same for all its tests.
+        """
+        item = self.collected[position]
+        found: list[tuple[Node, pytest.Mark]] = [
+            (item, mark) for mark in item.own_markers if mark.name == MARKER
+        ]
+        parent = item.parent
+        if parent is not None:
+            inherited = self._parent_marks.get(id(parent))
+            if inherited is None:
+                inherited = self._parent_marks[id(parent)] = list(
+                    parent.iter_markers_with_node(name=MARKER)
+                )
+            if inherited:
+                found += inherited
+        return found
+
+    @staticmethod
+    def _note(cached: tuple[list[Source], list[Problem]], position: int) -> list[Source]:
+        sources, problems = cached
+        for problem in problems:
+            problem.items.add(position)
+        return sources
+
+    def _marker_sources(
+        self, node: Node, mark: pytest.Mark, position: int
+    ) -> tuple[list[Source], list[Problem]]:
+        # the file:line is looked up only if a message or the DOT file shows it
+        origin = Origin("marker", partial(self.locator.mark, node, mark))
+        raw = RawDeclaration(mark.args, mark.kwargs, "")
+        inherited = not isinstance(node, pytest.Item)
+        return self._validated(raw, origin, f"@pytest.mark.{MARKER}", position, inherited)
+
+    def _decorator_sources(
+        self, owner: object, inherited: bool, position: int
+    ) -> tuple[list[Source], list[Problem]]:
+        sources: list[Source] = []
+        problems: list[Problem] = []
+        for raw in declarations_of(owner):
+            where = self.relative(raw.where)
+            raw = RawDeclaration(raw.args, raw.kwargs, where)
+            found, trouble = self._validated(raw, Origin("marker", where), "@depends_on",
+                                             position, inherited)
+            sources += found
+            problems += trouble
+        return sources, problems
+
+    def _fixture_declarations(self, position: int) -> list[Source]:
+        info = getattr(self.collected[position], "_fixtureinfo", None)
+        if info is None:
+            return []
+        # one closure per test function, shared by its parametrized instances
+        cached = self._closure_sources.get(id(info))
+        if cached is None:
+            sources: list[Source] = []
+            problems: list[Problem] = []
+            for name in info.names_closure:
+                for fixturedef in _used_definitions(name, info.name2fixturedefs.get(name, ())):
+                    key = (id(fixturedef), name)
+                    if key not in self._fixture_sources:
+                        self._fixture_sources[key] = self._fixture_sources_of(fixturedef, name)
+                    found, trouble = self._fixture_sources[key]
+                    sources += found
+                    problems += trouble
+            cached = self._closure_sources[id(info)] = (sources, problems)
+        return self._note(cached, position)
+
+    def _fixture_sources_of(
+        self, fixturedef: object, name: str
+    ) -> tuple[list[Source], list[Problem]]:
+        func = safe.attr(fixturedef, "func")
+        sources: list[Source] = []
+        problems: list[Problem] = []
+        definition = self.locator.definition(func)
+        if any(m.name == MARKER for m in [*own_marks(func), *own_marks(_fixture_object(func))]):
+            where = definition
+            problems.append(self.problem(
+                f"depgraph: {where}: @pytest.mark.{MARKER} on fixture '{name}' has no "
+                "effect: pytest ignores marks on fixtures.\n"
+                "  Use the decorator instead: `from pytest_depgraph import depends_on`, then "
+                f"`@depends_on(...)` above or below `@pytest.fixture` on '{name}'.",
+                report_nodeid=where.rsplit(":", 1)[0],
+            ))
+        for raw in declarations_of(func):
+            where = self.relative(raw.where)
+            raw = RawDeclaration(raw.args, raw.kwargs, where)
+            output = safe.attr(func, "_depgraph_output") is True
+            kind = "output" if output else "fixture"
+            label = f"output_fixture '{name}'" if output else f"@depends_on on fixture '{name}'"
+            # the edge's origin is the fixture's definition (an output fixture's is the
+            # output_fixture() call): a cycle report points there
+            origin = Origin(kind, where if output else definition, name)
+            found, trouble = self._validated(raw, origin, label, None, True, where)
+            sources += found
+            problems += trouble
+        return sources, problems
+
+    def _validated(
+        self,
+        raw: RawDeclaration,
+        origin: Origin,
+        label: str,
+        position: int | None,
+        inherited: bool,
+        where: str | None = None,
+    ) -> tuple[list[Source], list[Problem]]:
+        """The declaration as a source, or the problem with it (for every test it is on).
+
+        ``position`` is the first test the declaration is on; None for a fixture's, which
+        applies to every test using the fixture. ``where`` is where it was written, when
+        that is not its origin.
+        """
+        try:
+            declaration = validate(raw)
+        except DeclarationError as error:
+            where = origin.where if where is None else where
+            if position is None:
+                message = f"depgraph: {where}: {error}\n  ({label})"
+                report_nodeid = where.rsplit(":", 1)[0]
+            else:
+                nodeid = self.nodeids[position]
+                message = f"depgraph: {where}: {error}\n  ({label}, declared for {nodeid}{{more}})"
+                report_nodeid = _module_of(nodeid)
+            return [], [self.problem(message, report_nodeid)]
+        written = None if where is None or where == origin.where else where
+        return [Source(declaration, origin, label, inherited, None, written)], []
+
+    # -- problems ----------------------------------------------------------------------------
+
+    def unresolved(self, source: Source, target: object, position: int) -> None:
+        """A target of ``source`` matches nothing for the test at ``position``: one error per
+        cause (a missing file, a target), listing the declarations that share it."""
+        nodeid = self.nodeids[position]
+        text = describe_target(target)
+        missing = self.index.missing_path(target, nodeid) if isinstance(target, str) else ""
+        key = ("file", missing) if missing else ("target", text)
+        # a file that exists but is not collected: the target is right, the run leaves it out
+        left_out = uncollected_file(target, nodeid, self.rootpath, self.files) if missing else None
+        self.problems.grouped(
+            key, (source.label, source.origin, source.written, text), nodeid, position,
+            kind="unresolved", missing_path=safe.shorten(missing),
+            hints=(partial(self._left_out, left_out) if left_out
+                   else partial(self._hints, target, position)),
+            advice="" if left_out else (
+                UNRESOLVED_ADVICE if isinstance(target, str) else OBJECT_ADVICE
+            ),
+        )
+
+    def _left_out(self, path: str) -> list[str]:
+        """Why a target's existing file is not collected, and how to include it."""
+        if path in self.ignored:
+            return [f"  {path} is not collected: pytest is told to ignore it (--ignore, "
+                    "--ignore-glob, collect_ignore); stop ignoring it to run this test."]
+        return [f"  {path} is not collected in this run: add it to the command line "
+                f"(pytest ... {path})."]
+
+    def self_reference(self, source: Source, target: object, position: int) -> None:
+        """A target of ``source`` contains the test at ``position`` itself."""
+        text = describe_target(target)
+        self.problems.grouped(
+            ("self", text, str(id(source.origin))),
+            (source.label, source.origin, source.written, text),
+            self.nodeids[position], position, kind="self",
+            advice=SELF_ADVICE_INHERITED if source.inherited else SELF_ADVICE,
+        )
+
+    def _hints(self, target: object, position: int) -> list[str]:
+        """What the error about an unresolved target suggests (computed only if shown)."""
+        if not isinstance(target, str):
+            return []
+        name = target.strip()
+        if name in self._fixture_names(position):
+            return [
+                f"  {safe.quoted(name)} is a fixture, not a test. A test that uses a fixture gets "
+                "the fixture's own dependencies: declare them on the fixture with `from "
+                "pytest_depgraph import depends_on` and `@depends_on(...)` beside "
+                "`@pytest.fixture`, and request the fixture in the test."
+            ]
+        nodeid = self.nodeids[position]
+        # never the declaring test itself
+        suggestions = [
+            s for s in self.index.suggest(name, nodeid)
+            if position not in self.index.resolve(s, nodeid)
+        ]
+        if not suggestions:
+            return []
+        return ["  Did you mean " + " or ".join(safe.quoted(s) for s in suggestions) + "?"]
+
+    def _fixture_names(self, position: int) -> dict[str, object]:
+        """Every fixture name of the session (empty when unknown: pytest's private table)."""
+        manager = safe.attr(safe.attr(self.collected[position], "session"), "_fixturemanager")
+        for table in ("_arg2node2fixturedefs", "_arg2fixturedefs"):  # pytest >= 9, < 9
+            known = safe.attr(manager, table)
+            if isinstance(known, dict):
+                return known
+        return {}
+
+    @property
+    def files(self) -> set[str]:
+        """Rootdir-relative files of the collected tests (made on the first unresolved
+        target)."""
+        if self._files is None:
+            self._files = {nodeid.split("::", 1)[0] for nodeid in self.nodeids}
+        return self._files
+
+    def finished_problems(self) -> list[Problem]:
+        """The problems, each message saying how many tests share it."""
+        return self.problems.finished()
+
+
+UNRESOLVED_ADVICE = (
+    "Name a test in the same class or module, or give a node id relative to the rootdir such "
+    "as 'tests/test_other.py::test_name'; a test that is not collected cannot be a dependency."
+)
+OBJECT_ADVICE = (
+    "A function or class target must be a test that pytest collects in this run (a test "
+    "function, or a test class of a test module); for anything else, name the test as a string."
+)
+SELF_ADVICE = "A test cannot depend on itself: remove the target that names it."
+SELF_ADVICE_INHERITED = (
+    "A marker on a class or module applies to each of its tests, so a target that contains "
+    "them names each test itself: name the other tests only, or move the marker to the tests "
+    "that depend on the rest."
+)
+
+
+def _fixture_object(func: object) -> object:
+    """What ``@pytest.fixture`` returned for ``func`` (its module attribute), which holds the
+    marks written above ``@pytest.fixture``: pytest 8 keeps them there and ignores them with
+    only a deprecation warning. None when it is ``func`` itself or not found."""
+    namespace = safe.attr(func, "__globals__")
+    name = safe.attr(func, "__name__")
+    if type(namespace) is not dict or type(name) is not str:
+        return None
+    holder = namespace.get(name)
+    return None if holder is func else holder
+
+
+def _used_definitions(name: str, definitions: Sequence[object]) -> list[object]:
+    """The fixture definitions a test really uses for ``name``: the closest override, and the
+    ones it extends by requesting the same name."""
+    used: list[object] = []
+    for fixturedef in reversed(definitions):
+        used.append(fixturedef)
+        if name not in getattr(fixturedef, "argnames", ()):
+            break
+    return used
+
+
+def _scope_of(nodeid: str) -> str:
+    """``f.py::C::t[x]`` -> ``f.py::C``; ``f.py::t`` -> ``f.py``."""
+    return nodeid.split("[", 1)[0].rpartition("::")[0] or nodeid
+
+
+def _module_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def build(
+    collected: Sequence[pytest.Item],
+    selected: Sequence[pytest.Item],
+    rootpath: Path,
+    *,
+    pull_dependencies: bool = True,
+    with_locations: bool = True,
+    keep_unreduced: bool = False,
+    verbosity: int = 0,
+    ignore_unselected: bool = False,
+    ignored_files: Collection[str] = (),
+    compat_settings: compat.Settings | None = None,
+) -> Result:
+    """Resolve every declaration of the selected items (and of the dependencies pulled in),
+    validate the graph, reduce it and order the items.
+
+    O(V + E) plus the reduction; targets resolve through a prefix index. The cyclic garbage
+    collector is paused meanwhile: the build makes many small objects and no cycles, and each
+    full collection would walk every collected item of the session.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _build(
+            collected,
+            selected,
+            rootpath,
+            pull_dependencies=pull_dependencies,
+            with_locations=with_locations,
+            keep_unreduced=keep_unreduced,
+            verbosity=verbosity,
+            ignore_unselected=ignore_unselected,
+            ignored_files=ignored_files,
+            compat_settings=compat_settings,
+        )
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _build(
+    collected: Sequence[pytest.Item],
+    selected: Sequence[pytest.Item],
+    rootpath: Path,
+    *,
+    pull_dependencies: bool,
+    with_locations: bool,
+    keep_unreduced: bool = False,
+    verbosity: int = 0,
+    ignore_unselected: bool = False,
+    ignored_files: Collection[str] = (),
+    compat_settings: compat.Settings | None = None,
+) -> Result:
+    clock = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def lap(phase: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[phase] = now - clock
+        clock = now
+
+    builder = _Builder(collected, rootpath, verbosity, compat_settings)
+    builder.ignored = ignored_files
+    selected_positions = [builder.position[item] for item in selected if item in builder.position]
+    in_run = set(selected_positions)
+    added: list[int] = []
+    external: list[int] = []
+    raw_edges: list[tuple[int, int, Kind, Origin]] = []
+    queue = deque(selected_positions)
+    collected_ids = builder.nodeids
+    while queue:
+        position = queue.popleft()
+        nodeid = collected_ids[position]
+        for source in builder.sources(position):
+            declaration, origin, resolved = source.declaration, source.origin, source.resolved
+            kind = declaration.kind
+            for target in declaration.targets if resolved is None else (None,):
+                matches = builder.index.resolve(target, nodeid) if resolved is None else resolved
+                if not matches:
+                    builder.unresolved(source, target, position)
+                    continue
+                if position in matches:
+                    # the test itself, or a class or file that contains it
+                    builder.self_reference(source, target, position)
+                    continue
+                for match in matches:
+                    if match not in in_run:
+                        if kind is Kind.AFTER or ignore_unselected:
+                            continue  # ordering against a test that does not run: nothing to do
+                        if pull_dependencies:
+                            in_run.add(match)
+                            added.append(match)
+                            queue.append(match)
+                        else:
+                            external.append(match)
+                    raw_edges.append((position, match, kind, origin))
+
+    # number the tests in the order pytest and the other plugins left them (--ff, randomisers,
+    # pytest-order); the stable sort only ever moves a test down, so each pulled-in dependency
+    # (it had no place in that order) is numbered just before its first dependent
+    run = _with_pulled_in(selected_positions, added, raw_edges) if added else selected_positions
+    external_set = sorted(set(external) - in_run)
+    number = {position: n for n, position in enumerate(run)}
+    for position in external_set:
+        number[position] = len(number)
+    graph = Graph(len(number))
+    if run == selected_positions == list(range(len(run))) and not external_set:
+        graph.add_edges(raw_edges)  # the whole collection in pytest's order: numbers are kept
+    else:
+        graph.add_edges(
+            (number[dependent], number[dependency], kind, origin)
+            for dependent, dependency, kind, origin in raw_edges
+        )
+
+    lap("resolve")
+    problems = builder.finished_problems()
+    broken: dict[int, str] = {}
+    for problem in problems:
+        for position in problem.items:
+            if position in number:
+                broken.setdefault(number[position], problem.message)
+    nodeids = [collected_ids[p] for p in [*run, *external_set]]
+    for cycle in dag.find_cycles(graph):
+        problem = Problem(
+            cycle_message(cycle, nodeids, verbosity), _module_of(nodeids[cycle[0].dependent])
+        )
+        problems.append(problem)
+        for edge in cycle:
+            broken.setdefault(edge.dependent, problem.message)
+    _break_dependents(graph, broken, nodeids)
+    problems = capped(problems, verbosity)
+
+    acyclic = graph.subgraph_without(set(broken))
+    lap("validate")
+    order = dag.stable_topological_order(acyclic)
+    # tests that must share a worker, chained in this order (AFTER edges added to acyclic)
+    pins = pinning.pin(builder, run, acyclic, order, broken, compat.computed_sites(builder.compat))
+    run_order = [n for n in order if n < len(run)]
+    # external nodes go last: they never run, and nothing in the run waits on their position
+    final = [*run_order, *range(len(run), len(number))]
+    renumber = {old: new for new, old in enumerate(final)}
+    lap("order")
+    # (its own breadth-first order keeps the closures shorter than the serial order would)
+    reduced = dag.transitive_reduction(acyclic)
+    removed_edges = acyclic.edge_count - reduced.edge_count
+    # pytest-order's ordinal groups, tied for parallel runs by AFTER edges that follow this
+    # order (so the serial order stays as it is). Added after the reduction: they tie every
+    # unordered test to the ordered ones, and reducing such stars costs more than it saves.
+    ordinal = compat.ordinal_edges(builder.compat, run, order, broken, reduced)
+    new_id = [0] * len(final)
+    for new, old in enumerate(final):
+        new_id[old] = new
+    plan_graph = reduced.relabel(new_id)
+    lap("reduce")
+    items = [builder.collected[run[n]] for n in run_order]
+    groups: dict[str, int] = {}
+    plan = Plan(
+        nodeids=[nodeids[n] for n in final],
+        locations=_locations(items, plan_graph, broken, renumber) if with_locations else [],
+        graph=plan_graph,
+        # affinity groups are the innermost scope (class, else module): a worker that keeps
+        # to one class keeps its class fixtures, which pytest sets up again after a switch
+        group=[groups.setdefault(_scope_of(nodeids[n]), len(groups)) for n in final],
+        item_count=len(items),
+        errors=[p.message for p in problems],
+        broken={renumber[n]: message for n, message in broken.items()},
+        edge_counts={
+            **edges_by_origin(graph.origins()),
+            **pins.counts(),
+            **({compat.ORDINAL: ordinal} if ordinal else {}),
+        },
+        removed_edges=removed_edges,
+        added=sorted(renumber[number[p]] for p in added),
+        pinned=[[renumber[n] for n in group] for group in pins.groups],
+        warnings=pins.warnings,
+    )
+    unreduced = acyclic.relabel(new_id) if keep_unreduced else None
+    return Result(
+        items=items, plan=plan, problems=problems, timings=timings, unreduced=unreduced
+    )
+
+
+def _with_pulled_in(
+    selected: list[int], added: list[int], edges: list[tuple[int, int, Kind, Origin]]
+) -> list[int]:
+    """The selected positions in order, each pulled-in dependency just before the first
+    selected test that needs it (in collection order among those of one test). O(V + E)."""
+    pulled = set(added)
+    needs: dict[int, list[int]] = {}
+    for dependent, dependency, _kind, _origin in edges:
+        if dependency in pulled:
+            needs.setdefault(dependent, []).append(dependency)
+    seen: set[int] = set()
+    run: list[int] = []
+    for position in selected:
+        mine: list[int] = []
+        stack = list(needs.get(position, ()))
+        while stack:
+            dependency = stack.pop()
+            if dependency not in seen:
+                seen.add(dependency)
+                mine.append(dependency)
+                stack.extend(needs.get(dependency, ()))
+        run.extend(sorted(mine))
+        run.append(position)
+    return run
+
+
+def _locations(
+    items: Sequence[pytest.Item],
+    graph: Graph,
+    broken: dict[int, str],
+    renumber: dict[int, int],
+) -> list[tuple[str, int | None, str] | None]:
+    """``item.location`` of the items the xdist controller may report itself: those that
+    can be skipped (they require another test) and those that cannot run (broken).
+
+    pytest computes a location on demand, and a worker runs only its share of the tests:
+    computing it for every collected item cost more than the rest of the plan.
+    """
+    reported = {renumber[n] for n in broken}
+    return [
+        item.location
+        if n in reported or any(graph.kind(n, d) is Kind.REQUIRES for d in graph.dependency_ids(n))
+        else None
+        for n, item in enumerate(items)
+    ]
+
+
+def _break_dependents(graph: Graph, broken: dict[int, str], nodeids: Sequence[str]) -> None:
+    """Tests that require a broken test cannot run either; say which one."""
+    queue = deque(broken)
+    while queue:
+        node = queue.popleft()
+        for edge in graph.dependents(node):
+            if edge.kind is Kind.REQUIRES and edge.dependent not in broken:
+                broken[edge.dependent] = (
+                    f"depgraph: {nodeids[edge.dependent]} depends on {nodeids[node]}, "
+                    "which cannot run because of a dependency error reported above"
+                )
+                queue.append(edge.dependent)

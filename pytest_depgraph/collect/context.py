@@ -1,0 +1,76 @@
+"""The collection context every declaration source reads: the collected items, their indexes
+and the problems found so far.
+
+The builder (:mod:`~pytest_depgraph.collect.build`) makes one per session; the other plugins'
+markers (:mod:`~pytest_depgraph.collect.compat`) and the worker pins
+(:mod:`~pytest_depgraph.collect.pinning`) read it.
+A new declaration source takes a :class:`Context` and yields :class:`Source` objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from pytest_depgraph.collect.locate import Locator
+from pytest_depgraph.collect.markers import Declaration
+from pytest_depgraph.collect.problems import Problem, Problems
+from pytest_depgraph.core import safe
+from pytest_depgraph.core.graph import Origin
+from pytest_depgraph.core.resolve import TargetIndex
+
+
+class Source(NamedTuple):
+    """A declaration with where it came from, before resolution (one per declaration)."""
+
+    declaration: Declaration
+    origin: Origin
+    #: what the error message calls the declaration (``@pytest.mark.depends_on``)
+    label: str
+    #: declared on a class or module and inherited by the test
+    inherited: bool
+    #: positions (into all collected items) already resolved by the declaring plugin's own
+    #: naming rules (pytest-dependency, pytest-order); None: resolve the targets here
+    resolved: tuple[int, ...] | None = None
+    #: where the declaration was written, when that is not its origin's place (a fixture's
+    #: edges point at the fixture's definition)
+    written: str | None = None
+
+
+class Context:
+    """The collected items by position, what is known about each, and the problems."""
+
+    def __init__(
+        self, collected: Sequence[pytest.Item], rootpath: Path, verbosity: int = 0
+    ) -> None:
+        self.collected = list(collected)
+        self.rootpath = rootpath
+        self.position = {item: i for i, item in enumerate(self.collected)}
+        self.nodeids = [item.nodeid for item in self.collected]
+        # pytest computes item.cls by walking up the tree: once per item is enough
+        self.functions = [safe.attr(item, "function") for item in self.collected]
+        self.classes = [
+            None if isinstance(item.parent, pytest.Module) else safe.attr(item, "cls")
+            for item in self.collected
+        ]
+        self._index: TargetIndex | None = None
+        self.problems = Problems(verbosity)
+        # the lazy file:line of every marker origin holds the locator, not the context: the
+        # context and its indexes are garbage once the plan is built
+        self.locator = Locator(rootpath)
+        self.relative = self.locator.relative
+
+    @property
+    def index(self) -> TargetIndex:
+        """The targets' index, made when the first target is resolved (a suite without
+        dependencies never needs it)."""
+        if self._index is None:
+            self._index = TargetIndex(self.nodeids, self.functions, self.classes)
+        return self._index
+
+    def problem(self, message: str, report_nodeid: str) -> Problem:
+        """The problem with this message, made once however many tests share it."""
+        return self.problems.add(message, report_nodeid)

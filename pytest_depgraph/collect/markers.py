@@ -1,0 +1,283 @@
+"""Dependency declarations: the ``depends_on`` marker's arguments and the fixture decorator.
+
+A declaration is what one ``@pytest.mark.depends_on(...)`` or one ``@depends_on(...)`` on a
+fixture says: some targets, an edge kind, and where it was written. Validation happens when the
+graph is built, so a bad declaration becomes a collection error that names the test using it,
+not an import-time traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable, NamedTuple, TypeVar
+
+import pytest
+
+from pytest_depgraph.core import safe
+from pytest_depgraph.core.graph import Kind
+
+MARKER = "depends_on"
+#: attribute holding the declarations made with :func:`depends_on` on a function or fixture
+ATTRIBUTE = "_depgraph_depends_on"
+MARKER_HELP = (
+    "depends_on(*targets, on_failure='skip'): run this test after the target tests "
+    "(names, node ids, test functions or classes); skip it unless they passed "
+    "(on_failure='run': order only). "
+    "See the 'Declaring dependencies' page of the pytest-depgraph docs (docs/markers.md)."
+)
+
+_ON_FAILURE = {"skip": Kind.REQUIRES, "run": Kind.AFTER}
+
+F = TypeVar("F")
+
+
+class Declaration(NamedTuple):
+    """One ``depends_on`` as written: targets, kind, and where (``file:line``)."""
+
+    targets: tuple[object, ...]
+    kind: Kind
+    where: str
+
+
+class RawDeclaration(NamedTuple):
+    """A ``depends_on`` call before validation."""
+
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    where: str
+
+
+class DeclarationError(Exception):
+    """A ``depends_on`` whose arguments are wrong; the message is for a person."""
+
+
+def depends_on(*targets: object, on_failure: str = "skip", **unknown: object) -> Callable[[F], F]:
+    """Declare dependencies on a fixture: every test using the fixture gets them.
+
+    Takes exactly the arguments of ``@pytest.mark.depends_on`` and works above or below
+    ``@pytest.fixture``. Targets are resolved as if the marker were written on each test
+    whose fixture closure contains the fixture. An unknown keyword is reported at collection,
+    as the marker's is.
+    """
+    frame = sys._getframe(1)
+    raw = RawDeclaration(
+        args=targets, kwargs={"on_failure": on_failure, **unknown},
+        where=f"{frame.f_code.co_filename}:{frame.f_lineno}",
+    )
+
+    def decorate(obj: F) -> F:
+        declare(obj, raw)
+        return obj
+
+    return decorate
+
+
+def declare(obj: object, raw: RawDeclaration) -> None:
+    """Attach a declaration to a function or fixture (and to what it wraps)."""
+    for target in _wrapped_chain(obj):
+        existing: list[RawDeclaration] = list(_own_declarations(target))
+        # a bound method cannot take attributes: its function carries them
+        with contextlib.suppress(Exception):
+            setattr(target, ATTRIBUTE, [*existing, raw])
+
+
+def _own_declarations(obj: object) -> list[RawDeclaration]:
+    found = safe.attr(obj, ATTRIBUTE)
+    if type(found) is not list:
+        return []
+    return [raw for raw in found if type(raw) is RawDeclaration]
+
+
+def _wrapped_chain(obj: object) -> list[object]:
+    """The object and what it wraps (pytest >= 8.4 wraps fixture functions)."""
+    chain = [obj]
+    seen = {id(obj)}
+    while len(chain) < 100:
+        inner = safe.attr(chain[-1], "_fixture_function") or safe.attr(chain[-1], "__wrapped__")
+        if inner is None or id(inner) in seen:
+            break
+        seen.add(id(inner))
+        chain.append(inner)
+    return chain
+
+
+def declarations_of(obj: object) -> Sequence[RawDeclaration]:
+    """Declarations made with :func:`depends_on` on a function, fixture, or what it wraps."""
+    found = _own_declarations(obj)
+    if found:
+        return found
+    wraps = safe.attr(obj, "_fixture_function") or safe.attr(obj, "__wrapped__")
+    if wraps is None:
+        return ()  # wraps nothing: the common case for a test function, and cheap
+    for target in _wrapped_chain(obj):
+        found = _own_declarations(target)
+        if found:
+            return found
+    return ()
+
+
+def validate(raw: RawDeclaration) -> Declaration:
+    """Check a declaration's arguments; DeclarationError says what is wrong and what to do.
+
+    Arguments are user objects of any type: they are read only through :mod:`safe`, and a
+    message describes them without ``repr`` (an address would differ between xdist workers).
+    """
+    if not raw.kwargs and raw.args:
+        # the common case, checked once per marker of a large suite: names only, no keywords
+        for target in raw.args:
+            if type(target) is not str or not target or target.isspace():
+                break
+        else:
+            return Declaration(tuple(raw.args), Kind.REQUIRES, raw.where)
+    unknown = sorted(str(name) for name in raw.kwargs if name != "on_failure")
+    if unknown:
+        names = ", ".join(f"{safe.shorten(name)}=" for name in unknown)
+        raise DeclarationError(
+            f"unknown keyword argument{'s' if len(unknown) > 1 else ''} {names}; "
+            "depends_on accepts targets and on_failure='skip' or 'run' only"
+        )
+    on_failure = raw.kwargs.get("on_failure", "skip")
+    kind = _ON_FAILURE.get(safe.exact_str(on_failure)) if safe.is_str(on_failure) else None
+    if kind is None:
+        raise DeclarationError(
+            f"on_failure={safe.describe(on_failure)} is not valid; use on_failure='skip' (run "
+            "only if the targets passed) or on_failure='run' (order only)"
+        )
+    if not raw.args:
+        raise DeclarationError(
+            "depends_on() names no target; give one or more test names, node ids, "
+            "test functions or test classes"
+        )
+    targets: list[object] = []
+    for target in raw.args:
+        if safe.is_str(target):
+            text = safe.exact_str(target)
+            if not text.strip():
+                raise DeclarationError("an empty string is not a target; name a test or a file")
+            targets.append(text)
+        elif safe.fixture_name(target) is not None:
+            raise DeclarationError(
+                f"the target is {safe.describe(target)}, not a test. A test that uses "
+                "the fixture gets the fixture's own dependencies: declare them on the fixture "
+                "with `from pytest_depgraph import depends_on` and `@depends_on(...)` beside "
+                "`@pytest.fixture`, or name the tests it needs here"
+            )
+        elif is_test_object(target):
+            targets.append(target)
+        else:
+            plain = type(target) in (int, float, bool, type(None))
+            kind_name = f" ({type(target).__name__})" if plain else ""
+            raise DeclarationError(
+                f"target {safe.describe(target)}{kind_name} is not a test; a target is a "
+                "string (test name or node id), a test function or a test class"
+            )
+    return Declaration(targets=tuple(targets), kind=kind, where=raw.where)
+
+
+def is_test_object(target: object) -> bool:
+    """Whether a target is a class, a function or a method (read without touching it)."""
+    return safe.is_class(target) or safe.is_function(target) or safe.is_method(target)
+
+
+def describe_target(target: object) -> str:
+    """How a target reads in a message: the same in every process, shortened when long."""
+    return safe.describe(target)
+
+
+class _DependsOnDecorator(pytest.MarkDecorator):
+    """``pytest.mark.depends_on``, where one function or class argument is a target.
+
+    pytest's MarkDecorator treats ``mark(f)`` with a single function or class (or any callable
+    with a name) as decorating ``f``: it marks ``f`` and returns it. For this marker that
+    would mark the *target* and put it in place of the decorated test -- the test vanishes,
+    or the target is called with the test as argument. So the first call takes its arguments
+    as targets, unless the argument is certainly the definition being decorated (a bare
+    ``@pytest.mark.depends_on``, reported as naming no target). A bare marker above another
+    wrapping decorator is caught at collection (:func:`stray_marker`).
+    """
+
+    def __call__(self, *args: object, **kwargs: object) -> Any:
+        if self.mark.args or self.mark.kwargs or _is_bare_decoration(args, kwargs):
+            return super().__call__(*args, **kwargs)
+        return self.with_args(*args, **kwargs)
+
+
+def _is_bare_decoration(args: tuple[object, ...], kwargs: Mapping[str, object]) -> bool:
+    """Whether ``args`` is the definition being decorated rather than a target.
+
+    A definition being decorated was made in the calling frame's namespace (its module, and
+    the qualified name a definition there gets), and its name is not bound yet: Python binds
+    it after all decorators ran. A target is bound already, or lives elsewhere (another
+    class, another module, an alias).
+    """
+    if kwargs or len(args) != 1 or not is_test_object(args[0]):
+        return False
+    try:
+        return _defined_here(args[0], sys._getframe(2))
+    except Exception:  # a strange object or frame: take it as a target (never lose a test)
+        return False
+
+
+def _defined_here(obj: object, frame: Any) -> bool:
+    name = safe.text_attr(obj, "__name__")
+    qualname = safe.text_attr(obj, "__qualname__")
+    if not name or safe.text_attr(obj, "__module__") != frame.f_globals.get("__name__"):
+        return False
+    namespace = frame.f_locals
+    if namespace.get(name) is obj:
+        return False  # a target defined earlier in this module or class
+    prefix = namespace.get("__qualname__") if frame.f_code.co_name != "<module>" else None
+    if safe.is_str(prefix) and namespace is not frame.f_globals:
+        return qualname == f"{prefix}.{name}"  # a class body
+    if frame.f_code.co_name == "<module>":
+        return qualname == name
+    return qualname.endswith(f"<locals>.{name}")
+
+
+def stray_marker(name: str, obj: object) -> object | None:
+    """The test hidden behind a marker that took it for a target, else None.
+
+    A bare ``@pytest.mark.depends_on`` above a decorator that wraps the test without
+    ``functools.wraps`` cannot be told from a target when it runs; the module then binds the
+    test's name to the marker. pytest would have bound the wrapped test there (marked with a
+    no-target ``depends_on``), and so is it collected here, and reported as naming no target.
+    The same holds for ``test_x = pytest.mark.depends_on(f)``, which pytest collects as ``f``.
+    """
+    # called for every name of every test module: ``isinstance`` would ask a proxy for its
+    # ``__class__``, which may raise
+    if not issubclass(type(obj), pytest.MarkDecorator):
+        return None
+    assert isinstance(obj, pytest.MarkDecorator)
+    if obj.mark.name != MARKER or obj.mark.kwargs or len(obj.mark.args) != 1:
+        return None
+    inner: object = obj.mark.args[0]
+    if not (safe.is_function(inner) or safe.is_class(inner)):
+        return None
+    pytest.MarkDecorator(pytest.Mark(MARKER, (), {}, _ispytest=True), _ispytest=True)(inner)
+    return inner
+
+
+#: configured sessions that use the installed decorator (pytester nests sessions)
+_installed = [0]
+
+
+def install_marker() -> None:
+    """Make ``pytest.mark.depends_on`` take a single function or class as a target.
+
+    Done when the plugin is configured, not when the package is imported: a conftest that
+    imports ``pytest_depgraph`` in a run with the plugin off must leave ``pytest.mark`` as
+    pytest has it (``--strict-markers`` then rejects the unregistered marker).
+    """
+    _installed[0] += 1
+    if not isinstance(pytest.mark.__dict__.get(MARKER), _DependsOnDecorator):
+        plain = pytest.MarkDecorator(pytest.Mark(MARKER, (), {}, _ispytest=True), _ispytest=True)
+        setattr(pytest.mark, MARKER, _DependsOnDecorator(plain.mark, _ispytest=True))
+
+
+def uninstall_marker() -> None:
+    """Undo :func:`install_marker` once the last session that installed it is done."""
+    _installed[0] = max(0, _installed[0] - 1)
+    if not _installed[0] and isinstance(pytest.mark.__dict__.get(MARKER), _DependsOnDecorator):
+        delattr(pytest.mark, MARKER)

@@ -1,0 +1,240 @@
+"""Pinned groups: tests that must run on one xdist worker, one at a time, in serial order.
+
+Two rules make a group (docs/parallel.md, docs/choices.md):
+
+* **Computed names.** A module whose tests or their fixtures call pytest-dependency's
+  ``depends(request, names)`` with names that cannot be read from the source (computed at run
+  time, or passed through a helper) has edges nobody can see, and pytest-dependency checks them
+  against results recorded in the process that ran the test. All of the module's tests form one
+  group, so the module runs as it would serially.
+* **Shared fixture instance.** Two tests of one module linked by a dependency edge that use the
+  same module-scoped fixture definition (same parameter), or the same class-scoped one in the
+  same class, expect the state the earlier one left in that instance: they join one group
+  (union-find over such edges). Session-scoped fixtures do not pin: that would serialise whole
+  suites. Nor does another plugin's private fixture -- a name starting with ``_`` defined
+  outside the rootdir, such as pytest-django's autouse ``_django_setup_unittest``: nobody
+  declared state in it, and pinning on it would tie every linked test of a class to one worker.
+
+Each group is chained with AFTER edges between consecutive members in the serial (stable
+topological) order, so the order, the DOT file and the walk all see it; the chain follows an
+order that is already valid, so it never makes a cycle. The walker binds a group to the worker
+that starts its first test (:class:`~pytest_depgraph.core.walker.Walker`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_depgraph.collect.context import Context
+from pytest_depgraph.core.graph import Graph, Kind, Origin
+
+#: origin kind of the chain edges
+PIN = "pin"
+_SCOPES = ("module", "class")
+_SCOPE_WORD = {False: "the module", True: "the class"}
+
+
+@dataclass
+class Pins:
+    """What :func:`pin` found."""
+
+    #: groups of graph nodes, each in serial order
+    groups: list[list[int]] = field(default_factory=list)
+    #: one per module with ``depends()`` calls whose names cannot be read
+    warnings: list[str] = field(default_factory=list)
+    #: AFTER edges added to chain the groups
+    edges: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """Edge counts by origin kind, for the plan's summary."""
+        return {PIN: self.edges} if self.edges else {}
+
+
+def pin(
+    builder: Context,
+    run: Sequence[int],
+    graph: Graph,
+    order: Sequence[int],
+    broken: Any,
+    computed: Mapping[int, list[str]],
+) -> Pins:
+    """Find the pinned groups of the run, chain each in ``order`` with AFTER edges added to
+    ``graph``; return the groups (graph nodes, in order) and a warning per module with
+    computed ``depends()`` names.
+
+    ``run[n]`` is the builder position of graph node ``n`` (later nodes are external);
+    ``broken`` holds the nodes that cannot run; ``computed`` maps a position to the sites of
+    its ``depends()`` calls whose names cannot be read. O(V + E) when something is pinned; O(E) (a
+    module comparison per edge) otherwise, nothing at all for a graph without edges and
+    without pytest-dependency.
+    """
+    count = len(run)
+    parent = list(range(count)) if graph.edge_count or computed else []
+    if not parent:
+        return Pins()
+
+    def find(v: int) -> int:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    joined: list[int] = []
+    why: dict[int, Origin] = {}
+
+    def union(a: int, b: int, origin: Origin) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+            joined.extend((a, b))
+            why.setdefault(a, origin)
+
+    warnings = _computed_modules(builder, computed, run, broken, union)
+    # the module/class fixture instances of each test with an edge, made when first needed
+    instances: list[frozenset[tuple[Any, ...]] | None] = [None] * count
+    for dependent, dependency, _kind in graph.triples() if _any_shared(builder) else ():
+        if dependent >= count or dependency >= count:
+            continue
+        mine = instances[dependent]
+        if mine is None:
+            mine = instances[dependent] = _instances(builder, run[dependent])
+        if not mine:
+            continue
+        theirs = instances[dependency]
+        if theirs is None:
+            theirs = instances[dependency] = _instances(builder, run[dependency])
+        if mine.isdisjoint(theirs) or find(dependent) == find(dependency):
+            continue
+        # the same reason on every xdist worker (ids differ between processes): by name
+        key = min(mine & theirs, key=lambda k: str(k[4]))
+        union(dependent, dependency,
+              Origin(PIN, f"both use {_SCOPE_WORD[key[2] is not None]} fixture '{key[4]}'",
+                     key[4]))
+
+    members: dict[int, set[int]] = {}
+    for n in joined:
+        members.setdefault(find(n), set()).add(n)
+    pins = Pins(warnings=warnings)
+    if not members:
+        return pins
+    rank = {n: i for i, n in enumerate(order)}
+    edges = graph.edge_count
+    for joined_set in members.values():
+        group = sorted((n for n in joined_set if n not in broken), key=rank.__getitem__)
+        if len(group) < 2:
+            continue
+        origin = next(why[n] for n in group if n in why)
+        for before, after in zip(group, group[1:]):
+            graph.add_edge(after, before, Kind.AFTER, origin)
+        pins.groups.append(group)
+    pins.groups.sort(key=lambda group: rank[group[0]])
+    pins.edges = graph.edge_count - edges
+    return pins
+
+
+def _computed_modules(
+    builder: Context, sites: Mapping[int, list[str]], run: Sequence[int], broken: Any, union: Any
+) -> list[str]:
+    """Join every test of a module with computed ``depends()`` names; a warning per module."""
+    if not sites:
+        return []
+    collected = builder.collected
+    by_module: dict[str, list[str]] = {}
+    for position, wheres in sites.items():
+        module = collected[position].nodeid.split("::", 1)[0]
+        found = by_module.setdefault(module, [])
+        found.extend(w for w in wheres if w not in found)
+    first: dict[str, int] = {}
+    origins = {
+        module: Origin(PIN, f"depends() with names computed at run time at {wheres[0]}")
+        for module, wheres in by_module.items()
+    }
+    for n, position in enumerate(run):
+        module = collected[position].nodeid.split("::", 1)[0]
+        if module in by_module and n not in broken:
+            union(first.setdefault(module, n), n, origins[module])
+    # one warning per module: a suite with such calls tends to have dozens in a module
+    warnings = []
+    for module in sorted(by_module):
+        wheres = by_module[module]
+        more = f" (and {len(wheres) - 1} more in this module)" if len(wheres) > 1 else ""
+        warnings.append(
+            f"depgraph: {wheres[0]}: depends() with names computed at run time{more}: "
+            f"{module} runs on one worker in file order"
+        )
+    return warnings
+
+
+def _any_shared(builder: Context) -> bool:
+    """Whether any test uses a module- or class-scoped fixture that can pin (else no edge
+    can pin). O(V)."""
+    seen: set[int] = set()
+    for item in builder.collected:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or id(info) in seen:
+            continue
+        seen.add(id(info))
+        for name, definitions in info.name2fixturedefs.items():
+            if (definitions and definitions[-1].scope in _SCOPES
+                    and not _plugin_private(builder, name, definitions[-1])):
+                return True
+    return False
+
+
+#: attribute caching the answer of :func:`_plugin_private` on a fixture definition
+_PRIVATE = "_depgraph_plugin_private"
+
+
+def _plugin_private(builder: Context, name: str, definition: Any) -> bool:
+    """Whether a fixture is another plugin's private one: its name starts with ``_`` and its
+    function is defined outside the rootdir (an installed plugin, not the suite's own test
+    modules, conftest.py files or local plugins)."""
+    if not name.startswith("_"):
+        return False
+    found = getattr(definition, _PRIVATE, None)
+    if found is None:
+        code = getattr(getattr(definition, "func", None), "__code__", None)
+        filename = getattr(code, "co_filename", "")
+        root = builder.rootpath.resolve()
+        try:
+            found = not filename or root not in Path(filename).resolve().parents
+        except OSError:
+            found = True
+        # a definition that takes no attributes is asked again next time
+        with contextlib.suppress(AttributeError):
+            setattr(definition, _PRIVATE, found)
+    return found
+
+
+def _instances(builder: Context, position: int) -> frozenset[tuple[Any, ...]]:
+    """The module- and class-scoped fixture instances a test uses: (definition, module,
+    class, parameter index, name) -- a parametrized fixture has one instance per parameter."""
+    item: Any = builder.collected[position]
+    info = getattr(item, "_fixtureinfo", None)
+    function = builder.functions[position]
+    if info is None or function is None:
+        return _NONE
+    found: list[tuple[Any, ...]] = []
+    for name in item.fixturenames:
+        definitions = info.name2fixturedefs.get(name)
+        if not definitions:
+            continue
+        definition = definitions[-1]
+        scope = definition.scope
+        if scope not in _SCOPES or _plugin_private(builder, name, definition):
+            continue
+        if not found:
+            callspec = getattr(item, "callspec", None)
+            indices = getattr(callspec, "indices", {}) if callspec is not None else {}
+            # functions of one module share its globals: a cheap module identity
+            module = id(getattr(function, "__globals__", None))
+        owner = id(builder.classes[position]) if scope == "class" else None
+        found.append((id(definition), module, owner, indices.get(name), name))
+    return frozenset(found) if found else _NONE
+
+
+_NONE: frozenset[tuple[Any, ...]] = frozenset()

@@ -1,0 +1,181 @@
+"""The plan of one session: the validated dependency graph of the collected items, serialisable.
+
+A plan is built wherever tests are collected (the serial session, every xdist worker) and is
+free of pytest objects, so an xdist worker can send it to the controller as one JSON string and
+the controller can walk it without collecting. Node ``i`` is ``session.items[i]`` after the
+plugin reordered the items; nodes at ``len(items)`` and beyond are *external*: dependencies that
+are not part of this run (``--depgraph-no-deps``), which count as unsatisfied.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_depgraph.core.graph import Graph, Kind, Origin
+
+#: Bumped whenever the JSON layout or the channel messages change (4: values between tests
+#: travel over the channel); controller and workers must agree.
+PROTOCOL_VERSION = 4
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """What ``--depgraph-shard K/N`` kept of the selected tests (for the summary)."""
+
+    #: K (1-based) and N
+    index: int
+    count: int
+    #: tests and components (groups) in this shard
+    tests: int
+    groups: int
+    #: expected seconds of this shard and of every selected test
+    expected: float
+    total: float
+    #: selected tests in all shards together
+    selected: int
+    #: (first test, tests, expected seconds) of each group of this shard that is heavier
+    #: than the ideal share ``total / count``
+    oversized: tuple[tuple[str, int, float], ...] = ()
+    #: where the durations came from (a path, or "pytest's cache"), and how many of the
+    #: selected tests had one
+    source: str = ""
+    known: int = 0
+
+    def to_list(self) -> list[Any]:
+        """The fields in order, for JSON."""
+        return [self.index, self.count, self.tests, self.groups, self.expected, self.total,
+                self.selected, [list(group) for group in self.oversized], self.source,
+                self.known]
+
+
+@dataclass
+class Plan:
+    """Everything the walk needs to know about one session's tests."""
+
+    #: node id of every node (items first, then external nodes).
+    nodeids: list[str]
+    #: ``item.location`` of the items the controller may report itself (skipped or broken
+    #: ones): (relative file, 0-based line or None, domain); None for the others.
+    locations: list[tuple[str, int | None, str] | None]
+    #: the reduced graph, over the same node numbers.
+    graph: Graph
+    #: an int per node naming its innermost scope, class or module (fixture affinity).
+    group: list[int]
+    #: number of nodes that are collected items; the rest are external.
+    item_count: int
+    #: errors that stop the run (cycles, bad targets), each a message for a person.
+    errors: list[str] = field(default_factory=list)
+    #: items that cannot run because of an error (``--continue-on-collection-errors``):
+    #: node -> message. They are reported as errors; their REQUIRES-dependents too.
+    broken: dict[int, str] = field(default_factory=dict)
+    #: edges before reduction, by origin kind ("marker", "fixture", ...).
+    edge_counts: dict[str, int] = field(default_factory=dict)
+    #: edges removed by the transitive reduction.
+    removed_edges: int = 0
+    #: items pulled into the run because a selected test depends on them.
+    added: list[int] = field(default_factory=list)
+    #: seconds each item took in the previous run, when known (cache), else absent.
+    durations: dict[int, float] = field(default_factory=dict)
+    #: pinned groups: items that run on one worker, one at a time, in plan order (the graph
+    #: chains each group with AFTER edges); see :mod:`pytest_depgraph.collect.pinning`.
+    pinned: list[list[int]] = field(default_factory=list)
+    #: warnings for a parallel run (the controller shows each once; serial runs do not).
+    warnings: list[str] = field(default_factory=list)
+    #: the shard this plan is (``--depgraph-shard``), None when the run is not sharded
+    shard: ShardInfo | None = None
+    #: ``--dist loadgroup``: the ``xdist_group`` name of each item that has one (node -> name)
+    xdist_groups: dict[int, str] = field(default_factory=dict)
+
+    def location(self, node: int) -> tuple[str, int | None, str]:
+        """The location to report ``node`` under (from its node id when none was kept)."""
+        found = self.locations[node] if node < len(self.locations) else None
+        if found is None:
+            nodeid = self.nodeids[node]
+            return (nodeid.split("::")[0], None, nodeid)
+        return found
+
+    @property
+    def external(self) -> range:
+        """Nodes that are dependencies outside this run."""
+        return range(self.item_count, len(self.nodeids))
+
+    def to_json(self) -> str:
+        """Serialise to one JSON string (cheap to send over an execnet channel)."""
+        payload: dict[str, Any] = {
+            "version": PROTOCOL_VERSION,
+            "nodeids": self.nodeids,
+            "locations": self.locations,
+            "edges": [
+                [e.dependent, e.dependency, int(e.kind), e.origin.kind, e.origin.where,
+                 e.origin.fixture]
+                for e in self.graph.edges()
+            ],
+            "group": self.group,
+            "item_count": self.item_count,
+            "errors": self.errors,
+            "broken": {str(k): v for k, v in self.broken.items()},
+            "edge_counts": self.edge_counts,
+            "removed_edges": self.removed_edges,
+            "added": self.added,
+            "durations": {str(k): v for k, v in self.durations.items()},
+            "pinned": self.pinned,
+            "warnings": self.warnings,
+            "shard": None if self.shard is None else self.shard.to_list(),
+            "xdist_groups": {str(k): v for k, v in self.xdist_groups.items()},
+        }
+        return json.dumps(payload, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        """Inverse of :meth:`to_json`; ValueError on a version mismatch."""
+        data = json.loads(text)
+        if data.get("version") != PROTOCOL_VERSION:
+            raise ValueError(
+                f"depgraph plan version {data.get('version')} != {PROTOCOL_VERSION}: "
+                "controller and workers run different pytest-depgraph versions"
+            )
+        nodeids: list[str] = data["nodeids"]
+        graph = Graph(len(nodeids))
+        graph.add_edges(
+            (dependent, dependency, Kind(kind), Origin(okind, where, fixture))
+            for dependent, dependency, kind, okind, where, fixture in data["edges"]
+        )
+        return cls(
+            nodeids=nodeids,
+            locations=[None if loc is None else (loc[0], loc[1], loc[2])
+                       for loc in data["locations"]],
+            graph=graph,
+            group=data["group"],
+            item_count=data["item_count"],
+            errors=data["errors"],
+            broken={int(k): v for k, v in data["broken"].items()},
+            edge_counts=data["edge_counts"],
+            removed_edges=data["removed_edges"],
+            added=data["added"],
+            durations={int(k): v for k, v in data["durations"].items()},
+            pinned=data["pinned"],
+            warnings=data["warnings"],
+            shard=_shard_info(data.get("shard")),
+            xdist_groups={int(k): v for k, v in data.get("xdist_groups", {}).items()},
+        )
+
+
+def _shard_info(fields: list[Any] | None) -> ShardInfo | None:
+    if fields is None:
+        return None
+    index, count, tests, groups, expected, total, selected, oversized, source, known = fields
+    return ShardInfo(
+        index, count, tests, groups, expected, total, selected,
+        tuple((first, size, seconds) for first, size, seconds in oversized), source, known,
+    )
+
+
+def edges_by_origin(origins: Iterable[Origin]) -> dict[str, int]:
+    """Count edges per origin kind."""
+    counts: dict[str, int] = {}
+    for origin in origins:
+        counts[origin.kind] = counts.get(origin.kind, 0) + 1
+    return counts

@@ -1,0 +1,196 @@
+"""The ``depgraph`` section of the terminal summary, at pytest's verbosity.
+
+Default: the counts, the critical path, and at most :data:`SHOWN_PER_CAUSE` skipped tests per
+root cause; ``-v``: every test; ``-q``: one line; ``-qq``: nothing. A run stopped by a
+collection error prints nothing (its graph was never walked: the errors say it all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pytest
+
+from pytest_depgraph.collect.pinning import PIN
+from pytest_depgraph.core.plan import Plan, ShardInfo
+from pytest_depgraph.core.shard import seconds
+from pytest_depgraph.core.timeline import WalkStats, critical_chain
+from pytest_depgraph.run.outcomes import OutcomeRecorder, describe
+from pytest_depgraph.run.state import WALK_KEY
+
+#: skipped tests listed per root cause at the default verbosity (``-v`` lists all)
+SHOWN_PER_CAUSE = 10
+#: a critical path longer than this (characters) shows its ends only (``-v``: every test)
+_PATH_WIDTH = 120
+
+
+@dataclass(frozen=True)
+class View:
+    """How much to say: pytest's verbosity, and whether tests ran on xdist workers."""
+
+    verbosity: int = 0
+    parallel: bool = False
+
+
+def summary(
+    terminal: pytest.TerminalReporter,
+    plan: Plan,
+    recorder: OutcomeRecorder,
+    skips: Mapping[str, str],
+) -> None:
+    """Write the section; nothing at all for a run without dependencies (pytest as usual)."""
+    config = terminal.config
+    view = View(config.get_verbosity(), config.pluginmanager.has_plugin("dsession"))
+    if view.verbosity <= -2 or not (plan.graph.edge_count or plan.errors or skips or plan.shard):
+        return
+    if _stopped_by_collection_errors(terminal) or _listing_fixtures(config):
+        return
+    walk = config.stash.get(WALK_KEY, None)
+    if view.verbosity == -1:
+        terminal.write_line(one_line(plan, skips, view))
+        return
+    terminal.write_sep("=", "depgraph")
+    for line in lines(plan, recorder, skips, view):
+        terminal.write_line(line)
+    if walk is not None:
+        terminal.write_line(walk_line(walk))
+
+
+def _listing_fixtures(config: pytest.Config) -> bool:
+    """``--fixtures`` and ``--fixtures-per-test`` collect to list fixtures, not to run."""
+    return bool(getattr(config.option, "showfixtures", False)
+                or getattr(config.option, "show_fixtures_per_test", False))
+
+
+def _stopped_by_collection_errors(terminal: pytest.TerminalReporter) -> bool:
+    """pytest (and xdist) run nothing when collection failed, unless told to
+    (``--continue-on-collection-errors``)."""
+    if terminal.config.getoption("continue_on_collection_errors", False):
+        return False
+    return any(isinstance(r, pytest.CollectReport) for r in terminal.stats.get("error", ()))
+
+
+def _edges(plan: Plan, view: View) -> tuple[int, str]:
+    """Edge total and its parts; pinning edges only count where they mean something (xdist)."""
+    counts = plan.edge_counts
+    pins = counts.get(PIN, 0)
+    total = sum(counts.values()) - (0 if view.parallel else pins)
+    fixture = counts.get("fixture", 0) + counts.get("output", 0)
+    compat = counts.get("dependency", 0) + counts.get("order", 0)
+    parts = [f"{counts.get('marker', 0)} explicit", f"{fixture} from fixtures"]
+    if compat:
+        parts.append(f"{compat} from pytest-dependency/pytest-order markers")
+    if counts.get("ordinal"):
+        parts.append(f"{counts['ordinal']} keeping pytest-order's positions apart")
+    if pins and view.parallel:
+        parts.append(f"{pins} to keep pinned tests on one worker")
+    if counts.get("unit"):
+        parts.append(f"{counts['unit']} keeping --dist work units whole")
+    return total, ", ".join(parts)
+
+
+def one_line(plan: Plan, skips: Mapping[str, str], view: View) -> str:
+    """The ``-q`` summary: counts only."""
+    total, _ = _edges(plan, view)
+    parts = [_plural(plan.item_count, "test"), _plural(total, "edge")]
+    if plan.shard is not None:
+        parts.insert(0, f"shard {plan.shard.index}/{plan.shard.count}")
+    if plan.added:
+        parts.append(f"{_plural(len(plan.added), 'dependency')} pulled in by selection")
+    if skips:
+        causes = len(set(skips.values()))
+        parts.append(f"{_plural(len(skips), 'test')} skipped because of "
+                     f"{_plural(causes, 'upstream test')}")
+    return "depgraph: " + ", ".join(parts)
+
+
+def lines(
+    plan: Plan, recorder: OutcomeRecorder, skips: Mapping[str, str], view: View | None = None
+) -> list[str]:
+    """The summary as text lines (without the wall-time line of a parallel walk)."""
+    view = view or View()
+    verbose = view.verbosity > 0
+    out = [] if plan.shard is None else shard_lines(plan.shard)
+    if not (plan.graph.edge_count or plan.errors or skips):
+        return out  # a sharded run without dependencies: the shard is all there is to say
+    total, parts = _edges(plan, view)
+    out.append(
+        f"{_plural(plan.item_count, 'test')}, {_plural(total, 'edge')} ({parts}); "
+        f"{plan.removed_edges} removed by transitive reduction"
+    )
+    if plan.added:
+        out.append(f"{_plural(len(plan.added), 'dependency')} pulled in by selection"
+                   + (":" if verbose else ""))
+        if verbose:
+            out.extend(f"  {plan.nodeids[n]}" for n in plan.added)
+    external = list(plan.external)
+    if external:
+        out.append(f"{_plural(len(external), 'dependency')} not selected (--depgraph-no-deps)")
+    out.extend(_critical_path(plan, recorder, verbose))
+    groups: dict[str, list[str]] = {}
+    for nodeid, root in skips.items():
+        groups.setdefault(root, []).append(nodeid)
+    if groups:
+        out.append(f"{_plural(len(skips), 'test')} skipped because of an upstream test:")
+        for root, skipped in groups.items():
+            not_selected = root in plan.nodeids[plan.item_count :]
+            why = "was not selected" if not_selected else describe(recorder.outcome(root))
+            out.append(f"  {root} {why}:")
+            shown = skipped if verbose or len(skipped) <= SHOWN_PER_CAUSE else (
+                skipped[:SHOWN_PER_CAUSE]
+            )
+            out.extend(f"    {nodeid}" for nodeid in shown)
+            if len(shown) < len(skipped):
+                out.append(f"    … and {len(skipped) - len(shown)} more (-v lists them all)")
+    return out
+
+
+def shard_lines(info: ShardInfo) -> list[str]:
+    """``shard K/N: T tests in C groups, expected S s of total X s (ideal X/N s)``, and where
+    the durations came from (a split computed from other durations is another split)."""
+    return [
+        f"shard {info.index}/{info.count}: {_plural(info.tests, 'test')} in "
+        f"{_plural(info.groups, 'group')}, expected {seconds(info.expected)} of total "
+        f"{seconds(info.total)} (ideal {seconds(info.total / info.count)})",
+        f"durations from {info.source}: {info.known} of {_plural(info.selected, 'test')} known",
+    ]
+
+
+def _critical_path(plan: Plan, recorder: OutcomeRecorder, verbose: bool) -> list[str]:
+    if not plan.graph.edge_count or not plan.item_count:
+        return []
+    ran = any(nodeid in recorder for nodeid in plan.nodeids[: plan.item_count])
+    path, total = critical_chain(plan, recorder.duration if ran else None)
+    names = [plan.nodeids[n] for n in path]
+    length = f"{total:.2f} s" if ran else "by test count"
+    head = f"critical path: {_plural(len(path), 'test')} ({length})"
+    if verbose and len(names) > 1:
+        return [f"{head}:", *(f"  {name}" for name in names)]
+    joined = " -> ".join(names)
+    if len(head) + len(joined) + 2 > _PATH_WIDTH and len(names) > 3:
+        # the ends say where the chain starts and finishes; -v lists every test
+        joined = f"{names[0]} -> … {len(names) - 2} more … -> {names[-1]}"
+    if len(head) + len(joined) + 2 > _PATH_WIDTH:
+        return [f"{head}:", *(f"  {name}" for name in joined.split(" -> "))]
+    return [f"{head}: {joined}"]
+
+
+def walk_line(walk: WalkStats) -> str:
+    """The wall time of a parallel run beside the best any schedule could do."""
+    bound = walk.lower_bound
+    line = (
+        f"parallel run: {walk.wall:.2f} s wall time; best possible {bound:.2f} s, the longer "
+        f"of the critical path ({walk.critical_path:.2f} s) and the total test time per "
+        f"worker ({walk.total:.2f} s / {walk.parallelism})"
+    )
+    if bound >= 0.05:  # against a bound of instants a percentage says nothing
+        line += f"; {max(0.0, walk.wall / bound - 1) * 100:.0f}% above it"
+    return line
+
+
+def _plural(count: int, noun: str) -> str:
+    if count == 1:
+        return f"1 {noun}"
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{count} {plural}"

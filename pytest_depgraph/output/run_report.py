@@ -1,0 +1,116 @@
+"""``--depgraph-report PATH.html``: check the path before the run, write the page after it.
+
+Runs on the process that sees every report (serial session or xdist controller): the span log
+collects when and where each test ran, and at the end of the session the timeline
+(:mod:`~pytest_depgraph.core.timeline`) and the page
+(:mod:`~pytest_depgraph.output.html_report`) are made from it, the plan and the outcomes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_depgraph.core import timeline
+from pytest_depgraph.core.graph import Graph
+from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.options import report_option
+from pytest_depgraph.output import html_report
+from pytest_depgraph.output.runlog import SpanLog
+from pytest_depgraph.run.outcomes import UPSTREAM
+from pytest_depgraph.run.state import PLAN_ATTRIBUTE, PLAN_KEY, RECORDER_KEY, SKIPS_KEY, WALK_KEY
+
+_PLUGIN_NAME = "depgraph-run-report"
+
+
+def configure(config: pytest.Config, path: str) -> None:
+    """Check ``path`` (a usage error naming it) and start logging the run."""
+    try:
+        full = html_report.check_path(path, report_option(config, path))
+    except html_report.ReportError as error:
+        raise pytest.UsageError(str(error)) from None
+    if config.pluginmanager.get_plugin(_PLUGIN_NAME) is None:
+        config.pluginmanager.register(RunReport(full), _PLUGIN_NAME)
+
+
+class RunReport:
+    """Writes the page at the end of the session and says where in the terminal summary."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.log = SpanLog()
+        #: the line for the terminal summary, and whether it reports an error
+        self.outcome: tuple[str, bool] | None = None
+        #: what the first xdist worker collected, and its plan (JSON), when it sent one
+        self.collected: list[str] | None = None
+        self.plan_text: str | None = None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.log.record(report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+        # where xdist schedules by itself (--dist each) the controller keeps no plan of its
+        # own: the workers' is the one to draw
+        if self.collected is None:
+            self.collected = list(ids)
+            self.plan_text = getattr(node, PLAN_ATTRIBUTE, None)
+
+    def _plan(self, config: pytest.Config) -> Plan | None:
+        plan = config.stash.get(PLAN_KEY, None)
+        if plan is not None or self.collected is None:
+            return plan
+        if self.plan_text is not None:
+            try:
+                return Plan.from_json(self.plan_text)
+            except ValueError:
+                pass  # the scheduler already said what is wrong; draw the tests without edges
+        count = len(self.collected)
+        return Plan(nodeids=self.collected, locations=[], graph=Graph(count), group=[0] * count,
+                    item_count=count)
+
+    @pytest.hookimpl(trylast=True)  # after the xdist controller kept its walk's figures
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        config = session.config
+        plan = self._plan(config)
+        if plan is None or config.option.collectonly:
+            return  # nothing was collected, or nothing ran: no run to picture
+        recorder = config.stash[RECORDER_KEY]
+        skips: dict[str, str] = config.stash[SKIPS_KEY]
+        nodeids = plan.nodeids
+        run = timeline.build(
+            plan,
+            lambda nodeid: UPSTREAM if nodeid in skips else recorder.outcome(nodeid),
+            self.log.spans,
+            skips,
+            {nodeid: recorder.duration(nodeid) for nodeid in nodeids if nodeid in recorder},
+            clock_offsets=self.log.clock_offsets(),
+            walk=config.stash.get(WALK_KEY, None),
+        )
+        svg, no_graph = html_report.graph_svg(plan, recorder, skips)
+        args = " ".join(config.invocation_params.args)
+        page = html_report.render(
+            run, svg, no_graph,
+            title=f"pytest-depgraph run report: {config.rootpath.name}",
+            command=f"pytest {args}".strip(),
+        )
+        try:
+            html_report.write(self.path, page)
+        except html_report.ReportError as error:
+            self.outcome = (f"depgraph: {error}", True)
+            if session.exitstatus == pytest.ExitCode.OK:
+                # the tests passed, but what was asked for is missing: not a silent success
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return
+        self.outcome = (f"generated depgraph run report: {self.path}", False)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        # as --depgraph-dot and --junitxml say where their file went
+        if self.outcome is None:
+            return
+        line, failed = self.outcome
+        if failed:
+            terminalreporter.write_line(line, red=True, bold=True)
+        elif terminalreporter.config.get_verbosity() >= 0:
+            terminalreporter.write_sep("-", line)

@@ -1,0 +1,150 @@
+"""Values between tests over the xdist channel: worker -> controller -> the workers of readers.
+
+Workers may run on other machines (``--tx ssh=...``, ``--tx socket=...``) and share no
+filesystem with the controller, so values travel where the tests' reports do:
+
+* a worker sends each value as it is published, pickled once, in a custom ``depgraph_value``
+  event; the controller keeps it in memory (a worker that dies later loses nothing);
+* before the controller sends a worker a test, it sends the values that test may read -- those
+  of the tests it requires, directly or through other tests -- in a custom ``depgraph_values``
+  command, each value at most once per worker and never back to the worker that published it.
+
+Both directions need a wrapper: xdist drops a worker that sends an unknown event (see
+``xdist_hooks``), and a worker silently ignores an unknown command, so
+:func:`install_worker` wraps the interactor's ``handle_command``. The command and the
+``runtests`` that follows it arrive in order on one channel, so the values are stored before
+the test is queued.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from pytest_depgraph.core.graph import Kind
+from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.run.outputs import OUTPUTS_KEY, OutputError, ValueStore
+from pytest_depgraph.run.worker import find_interactor
+
+#: worker -> controller: one published value (nodeid, name, data)
+VALUE_EVENT = "depgraph_value"
+#: controller -> worker: values the next test may read, [(nodeid, name, data), ...]
+VALUES_COMMAND = "depgraph_values"
+
+
+# -- worker --------------------------------------------------------------------------------
+
+
+def install_worker(config: pytest.Config) -> None:
+    """Send this worker's values to the controller; take the ones it sends (before the loop)."""
+    interactor = find_interactor(config)
+    outputs = config.stash[OUTPUTS_KEY]
+
+    def forward(nodeid: str, name: str, data: bytes) -> None:
+        try:
+            interactor.sendevent(VALUE_EVENT, nodeid=nodeid, value_name=name, data=data)
+        except Exception as error:  # a closed channel: the controller is gone
+            raise OutputError(
+                f"depgraph: {nodeid} cannot publish {name!r}: sending it to the xdist "
+                f"controller failed: {error}"
+            ) from None
+
+    original = interactor.handle_command
+
+    def handle_command(command: Any) -> None:
+        # runs in execnet's receiver thread; the store is thread-safe
+        if isinstance(command, tuple) and len(command) == 2 and command[0] == VALUES_COMMAND:
+            for nodeid, name, data in command[1]["values"]:
+                outputs.store.put(nodeid, name, data)
+            return
+        original(command)
+
+    outputs.forward = forward
+    interactor.handle_command = handle_command
+
+
+# -- controller ----------------------------------------------------------------------------
+
+
+class Relay:
+    """The controller's books: which worker holds which value, who published what upstream."""
+
+    def __init__(self, store: ValueStore) -> None:
+        self.store = store
+        #: per worker: (nodeid, name) -> the pickled value it holds
+        self._held: dict[Any, dict[tuple[str, str], bytes]] = {}
+        #: per plan node: the tests it requires (transitively) that published a value
+        self._producers: dict[int, frozenset[int]] = {}
+        self._lock = threading.Lock()
+
+    def received(self, node: Any, nodeid: str, name: str, data: bytes) -> None:
+        """A worker published a value (receiver thread)."""
+        self.store.put(nodeid, name, data)
+        with self._lock:
+            self._held.setdefault(node, {})[(nodeid, name)] = data
+
+    def before_test(self, node: Any, plan: Plan, index: int) -> None:
+        """Send ``node`` the values test ``index`` may read that it does not hold yet."""
+        if not self.store:
+            return
+        values = []
+        with self._lock:
+            held = self._held.setdefault(node, {})
+            for producer in sorted(self._upstream_producers(plan, index)):
+                nodeid = plan.nodeids[producer]
+                for name, data in self.store.published(nodeid):
+                    if held.get((nodeid, name)) is not data:
+                        held[(nodeid, name)] = data
+                        values.append((nodeid, name, data))
+        if values:
+            node.sendcommand(VALUES_COMMAND, values=values)
+
+    def _upstream_producers(self, plan: Plan, index: int) -> frozenset[int]:
+        """Required tests (transitively) that published values; memoised, O(edges) in all.
+
+        A test is sent only after everything it requires finished, so what those tests
+        published is final and their own answers can be reused.
+        """
+        pending = [index]
+        while pending:
+            node = pending[-1]
+            if node in self._producers:
+                pending.pop()
+                continue
+            dependencies = [
+                e.dependency for e in plan.graph.dependencies(node) if e.kind is Kind.REQUIRES
+            ]
+            unknown = [d for d in dependencies if d not in self._producers]
+            if unknown:
+                pending.extend(unknown)
+                continue
+            pending.pop()
+            found: set[int] = set()
+            for dependency in dependencies:
+                found |= self._producers[dependency]
+                if self.store.has_values(plan.nodeids[dependency]):
+                    found.add(dependency)
+            self._producers[node] = frozenset(found)
+        return self._producers[index]
+
+
+_RELAY_KEY = pytest.StashKey[Relay]()
+
+
+def relay(config: pytest.Config) -> Relay:
+    """The controller's relay of this session."""
+    found = config.stash.get(_RELAY_KEY, None)
+    if found is None:
+        found = config.stash[_RELAY_KEY] = Relay(config.stash[OUTPUTS_KEY].store)
+    return found
+
+
+def take_event(node: Any, eventcall: Any) -> bool:
+    """Keep a value event from a worker (receiver thread); True when ``eventcall`` was one."""
+    if not (isinstance(eventcall, tuple) and len(eventcall) == 2 and eventcall[0] == VALUE_EVENT):
+        return False
+    kwargs = eventcall[1]
+    relay(node.config).received(node, kwargs["nodeid"], kwargs["value_name"], kwargs["data"])
+    return True

@@ -1,0 +1,193 @@
+"""How long each test took: timings of this run, cached for the next run's priorities.
+
+The xdist scheduler weighs the critical path with the previous run's durations. They live in
+``config.cache`` under :data:`CACHE_KEY` as ``{nodeid: seconds}`` (setup + call + teardown);
+without the cache provider (``-p no:cacheprovider``) nothing is loaded or saved. The same
+seconds can be merged into a JSON file (``--depgraph-store-durations``, pytest-split's
+``.test_durations`` format), which ``--depgraph-durations`` reads to balance shards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from pytest_depgraph.options import read_settings
+from pytest_depgraph.run.outcomes import OutcomeRecorder
+from pytest_depgraph.run.state import RECORDER_KEY, SKIPS_KEY
+
+CACHE_KEY = "depgraph/durations"
+_PLUGIN_NAME = "depgraph-durations"
+
+
+def load_durations(config: pytest.Config, nodeids: Sequence[str]) -> dict[int, float]:
+    """Previous-run seconds of the given tests, by position in ``nodeids``; unknown ones absent."""
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return {}
+    stored = cache.get(CACHE_KEY, {})
+    if not isinstance(stored, dict):
+        return {}
+    known: dict[int, float] = {}
+    for position, nodeid in enumerate(nodeids):
+        seconds = stored.get(nodeid)
+        if isinstance(seconds, (int, float)) and seconds >= 0:
+            known[position] = float(seconds)
+    return known
+
+
+def cached_durations(config: pytest.Config) -> dict[str, float]:
+    """Every previous-run duration in the cache, by node id (none without the cache)."""
+    cache = getattr(config, "cache", None)
+    stored = cache.get(CACHE_KEY, {}) if cache is not None else {}
+    if not isinstance(stored, dict):
+        return {}
+    return {
+        nodeid: float(seconds)
+        for nodeid, seconds in stored.items()
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds >= 0
+    }
+
+
+class FileError(Exception):
+    """A durations file that cannot be read or written; the message says which and why."""
+
+
+def read_file(path: str) -> dict[str, float] | None:
+    """The durations in a JSON file: an object of node id -> seconds, or pytest-split's
+    older list of ``[node id, seconds]`` pairs. None when the file does not exist."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise FileError(f"{path}: cannot be read ({error})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise FileError(f"{path}: not JSON ({error})") from None
+    if isinstance(data, list) and all(
+        isinstance(pair, list) and len(pair) == 2 for pair in data
+    ):
+        data = dict(data)
+    if not isinstance(data, dict):
+        raise FileError(
+            f"{path}: expected a JSON object mapping node ids to seconds, "
+            f"found {type(data).__name__}"
+        )
+    durations: dict[str, float] = {}
+    for nodeid, seconds in data.items():
+        if (
+            not isinstance(nodeid, str)
+            or isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not seconds >= 0
+        ):
+            raise FileError(
+                f"{path}: the entry {nodeid!r}: {seconds!r} is not a node id and a number of "
+                "seconds (0 or more)"
+            )
+        durations[nodeid] = float(seconds)
+    return durations
+
+
+def check_writable(path: str) -> None:
+    """Before the run: FileError unless ``path`` can receive the durations at its end."""
+    target = Path(path)
+    if target.is_dir():
+        example = target / ".test_durations"
+        raise FileError(f"{path} is a directory; give a file name, e.g. {example}")
+    if not target.parent.is_dir():
+        raise FileError(f"{path}: the folder {target.parent} does not exist")
+    if not os.access(target if target.exists() else target.parent, os.W_OK):
+        raise FileError(f"{path}: not writable")
+    read_file(path)  # an existing file must be ours to merge into
+
+
+def write_file(path: str, durations: Mapping[str, float]) -> None:
+    """Merge ``durations`` into the JSON file (newer values win); written whole, then renamed
+    into place, so a run that is killed leaves the old file intact."""
+    merged = read_file(path) or {}
+    # a tenth of a millisecond says enough, and keeps a committed file's diffs short
+    merged.update((nodeid, round(seconds, 4)) for nodeid, seconds in durations.items())
+    temporary = Path(f"{path}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def save_durations(config: pytest.Config, durations: Mapping[str, float]) -> None:
+    """Merge this run's seconds per node id into the cache (newer values win)."""
+    cache = getattr(config, "cache", None)
+    if cache is None or not durations:
+        return
+    stored = cache.get(CACHE_KEY, {})
+    merged = dict(stored) if isinstance(stored, dict) else {}
+    merged.update(durations)
+    cache.set(CACHE_KEY, merged)
+
+
+class DurationLog:
+    """Saves the seconds of every test this process saw run, at the end of the session.
+
+    The outcome recorder already folds every report of every test (on the xdist controller:
+    of every worker), durations included; this only writes them to the cache.
+    """
+
+    def __init__(self, recorder: OutcomeRecorder) -> None:
+        self.recorder = recorder
+        #: the line that says where the durations file was written (after the run)
+        self.stored = ""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        config = session.config
+        durations = self.recorder.durations()
+        save_durations(config, durations)
+        path = _store_path(config)
+        if path is None:
+            return
+        # a test skipped because of an upstream failure took no time that says anything
+        skipped = config.stash.get(SKIPS_KEY, {})
+        ran = {nodeid: s for nodeid, s in durations.items() if nodeid not in skipped}
+        if not ran:
+            return
+        try:
+            write_file(path, ran)
+            self.stored = f"depgraph: durations of {_tests(len(ran))} stored in {path}"
+        except (OSError, FileError) as error:
+            terminal = config.pluginmanager.get_plugin("terminalreporter")
+            if terminal is not None:
+                terminal.write_line(f"depgraph: --depgraph-store-durations {error}", red=True)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.stored:
+            terminalreporter.write_sep("-", self.stored)
+
+
+def _tests(count: int) -> str:
+    return "1 test" if count == 1 else f"{count} tests"
+
+
+def _store_path(config: pytest.Config) -> str | None:
+    return read_settings(config).store_durations
+
+
+def install(config: pytest.Config) -> DurationLog | None:
+    """Register the duration log on the process that sees every report (not on xdist workers).
+
+    Idempotent; returns the registered log (None on a worker).
+    """
+    if hasattr(config, "workerinput"):
+        return None
+    existing = config.pluginmanager.get_plugin(_PLUGIN_NAME)
+    if isinstance(existing, DurationLog):
+        return existing
+    log = DurationLog(config.stash[RECORDER_KEY])
+    config.pluginmanager.register(log, _PLUGIN_NAME)
+    return log

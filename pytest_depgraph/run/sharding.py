@@ -1,0 +1,193 @@
+"""``--depgraph-shard K/N`` in a session: the durations it weighs, the split, what is deselected.
+
+The split itself is :mod:`pytest_depgraph.core.shard`. Every process that collects computes it from
+its own collection (serial session, every xdist worker), so every process must weigh the tests
+alike: the controller (or the serial session) loads the durations once, and hands them to its
+xdist workers in ``workerinput`` -- a remote worker has neither the file nor the cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any
+
+import pytest
+
+from pytest_depgraph.core import shard
+from pytest_depgraph.core.graph import Graph
+from pytest_depgraph.core.plan import Plan, ShardInfo
+from pytest_depgraph.core.shard import seconds as _seconds
+from pytest_depgraph.options import Settings, read_settings
+from pytest_depgraph.run import durations
+from pytest_depgraph.run.state import PLAN_ATTRIBUTE, PLAN_KEY
+
+#: the durations the split weighs, node id -> seconds (set at configure time when sharding)
+DURATIONS_KEY = pytest.StashKey[dict[str, float]]()
+#: the node ids this process kept, and the shard they are
+_KEPT_KEY = pytest.StashKey[tuple[frozenset[str], ShardInfo]]()
+#: ``workerinput`` key of the durations the controller hands its workers
+WORKERINPUT_DURATIONS = "depgraph_durations"
+
+
+def configure(config: pytest.Config, settings: Settings) -> None:
+    """Check the durations paths and load what the split weighs; a bad file is a usage error
+    naming it."""
+    if settings.store_durations and not hasattr(config, "workerinput"):
+        try:
+            durations.check_writable(settings.store_durations)
+        except durations.FileError as error:
+            raise pytest.UsageError(f"--depgraph-store-durations {error}") from None
+    if settings.shard is not None and settings.durations and not _given(config):
+        config.stash[DURATIONS_KEY] = _read(config, settings.durations)
+    if settings.shard is not None and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(ShardHooks(), "depgraph-shard")
+
+
+def known_durations(config: pytest.Config) -> dict[str, float]:
+    """The durations the split weighs: the controller's on an xdist worker, else the file's
+    (read at configure time), else the cache's (read now: the cache is set up after us)."""
+    known = config.stash.get(DURATIONS_KEY, None)
+    if known is None:
+        given = _given(config)
+        known = config.stash[DURATIONS_KEY] = (
+            given if given is not None else durations.cached_durations(config)
+        )
+    return known
+
+
+def _given(config: pytest.Config) -> dict[str, float] | None:
+    """The durations the controller sent this xdist worker, if any."""
+    workerinput = getattr(config, "workerinput", None)
+    given = workerinput.get(WORKERINPUT_DURATIONS) if isinstance(workerinput, dict) else None
+    return dict(given) if isinstance(given, dict) else None
+
+
+def _read(config: pytest.Config, path: str) -> dict[str, float]:
+    try:
+        found = durations.read_file(path)
+    except durations.FileError as error:
+        raise pytest.UsageError(
+            f"--depgraph-durations {error}. Give a file written by "
+            "--depgraph-store-durations or pytest-split's --store-durations."
+        ) from None
+    if found is None:
+        config.issue_config_time_warning(
+            pytest.PytestWarning(
+                f"depgraph: --depgraph-durations {path} does not exist: every test weighs 1 s "
+                f"in the shard split. Write it with --depgraph-store-durations {path}."
+            ),
+            stacklevel=2,
+        )
+        return {}
+    return found
+
+
+class ShardHooks:
+    """The xdist controller's side of a sharded run."""
+
+    def __init__(self) -> None:
+        self._reported = False
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        # every worker must split its collection alike: with the controller's durations
+        node.workerinput[WORKERINPUT_DURATIONS] = known_durations(node.config)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """The first worker's plan: warn once about oversized groups; keep the plan for the
+        summary when no depgraph scheduler will (another ``--dist`` mode)."""
+        if self._reported:
+            return
+        self._reported = True
+        from pytest_depgraph.run.controller_warnings import record_warning
+        from pytest_depgraph.run.xdist_hooks import walks
+
+        text = getattr(node, PLAN_ATTRIBUTE, None)
+        try:
+            plan = None if text is None else Plan.from_json(text)
+        except ValueError:
+            return  # the scheduler reports mismatched versions
+        if plan is None or plan.shard is None:
+            return
+        for _, message in oversized_warnings(plan.shard):
+            record_warning(node.config, message)
+        if not walks(node.config):
+            node.config.stash[PLAN_KEY] = plan
+
+
+def apply(
+    config: pytest.Config,
+    plan: Plan,
+    items: list[pytest.Item],
+    unreduced: Graph | None,
+    index: int,
+    count: int,
+) -> tuple[Plan, list[pytest.Item], list[pytest.Item]]:
+    """Keep shard ``index`` of ``count`` of the planned ``items`` (``unreduced``: the plan's
+    graph before reduction, for the edge counts); return its plan, its items and the items
+    of the other shards. A group heavier than the ideal share is a warning (at collection)."""
+    previous = config.stash.get(_KEPT_KEY, None)
+    if previous is not None and all(item.nodeid in previous[0] for item in items):
+        # the hook ran again (some plugins call it) on this shard's own items: splitting them
+        # again would drop tests that no shard runs
+        plan.shard = previous[1]
+        return plan, items, []
+    weights = shard.weigh(plan.nodeids[: plan.item_count], known_durations(config))
+    chosen = shard.split(plan, weights, index, count)
+    kept_plan = shard.restrict(plan, chosen.nodes, unreduced)
+    known = known_durations(config)
+    kept_plan.shard = dataclasses.replace(
+        chosen.info,
+        source=read_settings(config).durations or "pytest's cache",
+        known=sum(1 for nodeid in plan.nodeids[: plan.item_count] if nodeid in known),
+    )
+    keep = set(chosen.nodes)
+    kept = [item for n, item in enumerate(items) if n in keep]
+    others = [item for n, item in enumerate(items) if n not in keep]
+    if not hasattr(config, "workerinput"):  # the xdist controller warns once for all workers
+        by_nodeid = {item.nodeid: item for item in kept}
+        for first, message in oversized_warnings(kept_plan.shard):
+            # located at the group's first test, so the warnings summary points at it
+            path, line, _ = by_nodeid[first].location
+            warnings.warn_explicit(
+                pytest.PytestWarning(message),
+                pytest.PytestWarning,
+                str(config.rootpath / path),
+                (line or 0) + 1,
+            )
+    config.stash[_KEPT_KEY] = (frozenset(item.nodeid for item in kept), kept_plan.shard)
+    return kept_plan, kept, others
+
+
+def oversized_warnings(info: ShardInfo) -> list[tuple[str, str]]:
+    """(first test, warning) for each group of the shard heavier than the ideal share."""
+    ideal = _seconds(info.total / info.count)
+    return [
+        (
+            first,
+            f"depgraph: shard {info.index}/{info.count} holds a group of {_tests(size)} that "
+            f"depend on each other, expected to take {_seconds(seconds)}, more than the ideal "
+            f"share of {ideal}: no split can end sooner than this group. Its first test: "
+            f"{first}",
+        )
+        for first, size, seconds in info.oversized
+    ]
+
+
+def exit_status(session: pytest.Session, plan: Plan | None) -> None:
+    """An empty shard of a non-empty selection passed (N may exceed the number of groups):
+    not pytest's 'no tests collected', which would fail that CI job."""
+    info = plan.shard if plan is not None else None
+    if (
+        info is not None
+        and info.tests == 0
+        and info.selected > 0
+        and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+    ):
+        session.exitstatus = pytest.ExitCode.OK
+
+
+def _tests(count: int) -> str:
+    return "1 test" if count == 1 else f"{count} tests"

@@ -1,0 +1,268 @@
+"""The xdist worker side: run each test the moment it arrives, and send the plan to the controller.
+
+Why xdist's worker holds its last test
+--------------------------------------
+pytest tears a test down *towards the next one*: ``runtestprotocol(item, nextitem)`` ends with
+``SetupState.teardown_exact(nextitem)``, which keeps the module, class and session fixtures
+that ``nextitem`` shares with ``item`` and tears down the rest (everything when ``nextitem`` is
+None). So xdist's ``WorkerInteractor.run_one_test`` first blocks on its queue until it knows the
+*next* test index (or a shutdown) and only then runs the current test. xdist's own schedulers
+live with that by always keeping two tests queued per worker. The depgraph scheduler sends a
+test only once its dependencies have finished, so for a chain ``a -> b -> c`` a worker is given
+``a`` alone: a stock worker would wait for a second test that is only sent after ``a`` ran --
+a deadlock.
+
+What we do
+----------
+On workers driven by the depgraph scheduler, the interactor's ``run_one_test`` is replaced
+(an instance attribute; version-checked, see :func:`install`). The replacement *peeks* at the
+queue without blocking:
+
+* the next index is already queued: exactly xdist's behaviour (``nextitem`` = that test);
+* a shutdown is queued: ``nextitem=None``, as in xdist;
+* nothing is queued: the test runs at once with ``nextitem=item.parent``. ``teardown_exact``
+  then tears down only what is below the test's parent -- the test's own function-scope
+  fixtures, exactly what pytest tears down between two tests of one class or module -- and
+  the worker reports the test complete, then blocks for the next index.
+
+How teardown stays correct
+--------------------------
+The worker remembers the *held* test. When the next index arrives it first finishes the held
+test's teardown towards the new test (``teardown_exact(next)``): module, class and session
+fixtures the new test shares are kept, the others are finalised -- the same sequence as a
+serial run of the two tests, so consecutive tests of one module on one worker set module
+fixtures up once. A shutdown finishes it with ``teardown_exact(None)``, as pytest does at the end
+of a session. That deferred teardown runs under the capture manager, and an error in it is
+reported as a ``teardown`` error report of the held test (while the interactor's ``item_index``
+still names it, which xdist asserts), so a failing module fixture finaliser is attributed to the
+last test that used it, as in pytest. It is a second report: the held test's own report already
+went out, and a dependent that started in between is not recalled.
+
+pytest drops a test's ``funcargs`` and ``_request`` at the end of its run protocol, but plugins
+read them when they make a report (pytest-benchmark does). So the held test gets them back
+until its deferred teardown is reported, and loses them after, as in a serial run. Anything
+that goes wrong on that deferred path, a plugin's ``pytest_runtest_makereport`` included,
+becomes an error report of the held test: an exception there would otherwise end the worker
+with an INTERNALERROR and take the teardown error with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any, cast
+
+import pytest
+
+from pytest_depgraph.core.plan import PROTOCOL_VERSION
+from pytest_depgraph.run.state import PLAN_KEY
+
+#: ``workerinput`` key the controller sets: {"protocol": int, "walk": bool}
+WORKERINPUT_KEY = "depgraph"
+#: custom channel event carrying the worker's plan as one JSON string (or None)
+PLAN_EVENT = "depgraph_plan"
+
+_XDIST_TOO_OLD = (
+    "pytest-depgraph needs pytest-xdist >= 3.7, < 4 to run tests in dependency order on "
+    "workers; this worker's xdist lacks {missing}. Upgrade pytest-xdist "
+    "(pip install 'pytest-xdist>=3.7,<4') or run without -n / --depgraph-parallelism."
+)
+
+
+def is_walked_worker(config: pytest.Config) -> bool:
+    """Whether this process is an xdist worker whose tests the depgraph scheduler hands out."""
+    workerinput = getattr(config, "workerinput", None)
+    if not isinstance(workerinput, dict):
+        return False
+    flags = workerinput.get(WORKERINPUT_KEY)
+    return isinstance(flags, dict) and bool(flags.get("walk"))
+
+
+def talks_to_controller(config: pytest.Config) -> bool:
+    """Whether this is an xdist worker whose controller expects our plan event."""
+    workerinput = getattr(config, "workerinput", None)
+    return isinstance(workerinput, dict) and isinstance(workerinput.get(WORKERINPUT_KEY), dict)
+
+
+def find_interactor(config: pytest.Config) -> Any:
+    """xdist's ``WorkerInteractor`` of this worker.
+
+    It is exec'd as ``__channelexec__`` source and registered without a name, so it is found by
+    class name, not ``isinstance``.
+    """
+    for plugin in config.pluginmanager.get_plugins():
+        if type(plugin).__name__ == "WorkerInteractor":
+            return plugin
+    raise RuntimeError(_XDIST_TOO_OLD.format(missing="a registered WorkerInteractor"))
+
+
+def send_plan(config: pytest.Config) -> None:
+    """Send this worker's plan to the controller (before xdist's ``collectionfinish``)."""
+    plan = config.stash.get(PLAN_KEY, None)
+    find_interactor(config).sendevent(
+        PLAN_EVENT,
+        plan=None if plan is None else plan.to_json(),
+        protocol=PROTOCOL_VERSION,
+    )
+
+
+def install(config: pytest.Config) -> None:
+    """Replace the interactor's ``run_one_test`` with :class:`OneAtATime` (before the run loop).
+
+    Raises RuntimeError naming what is missing when xdist's internals are not the ones this
+    relies on (``TestQueue.lock`` and ``Marker.SHUTDOWN`` appeared in xdist 3.7).
+    """
+    interactor = find_interactor(config)
+    run_one_test = getattr(interactor, "run_one_test", None)
+    torun = getattr(interactor, "torun", None)
+    namespace = getattr(getattr(run_one_test, "__func__", None), "__globals__", {})
+    marker = getattr(namespace.get("Marker"), "SHUTDOWN", None)
+    for missing, present in (
+        ("WorkerInteractor.run_one_test", run_one_test is not None),
+        ("WorkerInteractor.torun.lock()", callable(getattr(torun, "lock", None))),
+        ("WorkerInteractor.sendevent", callable(getattr(interactor, "sendevent", None))),
+        ("Marker.SHUTDOWN", marker is not None),
+    ):
+        if not present:
+            raise RuntimeError(_XDIST_TOO_OLD.format(missing=missing))
+    one_at_a_time = OneAtATime(interactor, marker)
+    interactor.run_one_test = one_at_a_time.run_one_test
+    config.pluginmanager.register(one_at_a_time, "depgraph-one-at-a-time")
+
+
+class OneAtATime:
+    """``run_one_test`` that never waits for a second test; higher-scope teardown is deferred."""
+
+    def __init__(self, interactor: Any, shutdown: object) -> None:
+        self.interactor = interactor
+        self.shutdown = shutdown
+        #: index of the last test run with ``nextitem=item.parent``: its scopes are still set up
+        self.held: int | None = None
+        #: the ``funcargs`` and ``_request`` of the test whose teardown began last
+        self._request_state: tuple[pytest.Item, object, object] | None = None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> None:
+        # The last attempt's objects (pytest-rerunfailures makes new ones per attempt): pytest
+        # unbinds them when the protocol ends, the held test needs them back for its report.
+        self._request_state = (
+            item, getattr(item, "funcargs", None), getattr(item, "_request", None)
+        )
+
+    def run_one_test(self) -> None:
+        interactor = self.interactor
+        session: pytest.Session = interactor.session
+        items = session.items
+        index: int = interactor.nextitem_index
+        item = items[index]
+        if self.held is not None:
+            self._finish_held(item)
+        interactor.item_index = index
+        with interactor.torun.lock() as queue:
+            following = queue.popleft() if queue else None
+        nextitem: Any
+        if following is None:
+            nextitem = item.parent
+        elif following is self.shutdown:
+            nextitem = None
+        else:
+            nextitem = items[following]
+
+        self._request_state = None
+        start = time.perf_counter()
+        interactor.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        duration = time.perf_counter() - start
+        interactor.sendevent("runtest_protocol_complete", item_index=index, duration=duration)
+
+        if following is not None:
+            interactor.nextitem_index = following
+            return
+        self.held = index
+        self._keep_request(item)
+        if session.shouldfail or session.shouldstop:
+            # xdist's loop ends right after this call: finish the teardown now
+            self._finish_held(None)
+            interactor.nextitem_index = self.shutdown
+            return
+        interactor.nextitem_index = interactor.torun.get()
+        if interactor.nextitem_index is self.shutdown:
+            self._finish_held(None)
+
+    def _keep_request(self, item: pytest.Item) -> None:
+        """Give the held test back what pytest dropped, for the report of its deferred teardown."""
+        state, self._request_state = self._request_state, None
+        if state is None or state[0] is not item or not hasattr(item, "_request"):
+            return
+        _, funcargs, request = state
+        if getattr(item, "funcargs", None) is None and funcargs is not None:
+            item.funcargs = funcargs  # type: ignore[attr-defined]
+            item._request = request
+
+    def _finish_held(self, nextitem: pytest.Item | None) -> None:
+        """Tear the held test down towards ``nextitem``; report an error against the held test."""
+        interactor = self.interactor
+        session: pytest.Session = interactor.session
+        held, self.held = self.held, None
+        assert held is not None
+        previous = session.items[held]
+        interactor.item_index = held
+        config: pytest.Config = interactor.config
+        try:
+            done = pytest.CallInfo.from_call(
+                lambda: self._deferred_teardown(config, session, previous, nextitem),
+                when="teardown",
+                reraise=(pytest.exit.Exception, KeyboardInterrupt),
+            )
+            # our own path failing is an error of the held test too, never an INTERNALERROR
+            report = (
+                done.result
+                if done.excinfo is None
+                else pytest.TestReport.from_item_and_call(previous, cast(Any, done))
+            )
+        finally:
+            if hasattr(previous, "_request"):  # what pytest does at the end of the protocol
+                previous._request = False
+                previous.funcargs = None  # type: ignore[attr-defined]
+        if report is not None:
+            config.hook.pytest_runtest_logreport(report=report)
+
+    def _deferred_teardown(
+        self,
+        config: pytest.Config,
+        session: pytest.Session,
+        previous: pytest.Item,
+        nextitem: pytest.Item | None,
+    ) -> pytest.TestReport | None:
+        """Run the deferred teardown; its error report, or None when it passed."""
+        capture = config.pluginmanager.getplugin("capturemanager")
+        guard = (
+            capture.item_capture("teardown", previous)
+            if capture is not None
+            else contextlib.nullcontext()
+        )
+        setupstate = session._setupstate
+        reraise = (pytest.exit.Exception, KeyboardInterrupt)
+        with guard:
+            call = pytest.CallInfo.from_call(
+                lambda: setupstate.teardown_exact(nextitem), when="teardown", reraise=reraise
+            )
+        if call.excinfo is None:
+            return None
+        made = pytest.CallInfo.from_call(
+            lambda: config.hook.pytest_runtest_makereport(item=previous, call=call),
+            when="teardown",
+            reraise=reraise,
+        )
+        if made.excinfo is None:
+            report: pytest.TestReport = made.result
+            return report
+        # a plugin's report hook failed: report the teardown error without it, and say why
+        report = pytest.TestReport.from_item_and_call(previous, call)
+        report.sections.append(
+            (
+                "depgraph",
+                "a plugin's pytest_runtest_makereport raised while reporting this deferred "
+                f"teardown error:\n{made.excinfo.getrepr(style='short')}",
+            )
+        )
+        return report

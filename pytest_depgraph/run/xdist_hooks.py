@@ -1,0 +1,236 @@
+"""The plugin's pytest-xdist hooks: start workers, choose the scheduler, carry each plan across.
+
+Registered by ``plugin.py`` through :func:`register` when xdist is active; every xdist hook is
+``optionalhook`` so nothing breaks when xdist is not. On the controller: ``--depgraph-parallelism
+N`` without ``-n`` starts N workers; with ``--dist load`` (the default of ``-n``), ``worksteal``,
+``loadfile``, ``loadscope`` or ``loadgroup`` the
+:class:`~pytest_depgraph.run.scheduler.DepGraphScheduling` takes over; with another ``--dist`` mode
+a warning names the dependencies that mode cannot honour. On workers: the plan is sent to the
+controller before xdist's ``collectionfinish``, and the worker loop is patched
+(:mod:`pytest_depgraph.run.worker`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
+from pytest_depgraph.options import read_settings
+from pytest_depgraph.run import channel_values, durations, worker
+from pytest_depgraph.run.controller_warnings import record_warning
+from pytest_depgraph.run.state import PLAN_ATTRIBUTE, WALK_KEY, active_scheduler
+
+MIN_XDIST = (3, 7)
+#: ``--dist`` modes the depgraph scheduler runs: tests one by one, or whole work units
+WALKED_MODES = ("load", "worksteal", "loadfile", "loadscope", "loadgroup")
+_NAME = "depgraph-xdist"
+
+
+def register(config: pytest.Config) -> None:
+    """Register the hooks (and the duration log) on ``config``; idempotent.
+
+    Call it from ``pytest_configure`` at the latest, before xdist's own (``trylast``) one: that
+    is when the workers ``--depgraph-parallelism`` asks for are added.
+    """
+    durations.install(config)
+    if not config.pluginmanager.has_plugin("xdist") or config.pluginmanager.has_plugin(_NAME):
+        return
+    config.pluginmanager.register(XdistHooks(), _NAME)
+
+
+def xdist_version() -> tuple[int, ...]:
+    """The installed pytest-xdist version as integers (0 when unknown)."""
+    try:
+        import xdist  # type: ignore[import-untyped]
+    except ImportError:
+        return (0,)
+    numbers = re.findall(r"\d+", str(getattr(xdist, "__version__", "0")))[:3]
+    return tuple(int(n) for n in numbers) or (0,)
+
+
+def walks(config: pytest.Config) -> bool:
+    """Whether this controller's tests are scheduled by :class:`DepGraphScheduling`."""
+    return (
+        not hasattr(config, "workerinput")
+        and config.pluginmanager.has_plugin("dsession")
+        and config.getoption("dist", "no") in WALKED_MODES
+    )
+
+
+class XdistHooks:
+    """xdist-side hook implementations of the depgraph plugin (controller and workers)."""
+
+    def __init__(self) -> None:
+        self._warned = False
+
+    # -- controller ------------------------------------------------------------------------
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        if hasattr(config, "workerinput"):
+            return
+        parallelism = read_settings(config).parallelism
+        distributing = bool(config.getoption("numprocesses", None)) or (
+            parallelism is not None and parallelism > 1
+        )
+        if distributing and xdist_version() < MIN_XDIST:
+            raise pytest.UsageError(
+                "pytest-depgraph needs pytest-xdist >= 3.7, < 4 for -n / --depgraph-parallelism; "
+                f"found {'.'.join(map(str, xdist_version()))}. "
+                "Upgrade it: pip install 'pytest-xdist>=3.7,<4'"
+            )
+        if (
+            parallelism is not None
+            and parallelism > 1
+            and config.getoption("numprocesses", None) is None
+            and not config.getoption("tx", None)
+            and not config.getoption("collectonly")
+            and not config.getoption("usepdb", False)
+            and not config.pluginmanager.has_plugin("dsession")
+        ):
+            # what xdist's pytest_cmdline_main does for -n N; its pytest_configure (trylast)
+            # has not run yet, so the session it creates starts N workers
+            config.option.numprocesses = parallelism
+            config.option.tx = ["popen"] * parallelism
+            if config.getoption("dist") == "no":
+                config.option.dist = "load"
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[worker.WORKERINPUT_KEY] = {
+            "protocol": PROTOCOL_VERSION,
+            "walk": walks(node.config),
+        }
+        # xdist drops a node on an unknown event: take ours out of the stream first. This runs
+        # in execnet's receiver thread, so it only stores the text; the scheduler parses it.
+        original = node.process_from_remote
+        channel_values.relay(node.config)  # made here, in the main thread
+
+        def process_from_remote(eventcall: Any) -> None:
+            if isinstance(eventcall, tuple) and eventcall and eventcall[0] == worker.PLAN_EVENT:
+                setattr(node, PLAN_ATTRIBUTE, eventcall[1].get("plan"))
+                return
+            if channel_values.take_event(node, eventcall):
+                return
+            original(eventcall)
+
+        node.process_from_remote = process_from_remote
+
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if walks(config):
+            # imported here: it loads xdist's scheduling modules, which only a walk needs
+            from pytest_depgraph.run.scheduler import DepGraphScheduling
+
+            return DepGraphScheduling(config, log)
+        return None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if self._warned or walks(node.config):
+            return
+        text = getattr(node, PLAN_ATTRIBUTE, None)
+        if text is None:
+            return
+        self._warned = True
+        try:
+            plan = Plan.from_json(text)
+        except ValueError:
+            return
+        message = unhonoured_message(plan, str(node.config.getoption("dist")))
+        if message:
+            record_warning(node.config, message, dist_location(node.config))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        result = yield
+        scheduler = active_scheduler(session.config)
+        if scheduler is not None and scheduler.plan_errors:
+            n = scheduler.plan_errors
+            raise session.Interrupted(f"{n} error{'s' if n != 1 else ''} during collection")
+        return result
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        scheduler = active_scheduler(session.config)
+        if scheduler is None:
+            return
+        stats = scheduler.walk_stats()
+        if stats is not None:
+            session.config.stash[WALK_KEY] = stats
+
+    # -- workers ---------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        config = session.config
+        if worker.talks_to_controller(config):
+            if config.getoption("loadgroup", False):
+                _note_xdist_groups(config, session.items)
+            worker.send_plan(config)
+        if worker.is_walked_worker(config):
+            worker.install(config)
+            channel_values.install_worker(config)
+
+
+def _note_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put each item's ``xdist_group`` name in the plan, for ``--dist loadgroup`` units.
+
+    xdist marks them by adding ``@name`` to the node ids, which pytest 9.2 no longer lets it
+    do (the node id is not an attribute any more): the units are read from the markers here,
+    with xdist's naming (several groups on one test join as ``a_b``, no name is "default").
+    """
+    from pytest_depgraph.run.state import PLAN_KEY
+
+    plan = config.stash.get(PLAN_KEY, None)
+    if plan is None:
+        return
+    for node, item in enumerate(items[: plan.item_count]):
+        names = {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+        if names:
+            plan.xdist_groups[node] = "_".join(sorted(names))
+
+
+def dist_location(config: pytest.Config) -> tuple[str, int]:
+    """Where ``--dist`` was given: the ini file's line that sets it, else the command line."""
+    args = config.invocation_params.args
+    inipath = config.inipath
+    given = any(a == "--dist" or a.startswith("--dist=") or re.match(r"-d\w", a) for a in args)
+    if inipath is not None and not given:
+        try:
+            text = inipath.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        for number, line in enumerate(text.splitlines(), 1):
+            if re.search(r"--dist\b|^\s*dist\s*=", line):
+                return str(inipath), number
+    return "pytest command line", 0
+
+
+def unhonoured_message(plan: Plan, dist: str) -> str:
+    """The warning for a ``--dist`` mode the scheduler does not run ('' when nothing is lost).
+
+    ``each`` runs every test on every worker in the plan's order, so each worker honours every
+    dependency on its own; another mode (a plugin's) may split any of them across workers.
+    """
+    if dist == "each":
+        return ""
+    edges = plan.graph.edges()
+    if not edges:
+        return ""
+    shown = [
+        f"  {plan.nodeids[e.dependent]} -> {plan.nodeids[e.dependency]}" for e in edges[:5]
+    ]
+    more = f"\n  ... and {len(edges) - 5} more" if len(edges) > 5 else ""
+    return (
+        f"depgraph: --dist {dist} cannot honour {len(edges)} of {len(edges)} dependencies: "
+        "their tests may run on different workers, in any order, and a failure does not skip "
+        "its dependents:\n" + "\n".join(shown) + more + "\n"
+        "Use --dist load (the default of -n), loadfile, loadscope or loadgroup to run them in "
+        "dependency order."
+    )
