@@ -24,9 +24,9 @@ from pytest_depgraph.collect.markers import (
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.options import Settings, add_options, dot_option, read_settings
 from pytest_depgraph.output import report
-from pytest_depgraph.run import worker
 from pytest_depgraph.run.outcomes import OutcomeRecorder
 from pytest_depgraph.run.outputs import OUTPUTS_KEY, DepGraph, Outputs, outputs_of
+from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -43,12 +43,12 @@ def pytest_configure(config: pytest.Config) -> None:
     install_marker()
     settings = read_settings(config)
     compat.register(config, strict=settings.strict)
-    if settings.dot and not _is_xdist_worker(config):  # workers never write the graph
+    if settings.dot and not role(config).is_worker:  # workers never write the graph
         from pytest_depgraph.output import dot  # only --depgraph-dot needs it
 
         dot.check_path(settings.dot, dot_option(config, settings.dot))
         config.pluginmanager.register(dot.DotExport(settings.dot), "depgraph-dot")
-    if settings.report and not _is_xdist_worker(config):
+    if settings.report and not role(config).is_worker:
         from pytest_depgraph.output import run_report  # only --depgraph-report needs it
 
         run_report.configure(config, settings.report)
@@ -75,10 +75,6 @@ def pytest_configure(config: pytest.Config) -> None:
 def depgraph(request: pytest.FixtureRequest) -> DepGraph:
     """Publish values from this test; read the values of the tests it depends on."""
     return DepGraph(outputs_of(request))
-
-
-def _is_xdist_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -156,7 +152,7 @@ class _Collection:
             items,
             config.rootpath,
             pull_dependencies=not (settings.no_deps or settings.ignore_deps),
-            with_locations=_is_xdist_worker(config),
+            with_locations=role(config).is_worker,
             keep_unreduced=settings.shard is not None,
             verbosity=config.option.verbose,
             ignore_unselected=settings.ignore_deps,
@@ -191,7 +187,7 @@ class _Collection:
         previous = config.pluginmanager.get_plugin("depgraph-serial")
         if previous is not None:  # the hook ran again (some plugins call it themselves)
             config.pluginmanager.unregister(previous)
-        if config.option.collectonly or worker.is_walked_worker(config):
+        if config.option.collectonly or role(config) is Role.WALKED_WORKER:
             return  # nothing runs, or the xdist controller decides what runs
         plan = result.plan
         if not plan.graph.edge_count and not plan.broken and plan.item_count == len(plan.nodeids):
@@ -203,7 +199,7 @@ class _Collection:
                 result.plan,
                 config.stash[RECORDER_KEY],
                 config.stash[SKIPS_KEY],
-                strict=not _is_xdist_worker(config),
+                strict=not role(config).is_worker,
             ),
             "depgraph-serial",
         )
@@ -302,7 +298,7 @@ class _Recorder:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     settings = config.stash.get(SETTINGS_KEY, None)
-    if settings is not None and settings.shard is not None and not _is_xdist_worker(config):
+    if settings is not None and settings.shard is not None and not role(config).is_worker:
         from pytest_depgraph.run import sharding
 
         sharding.exit_status(session, config.stash.get(PLAN_KEY, None))
@@ -315,7 +311,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     config = terminalreporter.config
     plan = config.stash.get(PLAN_KEY, None)
-    if plan is None or _is_xdist_worker(config):
+    if plan is None or role(config).is_worker:
         return
     skips: dict[str, str] = config.stash[SKIPS_KEY]
     report.summary(terminalreporter, plan, config.stash[RECORDER_KEY], skips)

@@ -705,9 +705,9 @@ def register(config: pytest.Config, strict: bool = False) -> None:
     if _loaded(config, "pytest_order") is None:
         config.addinivalue_line("markers", ORDER_HELP)
         config.pluginmanager.register(OrderIndex(), "depgraph-order-index")
-    from pytest_depgraph.run import worker
+    from pytest_depgraph.run.role import Role, role
 
-    if dependency is not None and worker.is_walked_worker(config):
+    if dependency is not None and role(config) is Role.WALKED_WORKER:
         runtime = DependencyRuntime(config, dependency, config.stash[SETTINGS_KEY])
         if runtime.install():
             config.pluginmanager.register(runtime, "depgraph-dependency-runtime")

@@ -18,6 +18,7 @@ import pytest
 
 from pytest_depgraph.options import read_settings
 from pytest_depgraph.run.outcomes import OutcomeRecorder
+from pytest_depgraph.run.role import role
 from pytest_depgraph.run.state import RECORDER_KEY, SKIPS_KEY
 
 CACHE_KEY = "depgraph/durations"
@@ -183,7 +184,7 @@ def install(config: pytest.Config) -> DurationLog | None:
 
     Idempotent; returns the registered log (None on a worker).
     """
-    if hasattr(config, "workerinput"):
+    if role(config).is_worker:
         return None
     existing = config.pluginmanager.get_plugin(_PLUGIN_NAME)
     if isinstance(existing, DurationLog):

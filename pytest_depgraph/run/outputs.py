@@ -25,6 +25,7 @@ from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.resolve import TargetIndex
 from pytest_depgraph.run.outcomes import NOT_RUN
+from pytest_depgraph.run.role import role
 from pytest_depgraph.run.state import PLAN_KEY, RECORDER_KEY
 
 #: publish(nodeid, name, pickled value): hands a value on (to the xdist controller)
@@ -177,7 +178,7 @@ class Outputs:
 
     def _ran_elsewhere(self, producers: list[str]) -> str | None:
         """A producer that did not run here, on an xdist worker that gets no values sent."""
-        if self.forward is not None or not hasattr(self.config, "workerinput"):
+        if self.forward is not None or not role(self.config).is_worker:
             return None
         recorder = self.config.stash.get(RECORDER_KEY, None)
         if recorder is None:

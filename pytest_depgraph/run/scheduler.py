@@ -58,11 +58,6 @@ from pytest_depgraph.run.state import (
 )
 
 
-def is_controller(config: pytest.Config) -> bool:
-    """Whether this process is an xdist controller (it runs no test itself)."""
-    return not hasattr(config, "workerinput") and config.pluginmanager.has_plugin("dsession")
-
-
 @dataclass
 class _Worker:
     """What the scheduler knows about one worker."""

@@ -20,6 +20,7 @@ from pytest_depgraph.core.plan import Plan, ShardInfo
 from pytest_depgraph.core.shard import seconds as _seconds
 from pytest_depgraph.options import Settings, read_settings
 from pytest_depgraph.run import durations
+from pytest_depgraph.run.role import role
 from pytest_depgraph.run.state import PLAN_ATTRIBUTE, PLAN_KEY
 
 #: the durations the split weighs, node id -> seconds (set at configure time when sharding)
@@ -33,14 +34,14 @@ WORKERINPUT_DURATIONS = "depgraph_durations"
 def configure(config: pytest.Config, settings: Settings) -> None:
     """Check the durations paths and load what the split weighs; a bad file is a usage error
     naming it."""
-    if settings.store_durations and not hasattr(config, "workerinput"):
+    if settings.store_durations and not role(config).is_worker:
         try:
             durations.check_writable(settings.store_durations)
         except durations.FileError as error:
             raise pytest.UsageError(f"--depgraph-store-durations {error}") from None
     if settings.shard is not None and settings.durations and not _given(config):
         config.stash[DURATIONS_KEY] = _read(config, settings.durations)
-    if settings.shard is not None and not hasattr(config, "workerinput"):
+    if settings.shard is not None and not role(config).is_worker:
         config.pluginmanager.register(ShardHooks(), "depgraph-shard")
 
 
@@ -146,7 +147,7 @@ def apply(
     keep = set(chosen.nodes)
     kept = [item for n, item in enumerate(items) if n in keep]
     others = [item for n, item in enumerate(items) if n not in keep]
-    if not hasattr(config, "workerinput"):  # the xdist controller warns once for all workers
+    if not role(config).is_worker:  # the xdist controller warns once for all workers
         by_nodeid = {item.nodeid: item for item in kept}
         for first, message in oversized_warnings(kept_plan.shard):
             # located at the group's first test, so the warnings summary points at it

@@ -57,8 +57,6 @@ import pytest
 from pytest_depgraph.core.plan import PROTOCOL_VERSION
 from pytest_depgraph.run.state import PLAN_KEY
 
-#: ``workerinput`` key the controller sets: {"protocol": int, "walk": bool}
-WORKERINPUT_KEY = "depgraph"
 #: custom channel event carrying the worker's plan as one JSON string (or None)
 PLAN_EVENT = "depgraph_plan"
 
@@ -67,21 +65,6 @@ _XDIST_TOO_OLD = (
     "workers; this worker's xdist lacks {missing}. Upgrade pytest-xdist "
     "(pip install 'pytest-xdist>=3.7,<4') or run without -n / --depgraph-parallelism."
 )
-
-
-def is_walked_worker(config: pytest.Config) -> bool:
-    """Whether this process is an xdist worker whose tests the depgraph scheduler hands out."""
-    workerinput = getattr(config, "workerinput", None)
-    if not isinstance(workerinput, dict):
-        return False
-    flags = workerinput.get(WORKERINPUT_KEY)
-    return isinstance(flags, dict) and bool(flags.get("walk"))
-
-
-def talks_to_controller(config: pytest.Config) -> bool:
-    """Whether this is an xdist worker whose controller expects our plan event."""
-    workerinput = getattr(config, "workerinput", None)
-    return isinstance(workerinput, dict) and isinstance(workerinput.get(WORKERINPUT_KEY), dict)
 
 
 def find_interactor(config: pytest.Config) -> Any:

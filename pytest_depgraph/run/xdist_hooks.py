@@ -22,6 +22,7 @@ from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
 from pytest_depgraph.options import read_settings
 from pytest_depgraph.run import channel_values, durations, worker
 from pytest_depgraph.run.controller_warnings import record_warning
+from pytest_depgraph.run.role import WORKERINPUT_KEY, Role, role
 from pytest_depgraph.run.state import PLAN_ATTRIBUTE, WALK_KEY, active_scheduler
 
 MIN_XDIST = (3, 7)
@@ -54,11 +55,7 @@ def xdist_version() -> tuple[int, ...]:
 
 def walks(config: pytest.Config) -> bool:
     """Whether this controller's tests are scheduled by :class:`DepGraphScheduling`."""
-    return (
-        not hasattr(config, "workerinput")
-        and config.pluginmanager.has_plugin("dsession")
-        and config.getoption("dist", "no") in WALKED_MODES
-    )
+    return role(config) is Role.CONTROLLER and config.getoption("dist", "no") in WALKED_MODES
 
 
 class XdistHooks:
@@ -70,7 +67,7 @@ class XdistHooks:
     # -- controller ------------------------------------------------------------------------
 
     def pytest_configure(self, config: pytest.Config) -> None:
-        if hasattr(config, "workerinput"):
+        if role(config).is_worker:
             return
         parallelism = read_settings(config).parallelism
         distributing = bool(config.getoption("numprocesses", None)) or (
@@ -100,7 +97,7 @@ class XdistHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput[worker.WORKERINPUT_KEY] = {
+        node.workerinput[WORKERINPUT_KEY] = {
             "protocol": PROTOCOL_VERSION,
             "walk": walks(node.config),
         }
@@ -166,11 +163,12 @@ class XdistHooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         config = session.config
-        if worker.talks_to_controller(config):
+        this = role(config)
+        if this.sends_plan:
             if config.getoption("loadgroup", False):
                 _note_xdist_groups(config, session.items)
             worker.send_plan(config)
-        if worker.is_walked_worker(config):
+        if this is Role.WALKED_WORKER:
             worker.install(config)
             channel_values.install_worker(config)
 

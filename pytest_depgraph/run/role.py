@@ -1,0 +1,53 @@
+"""Which process this is: a serial session, the xdist controller, or an xdist worker.
+
+Every "am I a worker or the controller" question of the plugin is answered here, from what
+pytest-xdist leaves on the config: a worker has ``config.workerinput`` (where the controller's
+depgraph hooks put :data:`WORKERINPUT_KEY`), a controller has xdist's ``dsession`` plugin.
+Asked each time, never cached: xdist registers ``dsession`` in its own ``pytest_configure``, so
+before that a controller still reads as :attr:`Role.SERIAL`.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import pytest
+
+#: ``workerinput`` key the controller sets: {"protocol": int, "walk": bool}
+WORKERINPUT_KEY = "depgraph"
+
+
+class Role(enum.Enum):
+    """The part this process plays in the session."""
+
+    #: one process runs the tests and sees every report (no xdist session)
+    SERIAL = "serial"
+    #: the xdist controller: runs no test, sees every worker's reports
+    CONTROLLER = "controller"
+    #: an xdist worker whose controller set nothing for the plugin
+    WORKER = "worker"
+    #: an xdist worker whose controller expects its plan but schedules with another ``--dist``
+    LINKED_WORKER = "linked worker"
+    #: an xdist worker whose tests the depgraph scheduler hands out one at a time
+    WALKED_WORKER = "walked worker"
+
+    @property
+    def is_worker(self) -> bool:
+        """An xdist worker: it sees only its own reports and never writes the session's files."""
+        return self in (Role.WORKER, Role.LINKED_WORKER, Role.WALKED_WORKER)
+
+    @property
+    def sends_plan(self) -> bool:
+        """An xdist worker whose controller expects the plan event."""
+        return self in (Role.LINKED_WORKER, Role.WALKED_WORKER)
+
+
+def role(config: pytest.Config) -> Role:
+    """The part this process plays, as far as pytest-xdist has set it up so far."""
+    if not hasattr(config, "workerinput"):
+        return Role.CONTROLLER if config.pluginmanager.has_plugin("dsession") else Role.SERIAL
+    workerinput = getattr(config, "workerinput", None)
+    flags = workerinput.get(WORKERINPUT_KEY) if isinstance(workerinput, dict) else None
+    if not isinstance(flags, dict):
+        return Role.WORKER
+    return Role.WALKED_WORKER if flags.get("walk") else Role.LINKED_WORKER
