@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_depgraph.core.graph import (
+    Direction,
     Edge,
     Graph,
     Kind,
@@ -119,6 +120,35 @@ def test_derived_graphs_do_not_share_edits() -> None:
 
 
 # -- strongly connected components, cycles -------------------------------------------------
+
+
+@given(
+    digraphs(),
+    st.data(),
+    st.sampled_from(["dependencies", "dependents"]),
+    st.sampled_from([(R,), (A,), (R, A)]),
+)
+def test_reachable_matches_networkx(
+    graph: Graph, data: st.DataObject, direction: Direction, kinds: tuple[Kind, ...]
+) -> None:
+    """Nodes reached from the starts over edges of ``kinds``, each with the node it was
+    reached from over such an edge; breadth first (a node's source was reached before it)."""
+    starts = data.draw(st.lists(st.integers(0, graph.size - 1), max_size=3, unique=True))
+    g = to_nx(graph, kinds)
+    if direction == "dependents":
+        g = g.reverse()
+    expected = set().union(*(nx.descendants(g, s) for s in starts)) - set(starts)
+    found = graph.reachable(starts, direction, kinds)
+    assert set(found) == expected
+
+    def distance(node: int) -> int:
+        return min(nx.shortest_path_length(g, s, node) for s in starts if nx.has_path(g, s, node))
+
+    order = {n: i for i, n in enumerate([*starts, *found])}
+    for node, source in found.items():
+        assert g.has_edge(source, node)
+        assert order[source] < order[node]
+        assert distance(node) == distance(source) + 1
 
 
 def test_self_loop_is_a_cycle() -> None:

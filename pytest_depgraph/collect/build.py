@@ -599,13 +599,8 @@ def _locations(
 
 def _break_dependents(graph: Graph, broken: dict[int, str], nodeids: Sequence[str]) -> None:
     """Tests that require a broken test cannot run either; say which one."""
-    queue = deque(broken)
-    while queue:
-        node = queue.popleft()
-        for edge in graph.dependents(node):
-            if edge.kind is Kind.REQUIRES and edge.dependent not in broken:
-                broken[edge.dependent] = (
-                    f"depgraph: {nodeids[edge.dependent]} depends on {nodeids[node]}, "
-                    "which cannot run because of a dependency error reported above"
-                )
-                queue.append(edge.dependent)
+    for dependent, node in graph.reachable(list(broken), "dependents", (Kind.REQUIRES,)).items():
+        broken[dependent] = (
+            f"depgraph: {nodeids[dependent]} depends on {nodeids[node]}, "
+            "which cannot run because of a dependency error reported above"
+        )

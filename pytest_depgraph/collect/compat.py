@@ -933,13 +933,7 @@ class DependencyRuntime:
         """Tests reached from ``node`` through requires edges: all passed before it was sent."""
         found = self._ancestors.get(node)
         if found is None:
-            found = set()
-            stack = [node]
-            while stack:
-                for edge in plan.graph.dependencies(stack.pop()):
-                    if edge.kind is Kind.REQUIRES and edge.dependency not in found:
-                        found.add(edge.dependency)
-                        stack.append(edge.dependency)
+            found = set(plan.graph.reachable((node,), "dependencies", (Kind.REQUIRES,)))
             self._ancestors[node] = found
         return found
 

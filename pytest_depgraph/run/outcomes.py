@@ -151,14 +151,5 @@ _SHOWN_MISSING = 5
 
 def _unselected_requirements(plan: Plan, node: int) -> list[str]:
     """Node ids of the unselected tests ``node`` requires, directly or through others."""
-    seen = {node}
-    stack = [node]
-    found: list[int] = []
-    while stack:
-        for edge in plan.graph.dependencies(stack.pop()):
-            if edge.kind is Kind.REQUIRES and edge.dependency not in seen:
-                seen.add(edge.dependency)
-                stack.append(edge.dependency)
-                if edge.dependency >= plan.item_count:
-                    found.append(edge.dependency)
-    return [plan.nodeids[n] for n in sorted(found)]
+    reached = plan.graph.reachable((node,), "dependencies", (Kind.REQUIRES,))
+    return [plan.nodeids[n] for n in sorted(n for n in reached if n >= plan.item_count)]

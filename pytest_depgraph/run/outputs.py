@@ -14,7 +14,6 @@ import inspect
 import pickle
 import sys
 import threading
-from collections import deque
 from collections.abc import Sequence
 from typing import Any, Callable
 
@@ -203,16 +202,9 @@ class Outputs:
 
 def requires_ancestors(plan: Plan, node: int) -> set[int]:
     """Nodes reachable from ``node`` through REQUIRES edges (the reduction keeps these)."""
-    seen: set[int] = set()
     if node < 0:
-        return seen
-    queue = deque([node])
-    while queue:
-        for edge in plan.graph.dependencies(queue.popleft()):
-            if edge.kind is Kind.REQUIRES and edge.dependency not in seen:
-                seen.add(edge.dependency)
-                queue.append(edge.dependency)
-    return seen
+        return set()
+    return set(plan.graph.reachable((node,), "dependencies", (Kind.REQUIRES,)))
 
 
 def _check_name(where: str, name: object) -> None:
