@@ -439,7 +439,7 @@ def test_dependency_documented_class_scope_unknown_name(pytester: pytest.Pyteste
     result = run(pytester, "serial", *NO_DEPENDENCY, "--depgraph-strict")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines([
-        "*test_scope_class.py:30: @pytest.mark.dependency at test_scope_class.py:30: 'test_b' "
+        "*test_scope_class.py:30: @pytest.mark.dependency: 'test_b' "
         "names no test known to pytest-dependency in class scope (declared for "
         "test_scope_class.py::TestClass2::test_e)*",
     ])
@@ -481,7 +481,7 @@ def test_dependency_unknown_names_say_what_to_do(pytester: pytest.Pytester) -> N
     result = run(pytester, "serial", *NO_DEPENDENCY, "--depgraph-strict")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines([
-        "*test_bad.py:15: @pytest.mark.dependency at test_bad.py:15: 'test_plain' names no "
+        "*test_bad.py:15: @pytest.mark.dependency: 'test_plain' names no "
         "test known to pytest-dependency in module scope (declared for "
         "test_bad.py::test_needs_plain).",
         "  test_bad.py::test_plain has no @pytest.mark.dependency: add "
@@ -628,7 +628,7 @@ def test_stale_names_warn_and_get_their_plugins_treatment(
     result = run(pytester, "serial", *plugin)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines([
-        "*test_typo.py:6: @pytest.mark.order(after='test_secnd') at test_typo.py:6: "
+        "*test_typo.py:6: @pytest.mark.order(after='test_secnd'): "
         "'test_secnd' matches no collected test (declared for test_typo.py::test_third).",
         "  Did you mean 'test_second'*",
         "*'test_knwn' names no test known to pytest-dependency*",

@@ -196,7 +196,7 @@ class _Compat:
             node, mark = found
             where = self.where(node, mark)
             label = f"@pytest.mark.{DEPENDENCY}"
-            site = f"{label} at {where}"
+            site = label  # the message leads with the place: said once
             depends = mark.kwargs.get("depends")
             scope = mark.kwargs.get("scope", "module")
             inherited = not isinstance(node, pytest.Item)
@@ -207,7 +207,7 @@ class _Compat:
                 )
         for call in self._runtime_calls(position):
             label = f"depends(request, {list(call.names)!r})"
-            site = f"{label} at {call.where}"
+            site = label
             for name, resolved in self._resolve_names(
                 position, call.names, call.scope, call.where, site
             ):
@@ -287,7 +287,7 @@ class _Compat:
                      f"The name is ignored, as {plugin} ignores it")
         # pytest shows the marker's file:line beside the warning: the message need not
         lines = (message.replace("{more}", "").replace(f"depgraph: {where}: ", "depgraph: ", 1)
-                 .replace(f" at {where}", "", 1).splitlines())
+                 .splitlines())
         text = "\n".join([lines[0], f"  {treatment} (--depgraph-strict makes this an error).",
                           *lines[1:]])
         try:
@@ -466,7 +466,7 @@ class _Compat:
         close = difflib.get_close_matches(label.split("::")[-1], pool, n=3, cutoff=0.6)
         hint = "  Did you mean " + " or ".join(map(repr, close)) + "?\n" if close else ""
         return (
-            f"depgraph: {where}: @pytest.mark.{ORDER}({keyword}={label!r}) at {where}: "
+            f"depgraph: {where}: @pytest.mark.{ORDER}({keyword}={label!r}): "
             f"{label!r} matches no collected test (declared for {item.nodeid}{{more}}).\n"
             f"{hint}"
             "  pytest-order names a test by the end of its node id ('test_name', "
