@@ -161,6 +161,9 @@ def test_d(request, testcase):
     result.stdout.fnmatch_lines(["*depgraph: test_group_fixture2.py:11: depends() with names "
                                  "computed at run time (and 1 more in this module): "
                                  "test_group_fixture2.py runs on one worker in file order*"])
+    # the controller's warning is located where the message says, as a serial run's is
+    result.stdout.fnmatch_lines(["test_group_fixture2.py:11"])
+    assert "controller_warnings.py" not in result.stdout.str()
 
 
 def test_computed_depends_in_a_conftest_fixture_keeps_the_module_serial(
