@@ -323,6 +323,8 @@ def test_dist_each_draws_the_workers_plan(pytester: pytest.Pytester) -> None:
         "--depgraph-report", "each.html",
     )
     result.assert_outcomes(passed=6, failed=2, skipped=6, xfailed=2)  # every test twice
+    # the terminal summary has the graph too (the first worker's plan)
+    result.stdout.fnmatch_lines(["*= depgraph =*", f"{len(SUITE_OUTCOMES)} tests, *"])
     data = _page_data((pytester.path / "each.html").read_text(encoding="utf-8"))
     tests = {row[0].rsplit("::", 1)[1]: row for row in data["tests"]}
     assert len(data["tests"]) == len(SUITE_OUTCOMES) and set(tests) == set(SUITE_OUTCOMES)

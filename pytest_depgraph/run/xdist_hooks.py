@@ -23,7 +23,7 @@ from pytest_depgraph.options import read_settings
 from pytest_depgraph.run import channel_values, durations, worker
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.role import WORKERINPUT_KEY, Role, role
-from pytest_depgraph.run.state import PLAN_ATTRIBUTE, WALK_KEY, active_scheduler
+from pytest_depgraph.run.state import PLAN_ATTRIBUTE, PLAN_KEY, WALK_KEY, active_scheduler
 
 MIN_XDIST = (3, 7)
 #: ``--dist`` modes the depgraph scheduler runs: tests one by one, or whole work units
@@ -137,6 +137,8 @@ class XdistHooks:
             plan = Plan.from_json(text)
         except ValueError:
             return
+        # no scheduler of ours keeps the plan: the first worker's is the summary's
+        node.config.stash.setdefault(PLAN_KEY, plan)
         message = unhonoured_message(plan, str(node.config.getoption("dist")))
         if message:
             record_warning(node.config, message, dist_location(node.config))
@@ -180,7 +182,6 @@ def _note_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
     do (the node id is not an attribute any more): the units are read from the markers here,
     with xdist's naming (several groups on one test join as ``a_b``, no name is "default").
     """
-    from pytest_depgraph.run.state import PLAN_KEY
 
     plan = config.stash.get(PLAN_KEY, None)
     if plan is None:
