@@ -160,7 +160,8 @@ class Outputs:
                 f"depgraph: {item.nodeid}: cannot read {name!r}: {elsewhere} did not run on this "
                 "xdist worker, and values travel between workers only when pytest-depgraph "
                 "schedules the tests.\n"
-                "  Use --dist load (the default of -n), worksteal, loadfile, loadscope or loadgroup."
+                "  Use --dist load (the default of -n), worksteal, loadfile, loadscope or "
+                "loadgroup."
             )
         published = sorted({n for m in matches for n in self.store.names(plan.nodeids[m])})
         source = plan.nodeids[matches[0]] if len(matches) == 1 else describe_target(target)
