@@ -24,6 +24,7 @@ from pytest_depgraph.collect.markers import (
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.options import Settings, add_options, dot_option, read_settings
 from pytest_depgraph.output import report
+from pytest_depgraph.run import dependency_runtime
 from pytest_depgraph.run.outcomes import OutcomeRecorder
 from pytest_depgraph.run.outputs import OUTPUTS_KEY, DepGraph, Outputs, outputs_of
 from pytest_depgraph.run.role import Role, role
@@ -43,6 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
     install_marker()
     settings = read_settings(config)
     compat.register(config, strict=settings.strict)
+    dependency_runtime.install(config)
     if settings.dot and not role(config).is_worker:  # workers never write the graph
         from pytest_depgraph.output import dot  # only --depgraph-dot needs it
 

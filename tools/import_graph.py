@@ -7,7 +7,10 @@
 Every import counts, also those inside functions (they hide cycles, they do not remove them).
 Rules checked: no cycle between the package's modules; no module imports another module's
 private (``_``-prefixed) name; the graph core (the ``core`` subpackage, ``CORE`` below) imports
-nothing from pytest, pluggy or xdist, nor from the rest of the package outside the core.
+nothing from pytest, pluggy or xdist, nor from the rest of the package outside the core; a
+subpackage imports nothing from a layer above it (``LAYERS``: core, collect, run, output; the
+top-level modules -- the plugin and ``__init__`` -- wire them together; every subpackage but
+the core may read the top-level ``options``).
 Modules are named relative to the package, dotted: ``core.graph``, ``run.scheduler``.
 """
 
@@ -23,6 +26,10 @@ PACKAGE = "pytest_depgraph"
 #: the subpackage whose modules must not know pytest: the graph, the walk, the plan, target
 #: resolution, shards, the timeline, xdist's work units as groups
 CORE = "core"
+#: the subpackages from the bottom up: each may import the ones below it, never one above
+LAYERS = ("core", "collect", "run", "output")
+#: top-level modules the layers above the core may import: the settings every part reads
+SHARED = {"options"}
 HOST = ("pytest", "_pytest", "pluggy", "xdist", "execnet")
 
 
@@ -59,6 +66,12 @@ def in_core(name: str) -> bool:
     return name == CORE or name.startswith(CORE + ".")
 
 
+def layer(name: str) -> int | None:
+    """The position of the module's subpackage in ``LAYERS`` (None: a top-level module)."""
+    top = name.split(".")[0]
+    return LAYERS.index(top) if top in LAYERS and "." in name else None
+
+
 def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
     """Internal edges between modules, and the findings that break a rule."""
     mods = modules(root)
@@ -87,8 +100,20 @@ def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
                 findings.append(f"{where}: {name} imports the private name {target}.{imported}")
             if in_core(name) and not in_core(target):
                 findings.append(f"{where}: core module {name} imports {target}, outside the core")
+            low, high = layer(name), layer(target)
+            if (
+                low is not None
+                and not in_core(name)
+                and target not in SHARED
+                and (high is None or high > low)
+            ):
+                findings.append(
+                    f"{where}: {name} imports {target}, from "
+                    f"{'the top level' if high is None else 'a layer above ' + LAYERS[low]}"
+                )
             if target != name:
                 edges[name].add(target)
+    findings = list(dict.fromkeys(findings))  # one per line, however many names it imports
     for cycle in cycles(edges):
         findings.append("import cycle: " + " -> ".join([*cycle, cycle[0]]))
     return edges, findings

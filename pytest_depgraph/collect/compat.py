@@ -11,10 +11,8 @@ pytest-order's ``@pytest.mark.order(after=..., before=...)`` becomes *after* edg
 reversed), resolved as pytest-order does: a label is the end of a node id, matched within the
 declaring test's module and its parent directories.
 
-When pytest-dependency is installed and tests run on workers driven by the depgraph
-scheduler, its skip check (``DependencyManager.checkDepend``, used by the marker and by
-``depends()``) is told about every dependency that passed on another worker: the scheduler only
-sends a test once its requires dependencies passed.
+What pytest-dependency's own skip check needs on xdist workers is done at run time by
+:mod:`pytest_depgraph.run.dependency_runtime`.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ import linecache
 import re
 import textwrap
 import warnings
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -93,7 +91,7 @@ def reader(builder: Context, settings: Settings) -> _Compat | None:
     return compat if compat.has_dependency or compat.has_order else None
 
 
-def _scope_key(node: Any, scope: str) -> str | None:
+def scope_key(node: Any, scope: str) -> str | None:
     """Node id of the node that holds pytest-dependency's results for ``node`` in ``scope``
     (``node`` is a test, or the module or class of a fixture's ``request.node``)."""
     if scope == "session":
@@ -128,7 +126,7 @@ class DependencyNames:
             if name:
                 self.named[position] = name
             for scope in SCOPES:
-                key = _scope_key(item, scope)
+                key = scope_key(item, scope)
                 known = name if name else default_name(item.nodeid, scope)
                 if key is not None and known is not None:
                     self._by_name.setdefault((scope, key, known), []).append(position)
@@ -231,7 +229,7 @@ class _Compat:
             self._report(position, f"depgraph: {where}: {site}: {what} "
                          f"(declared for {item.nodeid}{{more}}).")
             return
-        key = _scope_key(item, str(scope))
+        key = scope_key(item, str(scope))
         for name in names:
             matches = self.names.lookup(str(scope), key, name) if key is not None else []
             if matches:
@@ -675,10 +673,10 @@ def _literal_string(node: ast.expr) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-# -- registration and the run-time side ------------------------------------------------------
+# -- registration ------------------------------------------------------------------------
 
 
-def _loaded(config: pytest.Config, module: str) -> Any:
+def loaded_plugin(config: pytest.Config, module: str) -> Any:
     """The loaded plugin module called ``module`` (or one of its submodules), or None."""
     for plugin in config.pluginmanager.get_plugins():
         name = getattr(plugin, "__name__", "")
@@ -688,9 +686,10 @@ def _loaded(config: pytest.Config, module: str) -> Any:
 
 
 def register(config: pytest.Config, strict: bool = False) -> None:
-    """Register the other plugins' markers when they are absent, and the run-time helpers;
-    ``strict``: names that match no test are errors (``--depgraph-strict``)."""
-    dependency = _loaded(config, "pytest_dependency")
+    """Register the other plugins' markers when they are absent, and store the
+    :class:`Settings`; ``strict``: names that match no test are errors (``--depgraph-strict``).
+    """
+    dependency = loaded_plugin(config, "pytest_dependency")
     if dependency is None:
         config.addinivalue_line("markers", DEPENDENCY_HELP)
         config.stash[SETTINGS_KEY] = Settings(strict=strict)
@@ -702,15 +701,9 @@ def register(config: pytest.Config, strict: bool = False) -> None:
             ),
             strict=strict,
         )
-    if _loaded(config, "pytest_order") is None:
+    if loaded_plugin(config, "pytest_order") is None:
         config.addinivalue_line("markers", ORDER_HELP)
         config.pluginmanager.register(OrderIndex(), "depgraph-order-index")
-    from pytest_depgraph.run.role import Role, role
-
-    if dependency is not None and role(config) is Role.WALKED_WORKER:
-        runtime = DependencyRuntime(config, dependency, config.stash[SETTINGS_KEY])
-        if runtime.install():
-            config.pluginmanager.register(runtime, "depgraph-dependency-runtime")
 
 
 def _option(read: Callable[[], object]) -> object:
@@ -823,117 +816,3 @@ class OrderIndex:
         indexes = [order_index(item) for item in items]
         keyed = sorted(range(len(items)), key=lambda i: _ordinal_key(indexes[i]))
         items[:] = [items[i] for i in keyed]
-
-
-class _Passed:
-    """A report-like value with the two attributes pytest-dependency's ``addResult`` reads."""
-
-    outcome = "passed"
-
-    def __init__(self, when: str) -> None:
-        self.when = when
-
-
-class DependencyRuntime:
-    """Tells pytest-dependency, on a walked xdist worker, which dependencies passed elsewhere.
-
-    pytest-dependency keeps results on the collection nodes of the process that ran each test,
-    so on a worker a dependency that ran on another worker is unknown and its dependent is
-    skipped. The depgraph scheduler sends a test only when all its requires dependencies
-    passed, so before pytest-dependency checks a name, every test of that name that is a
-    requires ancestor of the running test is recorded as passed in the checking manager.
-    """
-
-    def __init__(self, config: pytest.Config, module: Any, settings: Settings) -> None:
-        self.config = config
-        self.module = module
-        self.settings = settings
-        self.current: pytest.Item | None = None
-        self._names: DependencyNames | None = None
-        self._node_of: dict[str, int] | None = None
-        self._ancestors: dict[int, set[int]] = {}
-        self._original: Any = None
-
-    def install(self) -> bool:
-        """Wrap ``DependencyManager.checkDepend``; False (with a warning) on unknown internals."""
-        manager = getattr(self.module, "DependencyManager", None)
-        check = getattr(manager, "checkDepend", None)
-        add = getattr(manager, "addResult", None)
-        if manager is None or check is None or add is None or not hasattr(manager, "ScopeCls"):
-            warnings.warn(pytest.PytestWarning(
-                "pytest-depgraph: this pytest-dependency "
-                f"({getattr(self.module, '__version__', '?')}) has no "
-                "DependencyManager.checkDepend/addResult; on xdist workers its own skip check "
-                "cannot see dependencies that ran on another worker. Use depends_on markers or "
-                "pytest-dependency 0.5/0.6."
-            ), stacklevel=1)
-            return False
-        runtime = self
-        self._original = check
-
-        def checkDepend(manager_self: Any, depends: Any, item: Any) -> Any:
-            try:
-                runtime.fill(manager_self, depends, item)
-            except Exception as error:  # never break the test run
-                warnings.warn(pytest.PytestWarning(
-                    f"pytest-depgraph could not pass results to pytest-dependency: {error!r}"
-                ), stacklevel=1)
-            return runtime._original(manager_self, depends, item)
-
-        checkDepend._depgraph_wrapped = check  # type: ignore[attr-defined]
-        manager.checkDepend = checkDepend
-        return True
-
-    def pytest_unconfigure(self) -> None:
-        manager = getattr(self.module, "DependencyManager", None)
-        if manager is not None and self._original is not None:
-            manager.checkDepend = self._original
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
-        self.current = item
-        try:
-            return (yield)
-        finally:
-            self.current = None
-
-    def fill(self, manager: Any, depends: Any, node: Any) -> None:
-        """Record as passed each name in ``depends`` whose tests are requires ancestors."""
-        from pytest_depgraph.run.state import PLAN_KEY
-
-        item = self.current
-        plan = self.config.stash.get(PLAN_KEY, None)
-        results = getattr(manager, "results", None)
-        scope = getattr(manager, "scope", None)
-        if item is None or plan is None or not isinstance(results, dict) or scope not in SCOPES:
-            return
-        if self._node_of is None:
-            self._node_of = {n: i for i, n in enumerate(plan.nodeids[: plan.item_count])}
-        me = self._node_of.get(item.nodeid)
-        if me is None:
-            return
-        if self._names is None:
-            self._names = DependencyNames(item.session.items, self.settings.automark)
-        key = _scope_key(node, scope)
-        if key is None:
-            return
-        ancestors = self._required_ancestors(plan, me)
-        for name in [depends] if isinstance(depends, str) else list(depends):
-            status = results.get(name)
-            if status is not None and getattr(status, "isSuccess", lambda: False)():
-                continue
-            tests = [self._names.items[p] for p in self._names.lookup(scope, key, str(name))]
-            nodes = [self._node_of.get(t.nodeid) for t in tests]
-            if tests and all(n is not None and n in ancestors for n in nodes):
-                for test in tests:
-                    for when in ("setup", "call", "teardown"):
-                        manager.addResult(test, name, _Passed(when))
-
-    def _required_ancestors(self, plan: Any, node: int) -> set[int]:
-        """Tests reached from ``node`` through requires edges: all passed before it was sent."""
-        found = self._ancestors.get(node)
-        if found is None:
-            found = set(plan.graph.reachable((node,), "dependencies", (Kind.REQUIRES,)))
-            self._ancestors[node] = found
-        return found
-

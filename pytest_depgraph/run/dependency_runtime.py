@@ -1,0 +1,149 @@
+"""pytest-dependency on walked xdist workers: its skip check told what passed elsewhere.
+
+When pytest-dependency is installed and tests run on workers driven by the depgraph
+scheduler, its skip check (``DependencyManager.checkDepend``, used by the marker and by
+``depends()``) is told about every dependency that passed on another worker: the scheduler only
+sends a test once its requires dependencies passed.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from pytest_depgraph.collect.compat import (
+    SCOPES,
+    DependencyNames,
+    Settings,
+    loaded_plugin,
+    scope_key,
+)
+from pytest_depgraph.collect.compat import settings as compat_settings
+from pytest_depgraph.core.graph import Kind
+from pytest_depgraph.run.role import Role, role
+from pytest_depgraph.run.state import PLAN_KEY
+
+
+def install(config: pytest.Config) -> None:
+    """On a walked xdist worker where pytest-dependency is loaded, wrap its skip check (after
+    :func:`~pytest_depgraph.collect.compat.register` stored the settings)."""
+    dependency = loaded_plugin(config, "pytest_dependency")
+    if dependency is not None and role(config) is Role.WALKED_WORKER:
+        runtime = DependencyRuntime(config, dependency, compat_settings(config))
+        if runtime.install():
+            config.pluginmanager.register(runtime, "depgraph-dependency-runtime")
+
+
+class _Passed:
+    """A report-like value with the two attributes pytest-dependency's ``addResult`` reads."""
+
+    outcome = "passed"
+
+    def __init__(self, when: str) -> None:
+        self.when = when
+
+
+class DependencyRuntime:
+    """Tells pytest-dependency, on a walked xdist worker, which dependencies passed elsewhere.
+
+    pytest-dependency keeps results on the collection nodes of the process that ran each test,
+    so on a worker a dependency that ran on another worker is unknown and its dependent is
+    skipped. The depgraph scheduler sends a test only when all its requires dependencies
+    passed, so before pytest-dependency checks a name, every test of that name that is a
+    requires ancestor of the running test is recorded as passed in the checking manager.
+    """
+
+    def __init__(self, config: pytest.Config, module: Any, settings: Settings) -> None:
+        self.config = config
+        self.module = module
+        self.settings = settings
+        self.current: pytest.Item | None = None
+        self._names: DependencyNames | None = None
+        self._node_of: dict[str, int] | None = None
+        self._ancestors: dict[int, set[int]] = {}
+        self._original: Any = None
+
+    def install(self) -> bool:
+        """Wrap ``DependencyManager.checkDepend``; False (with a warning) on unknown internals."""
+        manager = getattr(self.module, "DependencyManager", None)
+        check = getattr(manager, "checkDepend", None)
+        add = getattr(manager, "addResult", None)
+        if manager is None or check is None or add is None or not hasattr(manager, "ScopeCls"):
+            warnings.warn(pytest.PytestWarning(
+                "pytest-depgraph: this pytest-dependency "
+                f"({getattr(self.module, '__version__', '?')}) has no "
+                "DependencyManager.checkDepend/addResult; on xdist workers its own skip check "
+                "cannot see dependencies that ran on another worker. Use depends_on markers or "
+                "pytest-dependency 0.5/0.6."
+            ), stacklevel=1)
+            return False
+        runtime = self
+        self._original = check
+
+        def checkDepend(manager_self: Any, depends: Any, item: Any) -> Any:
+            try:
+                runtime.fill(manager_self, depends, item)
+            except Exception as error:  # never break the test run
+                warnings.warn(pytest.PytestWarning(
+                    f"pytest-depgraph could not pass results to pytest-dependency: {error!r}"
+                ), stacklevel=1)
+            return runtime._original(manager_self, depends, item)
+
+        checkDepend._depgraph_wrapped = check  # type: ignore[attr-defined]
+        manager.checkDepend = checkDepend
+        return True
+
+    def pytest_unconfigure(self) -> None:
+        manager = getattr(self.module, "DependencyManager", None)
+        if manager is not None and self._original is not None:
+            manager.checkDepend = self._original
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
+        self.current = item
+        try:
+            return (yield)
+        finally:
+            self.current = None
+
+    def fill(self, manager: Any, depends: Any, node: Any) -> None:
+        """Record as passed each name in ``depends`` whose tests are requires ancestors."""
+        item = self.current
+        plan = self.config.stash.get(PLAN_KEY, None)
+        results = getattr(manager, "results", None)
+        scope = getattr(manager, "scope", None)
+        if item is None or plan is None or not isinstance(results, dict) or scope not in SCOPES:
+            return
+        if self._node_of is None:
+            self._node_of = {n: i for i, n in enumerate(plan.nodeids[: plan.item_count])}
+        me = self._node_of.get(item.nodeid)
+        if me is None:
+            return
+        if self._names is None:
+            self._names = DependencyNames(item.session.items, self.settings.automark)
+        key = scope_key(node, scope)
+        if key is None:
+            return
+        ancestors = self._required_ancestors(plan, me)
+        for name in [depends] if isinstance(depends, str) else list(depends):
+            status = results.get(name)
+            if status is not None and getattr(status, "isSuccess", lambda: False)():
+                continue
+            tests = [self._names.items[p] for p in self._names.lookup(scope, key, str(name))]
+            nodes = [self._node_of.get(t.nodeid) for t in tests]
+            if tests and all(n is not None and n in ancestors for n in nodes):
+                for test in tests:
+                    for when in ("setup", "call", "teardown"):
+                        manager.addResult(test, name, _Passed(when))
+
+    def _required_ancestors(self, plan: Any, node: int) -> set[int]:
+        """Tests reached from ``node`` through requires edges: all passed before it was sent."""
+        found = self._ancestors.get(node)
+        if found is None:
+            found = set(plan.graph.reachable((node,), "dependencies", (Kind.REQUIRES,)))
+            self._ancestors[node] = found
+        return found
+
