@@ -7,10 +7,13 @@ by a dependency edge share a module- or class-scoped fixture instance.
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
 import pytest
 
-from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.run.state import PLAN_KEY
+from .fake_workers import collected_plan, walks
 
 GROUP_FIXTURE = """
 import time
@@ -130,22 +133,91 @@ COMPUTED = [
 ]
 
 
-@pytest.mark.parametrize(("name", "source", "outcomes"), COMPUTED, ids=[c[0] for c in COMPUTED])
+#: a conftest fixture calls depends() with a computed name: the module that uses it is pinned
+AFTER_PREVIOUS = """
+import pytest
+from pytest_dependency import depends
+
+@pytest.fixture
+def after_previous(request):
+    number = int(request.node.name.rsplit("_", 1)[1])
+    if number > 1:
+        depends(request, [f"test_{number - 1}"])
+"""
+
+STEPS = """
+import time
+import pytest
+
+@pytest.mark.dependency()
+def test_1(after_previous):
+    time.sleep(0.05)
+
+@pytest.mark.dependency()
+def test_2(after_previous):
+    time.sleep(0.05)
+
+@pytest.mark.dependency()
+def test_3(after_previous):
+    pass
+
+@pytest.mark.dependency()
+def test_4(after_previous):
+    pass
+"""
+
+
+def outcomes_by_test(junit: Path) -> dict[str, str]:
+    """"module::test" (junit's classname and name) -> outcome, from a --junitxml file."""
+    found = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error"):
+                outcome = child.tag
+            elif child.tag == "skipped":
+                outcome = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
+        found[f"{case.get('classname')}::{case.get('name')}"] = outcome
+    return found
+
+
 def test_computed_depends_names_give_the_serial_outcomes_on_two_workers(
-    pytester: pytest.Pytester, name: str, source: str, outcomes: dict[str, int]
+    pytester: pytest.Pytester,
 ) -> None:
-    pytester.makepyfile(**{name: source, "test_other": OTHER})
-    outcomes = {**outcomes, "passed": outcomes["passed"] + 2}
-    serial = pytester.runpytest_subprocess("-p", "no:randomly")
-    serial.assert_outcomes(**outcomes)
+    """Modules calling depends() with computed names (in a test, a module fixture, a conftest
+    fixture) get, test by test, their serial outcomes on two workers: each runs on one worker
+    in file order, whichever worker finishes first."""
+    pytester.makepyfile(**{name: source for name, source, _ in COMPUTED},
+                        test_other=OTHER, test_steps=STEPS)
+    pytester.makeconftest(AFTER_PREVIOUS)
+    serial = pytester.runpytest("-p", "no:randomly", "--junitxml=serial.xml")
     assert "names computed at run time" not in serial.stdout.str()
-    for _ in range(3):  # timing decides where the old scheduler sent the dependents
-        result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly")
-        result.assert_outcomes(**outcomes)
-    result.stdout.fnmatch_lines(
+    serial_outcomes = outcomes_by_test(pytester.path / "serial.xml")
+    for name, _, outcomes in COMPUTED:
+        in_file = Counter(o for t, o in serial_outcomes.items() if t.split("::")[0] == name)
+        assert in_file == outcomes, name
+    in_steps = [o for t, o in serial_outcomes.items() if t.split("::")[0] == "test_steps"]
+    assert in_steps == ["passed"] * 4
+    total = Counter(serial_outcomes.values())
+    serial.assert_outcomes(**total)
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly",
+                                           "--junitxml=parallel.xml")
+    result.assert_outcomes(**total)
+    assert outcomes_by_test(pytester.path / "parallel.xml") == serial_outcomes
+    result.stdout.fnmatch_lines_random(
         [f"*depgraph: {name}.py:*: depends() with names computed at run time: {name}.py runs "
-         "on one worker in file order*"]
+         "on one worker in file order*" for name, _, _ in COMPUTED]
     )
+    # where each module's tests go depends on which worker finishes first: the scheduler, in
+    # process, under many completion orders (a real run samples one)
+    plan = collected_plan(pytester)
+    pinned = [[plan.nodeids[i] for i in group] for group in plan.pinned]
+    modules = {nodeid.split("::")[0] for group in pinned for nodeid in group}
+    assert modules == {f"{name}.py" for name, _, _ in COMPUTED} | {"test_steps.py"}
+    for sent in walks(pytester, plan):
+        for group in pinned:
+            holders = [tests for tests in sent if group[0] in tests]
+            assert [t for t in holders[0] if t in group] == group, sent
 
 
 def test_one_warning_per_module(pytester: pytest.Pytester) -> None:
@@ -164,49 +236,6 @@ def test_d(request, testcase):
     # the controller's warning is located where the message says, as a serial run's is
     result.stdout.fnmatch_lines(["test_group_fixture2.py:11"])
     assert "controller_warnings.py" not in result.stdout.str()
-
-
-def test_computed_depends_in_a_conftest_fixture_keeps_the_module_serial(
-    pytester: pytest.Pytester,
-) -> None:
-    pytester.makeconftest(
-        """
-        import pytest
-        from pytest_dependency import depends
-
-        @pytest.fixture
-        def after_previous(request):
-            number = int(request.node.name.rsplit("_", 1)[1])
-            if number > 1:
-                depends(request, [f"test_{number - 1}"])
-        """
-    )
-    pytester.makepyfile(
-        test_steps="""
-        import time
-        import pytest
-
-        @pytest.mark.dependency()
-        def test_1(after_previous):
-            time.sleep(0.05)
-
-        @pytest.mark.dependency()
-        def test_2(after_previous):
-            time.sleep(0.05)
-
-        @pytest.mark.dependency()
-        def test_3(after_previous):
-            pass
-
-        @pytest.mark.dependency()
-        def test_4(after_previous):
-            pass
-        """,
-        test_other=OTHER,
-    )
-    for _ in range(2):
-        result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly")
-        result.assert_outcomes(passed=6)
 
 
 STATE_CHAIN = """
@@ -247,11 +276,15 @@ def test_a_chain_sharing_a_module_fixture_runs_on_one_worker(pytester: pytest.Py
     """P1/A1: test_read and test_extend both became ready when test_create finished; the old
     scheduler gave one of them to the other worker, where the module fixture was new."""
     pytester.makepyfile(test_state=STATE_CHAIN)
-    for _ in range(3):
-        result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly")
-        result.assert_outcomes(passed=5)
-        for marker in pytester.path.parent.glob("state-setup"):
-            marker.unlink()
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly")
+    result.assert_outcomes(passed=5)
+    # which worker takes test_read and test_extend depends on timing: the scheduler, in
+    # process, under many completion orders (a real run samples one)
+    linked = ["test_state.py::test_create", "test_state.py::test_read",
+              "test_state.py::test_extend", "test_state.py::test_check"]
+    for sent in walks(pytester, collected_plan(pytester)):
+        holder = next(tests for tests in sent if linked[0] in tests)
+        assert [t for t in holder if t in linked] == linked, sent
 
 
 def test_crash_in_a_pinned_group_releases_it(pytester: pytest.Pytester) -> None:
@@ -289,20 +322,10 @@ def test_crash_in_a_pinned_group_releases_it(pytester: pytest.Pytester) -> None:
 # -- which tests are pinned (the plan, in process) -------------------------------------------
 
 
-class _Grab:
-    plan: Plan | None = None
-
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.plan = session.config.stash.get(PLAN_KEY, None)
-
-
 def pinned_names(pytester: pytest.Pytester, source: str) -> list[list[str]]:
-    grab = _Grab()
     pytester.makepyfile(test_p=source)
-    pytester.inline_run("--collect-only", "-p", "no:randomly", plugins=[grab])
-    assert grab.plan is not None
-    return [[grab.plan.nodeids[n].split("::", 1)[1] for n in group]
-            for group in grab.plan.pinned]
+    plan = collected_plan(pytester)
+    return [[plan.nodeids[n].split("::", 1)[1] for n in group] for group in plan.pinned]
 
 
 def test_linked_tests_sharing_a_module_fixture_are_pinned(pytester: pytest.Pytester) -> None:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from pytest_depgraph.core.graph import Graph, Kind, Origin, find_cycles
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.run.outcomes import FAILED, PASSED
-from pytest_depgraph.run.scheduler import DepGraphScheduling
-from pytest_depgraph.run.state import PLAN_ATTRIBUTE
+from pytest_depgraph.run.outcomes import FAILED
 
+from .fake_workers import collected_plan, complete, start, walks
 from .test_xdist import TIMING_CONFTEST, times
 
 
@@ -156,11 +153,16 @@ def test_class_chains_keep_their_class_fixture_on_a_worker(pytester: pytest.Pyte
             pass
         """
     )
-    for _ in range(3):
-        result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist")
-        result.assert_outcomes(passed=9)
-        for marker in pytester.path.parent.glob("setup-*"):
-            marker.unlink()
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist")
+    result.assert_outcomes(passed=9)
+    # which class a worker takes next depends on timing: the scheduler, in process, under
+    # many completion orders (a real run samples one)
+    for sent in walks(pytester, collected_plan(pytester)):
+        for tests in sent:
+            classes = [nodeid.split("::")[1] for nodeid in tests]
+            blocks = [c for i, c in enumerate(classes) if i == 0 or classes[i - 1] != c]
+            assert len(blocks) == len(set(blocks)), sent   # one class at a time
+        assert sum(len(set(t.split("::")[1] for t in tests)) for tests in sent) == 3, sent
 
 
 def test_order_first_and_last_hold_on_workers(pytester: pytest.Pytester) -> None:
@@ -209,62 +211,12 @@ def test_order_first_and_last_hold_on_workers(pytester: pytest.Pytester) -> None
 # -- the scheduler in-process, against fake worker nodes (as xdist's own test_dsession.py) ----
 
 
-class FakeNode:
-    """What the scheduler uses of xdist's WorkerController."""
-
-    def __init__(self, name: str, plan: Plan) -> None:
-        self.gateway = SimpleNamespace(id=name)
-        self.shutting_down = False
-        self.sent: list[int] = []
-        setattr(self, PLAN_ATTRIBUTE, plan.to_json())
-
-    def send_runtest_some(self, indices: list[int]) -> None:
-        self.sent.extend(indices)
-
-    def shutdown(self) -> None:
-        self.shutting_down = True
-
-    def __repr__(self) -> str:
-        return f"<FakeNode {self.gateway.id}>"
-
-
 def unit_plan(nodeids: list[str], edges: list[tuple[int, int]]) -> Plan:
     graph = Graph(len(nodeids))
     for dependent, dependency in edges:
         graph.add_edge(dependent, dependency, Kind.REQUIRES, Origin("marker", "t.py:1"))
     return Plan(nodeids=nodeids, locations=[(n.split("::")[0], 0, n) for n in nodeids],
                 graph=graph, group=[0] * len(nodeids), item_count=len(nodeids))
-
-
-def start(
-    pytester: pytest.Pytester, plan: Plan, dist: str, workers: int = 2, plugin: object = None,
-    args: tuple[str, ...] = (),
-) -> tuple[DepGraphScheduling, list[FakeNode]]:
-    config = pytester.parseconfigure("-p", "xdist", "--dist", dist, *args)
-    if plugin is not None:
-        config.pluginmanager.register(plugin)
-    config.option.tx = ["popen"] * workers
-    # no session runs here: the terminal would ask it about the last item
-    config.pluginmanager.unregister(name="terminalreporter")
-    scheduler = DepGraphScheduling(config)
-    nodes = [FakeNode(f"gw{i}", plan) for i in range(workers)]
-    for node in nodes:
-        scheduler.add_node(node)
-    for node in nodes:
-        scheduler.add_node_collection(node, plan.nodeids[: plan.item_count])
-    assert scheduler.collection_is_completed
-    scheduler.schedule()
-    return scheduler, nodes
-
-
-def complete(scheduler: DepGraphScheduling, node: FakeNode, outcome: str = PASSED) -> int:
-    """The node's running test finishes with ``outcome``; return its index."""
-    index = scheduler.workers[node].running
-    assert index is not None
-    assert scheduler.plan is not None
-    scheduler.recorder.mark(scheduler.plan.nodeids[index], outcome)
-    scheduler.mark_test_complete(node, index)
-    return index
 
 
 FILES = [
