@@ -58,6 +58,10 @@ class TestC:
 @pytest.fixture
 def plain(): return 1
 
+# before the markers: a Ref to it is read when the marker is applied (defined after them,
+# the module itself would fail to import with a NameError -- not the plugin's doing)
+def test_z(): pass
+
 def _apply():
     args = [_resolve(a) for a in ARGS]
     kwargs = {{k: _resolve(v) for k, v in KWARGS.items()}}
@@ -79,8 +83,6 @@ else:
     def declared(): pass
 
     def test_target(declared): pass
-
-def test_z(): pass
 """
 
 EXPECTED = {
