@@ -167,6 +167,14 @@ def test_4(after_previous):
 """
 
 
+#: two sites with computed names in one module: one warning, naming the first
+TWO_SITES = GROUP_FIXTURE_IN_FIXTURE + """
+@pytest.mark.dependency()
+def test_d(request, testcase):
+    depends(request, ["test_a[%d]" % testcase])
+"""
+
+
 def outcomes_by_test(junit: Path) -> dict[str, str]:
     """"module::test" (junit's classname and name) -> outcome, from a --junitxml file."""
     found = {}
@@ -186,9 +194,9 @@ def test_computed_depends_names_give_the_serial_outcomes_on_two_workers(
 ) -> None:
     """Modules calling depends() with computed names (in a test, a module fixture, a conftest
     fixture) get, test by test, their serial outcomes on two workers: each runs on one worker
-    in file order, whichever worker finishes first."""
+    in file order, whichever worker finishes first; one warning per module."""
     pytester.makepyfile(**{name: source for name, source, _ in COMPUTED},
-                        test_other=OTHER, test_steps=STEPS)
+                        test_other=OTHER, test_steps=STEPS, test_two_sites=TWO_SITES)
     pytester.makeconftest(AFTER_PREVIOUS)
     serial = pytester.runpytest("-p", "no:randomly", "--junitxml=serial.xml")
     assert "names computed at run time" not in serial.stdout.str()
@@ -198,6 +206,9 @@ def test_computed_depends_names_give_the_serial_outcomes_on_two_workers(
         assert in_file == outcomes, name
     in_steps = [o for t, o in serial_outcomes.items() if t.split("::")[0] == "test_steps"]
     assert in_steps == ["passed"] * 4
+    in_two_sites = Counter(o for t, o in serial_outcomes.items()
+                           if t.split("::")[0] == "test_two_sites")
+    assert in_two_sites == {"passed": 32, "skipped": 3, "xfailed": 1}
     total = Counter(serial_outcomes.values())
     serial.assert_outcomes(**total)
     result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly",
@@ -207,35 +218,28 @@ def test_computed_depends_names_give_the_serial_outcomes_on_two_workers(
     result.stdout.fnmatch_lines_random(
         [f"*depgraph: {name}.py:*: depends() with names computed at run time: {name}.py runs "
          "on one worker in file order*" for name, _, _ in COMPUTED]
+        + ["*depgraph: test_two_sites.py:11: depends() with names computed at run time (and 1 "
+           "more in this module): test_two_sites.py runs on one worker in file order*"]
     )
+    # one warning per module, however many sites it has
+    warned = [line.split(": ")[-1].split(".py runs on one worker")[0]
+              for line in result.outlines if "names computed at run time" in line]
+    assert sorted(warned) == sorted([*(name for name, _, _ in COMPUTED), "test_steps",
+                                     "test_two_sites"])
+    # the controller's warning is located where the message says, as a serial run's is
+    result.stdout.fnmatch_lines(["test_two_sites.py:11"])
+    assert "controller_warnings.py" not in result.stdout.str()
     # where each module's tests go depends on which worker finishes first: the scheduler, in
     # process, under many completion orders (a real run samples one)
     plan = collected_plan(pytester)
     pinned = [[plan.nodeids[i] for i in group] for group in plan.pinned]
     modules = {nodeid.split("::")[0] for group in pinned for nodeid in group}
-    assert modules == {f"{name}.py" for name, _, _ in COMPUTED} | {"test_steps.py"}
+    assert modules == {f"{name}.py" for name, _, _ in COMPUTED} | {"test_steps.py",
+                                                                   "test_two_sites.py"}
     for sent in walks(pytester, plan):
         for group in pinned:
             holders = [tests for tests in sent if group[0] in tests]
             assert [t for t in holders[0] if t in group] == group, sent
-
-
-def test_one_warning_per_module(pytester: pytest.Pytester) -> None:
-    source = GROUP_FIXTURE_IN_FIXTURE + """
-@pytest.mark.dependency()
-def test_d(request, testcase):
-    depends(request, ["test_a[%d]" % testcase])
-"""
-    pytester.makepyfile(test_group_fixture2=source, test_other=OTHER)
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly")
-    result.assert_outcomes(passed=34, skipped=3, xfailed=1)
-    assert result.stdout.str().count("names computed at run time") == 1
-    result.stdout.fnmatch_lines(["*depgraph: test_group_fixture2.py:11: depends() with names "
-                                 "computed at run time (and 1 more in this module): "
-                                 "test_group_fixture2.py runs on one worker in file order*"])
-    # the controller's warning is located where the message says, as a serial run's is
-    result.stdout.fnmatch_lines(["test_group_fixture2.py:11"])
-    assert "controller_warnings.py" not in result.stdout.str()
 
 
 STATE_CHAIN = """
