@@ -41,9 +41,10 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", *args, timeout=120)
 
 
-def times(pytester: pytest.Pytester) -> dict[str, tuple[float, float, str]]:
-    """Test name -> (start, end, worker) of every test body that ran."""
-    log = pytester.path / "times.log"
+def times(pytester: pytest.Pytester, folder: str = "") -> dict[str, tuple[float, float, str]]:
+    """Test name -> (start, end, worker) of every test body that ran (TIMING_CONFTEST in
+    ``folder``)."""
+    log = pytester.path / folder / "times.log"
     found: dict[str, tuple[float, float, str]] = {}
     if log.exists():
         for line in log.read_text().splitlines():
@@ -128,10 +129,15 @@ def test_after():
 
 
 def test_dependencies_first_overlap_and_skips_with_root_cause(suite: pytest.Pytester) -> None:
-    suite.makepyfile(test_dag=DIAMOND)
-    result = run(suite, "-n", "2", "-rs", "--junitxml=junit.xml")
+    # rootdir in a subfolder, as examples/ has: the controller's skip lines read like the
+    # serial run's (test_skip_lines_name_the_file_from_the_current_directory)
+    sub = suite.mkdir("sub")
+    (sub / "pytest.ini").write_text("[pytest]\n")
+    (sub / "conftest.py").write_text(TIMING_CONFTEST)
+    (sub / "test_dag.py").write_text(DIAMOND)
+    result = run(suite, "sub", "-n", "2", "-rs", "--junitxml=junit.xml")
     result.assert_outcomes(passed=5, failed=1, skipped=2)
-    ran = times(suite)
+    ran = times(suite, "sub")
     assert "test_child" not in ran and "test_grandchild" not in ran  # never started
     assert_order(ran, [("test_left", "test_root"), ("test_right", "test_root"),
                        ("test_join", "test_left"), ("test_join", "test_right"),
@@ -139,7 +145,7 @@ def test_dependencies_first_overlap_and_skips_with_root_cause(suite: pytest.Pyte
     left, right = ran["test_left"], ran["test_right"]
     assert left[0] < right[1] and right[0] < left[1]  # independent ready tests overlap
     reason = "depgraph: upstream test_dag.py::test_broken failed"
-    result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] test_dag.py:*: {reason}"] * 2)
+    result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] sub/test_dag.py:*: {reason}"] * 2)
     skipped = {
         case.get("name"): case.find("skipped")
         for case in ET.parse(suite.path / "junit.xml").iter("testcase")
@@ -150,16 +156,16 @@ def test_dependencies_first_overlap_and_skips_with_root_cause(suite: pytest.Pyte
 
 
 def test_skip_lines_name_the_file_from_the_current_directory(pytester: pytest.Pytester) -> None:
-    # rootdir in a subfolder, as examples/ has: the controller's skips must read like the
-    # serial run's, "sub/test_dag.py:N", not the rootdir-relative "test_dag.py:N"
+    # rootdir in a subfolder, as examples/ has: the skips read "sub/test_dag.py:N", not the
+    # rootdir-relative "test_dag.py:N"; on -n 2 the controller's lines read the same
+    # (test_dependencies_first_overlap_and_skips_with_root_cause runs this layout on -n 2)
     sub = pytester.mkdir("sub")
     (sub / "pytest.ini").write_text("[pytest]\n")
     (sub / "test_dag.py").write_text(DIAMOND)
     reason = "depgraph: upstream test_dag.py::test_broken failed"
-    for args in ((), ("-n", "2")):
-        result = pytester.runpytest_subprocess("sub", "-p", "depgraph", "-rs", *args)
-        result.assert_outcomes(passed=5, failed=1, skipped=2)
-        result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] sub/test_dag.py:*: {reason}"] * 2)
+    result = pytester.runpytest("sub", "-p", "depgraph", "-rs")
+    result.assert_outcomes(passed=5, failed=1, skipped=2)
+    result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] sub/test_dag.py:*: {reason}"] * 2)
 
 
 def test_in_flight_never_exceeds_the_bound(suite: pytest.Pytester) -> None:
