@@ -14,7 +14,6 @@ import os
 import random
 from collections.abc import Callable
 
-import networkx as nx
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
@@ -142,14 +141,29 @@ def dags(draw: st.DrawFn, max_size: int = MAX_NODES, back_edges: bool = False) -
 
 def reachable(graph: Graph, kinds: tuple[Kind, ...] = (R, A)) -> list[int]:
     """For each node, the bitset of the nodes its edges of ``kinds`` lead to (itself not
-    included), computed over networkx's topological order (an acyclic graph)."""
-    g = nx.DiGraph()
-    g.add_nodes_from(range(graph.size))
-    g.add_edges_from((u, v) for u, v, kind in graph.triples() if kind in kinds)
+    included), in a plain depth-first post-order of its own (an acyclic graph; networkx's
+    graph building cost more than the checks it served)."""
+    out: list[list[int]] = [[] for _ in range(graph.size)]
+    for u, v, kind in graph.triples():
+        if kind in kinds:
+            out[u].append(v)
     reach = [0] * graph.size
-    for v in reversed(list(nx.topological_sort(g))):
-        bits = 0
-        for w in g.successors(v):
-            bits |= (1 << w) | reach[w]
-        reach[v] = bits
+    done = [False] * graph.size
+    for root in range(graph.size):
+        if done[root]:
+            continue
+        stack = [(root, 0)]
+        while stack:  # a node's bits once all the nodes it leads to have theirs
+            v, i = stack.pop()
+            if i < len(out[v]):
+                stack.append((v, i + 1))
+                w = out[v][i]
+                if not done[w]:
+                    stack.append((w, 0))
+                continue
+            bits = 0
+            for w in out[v]:
+                bits |= (1 << w) | reach[w]
+            reach[v] = bits
+            done[v] = True
     return reach
