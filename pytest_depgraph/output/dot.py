@@ -26,6 +26,7 @@ import pytest
 from pytest_depgraph.collect.pinning import PIN
 from pytest_depgraph.core.graph import Edge, Kind
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.output.written import WrittenFile
 from pytest_depgraph.run.outcomes import (
     ERROR,
     FAILED,
@@ -313,13 +314,12 @@ def _render_with_graphviz(path: str, text: str) -> None:
         raise RenderError(f"Graphviz 'dot' failed to write {path}: {done.stderr.strip()}")
 
 
-class DotExport:
+class DotExport(WrittenFile):
     """Writes the graph after the run and says where (registered on the controller only)."""
 
     def __init__(self, path: str) -> None:
+        super().__init__()
         self.path = path
-        #: the line for the terminal summary, and whether it reports an error
-        self.outcome: tuple[str, bool] | None = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -334,24 +334,11 @@ class DotExport:
         try:
             write(self.path, plan, recorder, skips)
         except RenderError as error:
-            self.outcome = (f"depgraph: {error}", True)
-            if session.exitstatus == pytest.ExitCode.OK:
-                # the tests passed, but what was asked for is missing: not a silent success
-                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            self.failed(session, str(error))
             return
         if self.path != "-":
             what = "DOT" if suffix(self.path) in TEXT_SUFFIXES else suffix(self.path).upper()
-            self.outcome = (f"generated depgraph {what} file: {os.path.abspath(self.path)}", False)
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.outcome is None:
-            return
-        line, failed = self.outcome
-        if failed:
-            terminalreporter.write_line(line, red=True, bold=True)
-        elif terminalreporter.config.get_verbosity() >= 0:
-            terminalreporter.write_sep("-", line)
+            self.written(f"generated depgraph {what} file: {os.path.abspath(self.path)}")
 
 
 def _start_a_line(config: pytest.Config) -> None:

@@ -16,6 +16,7 @@ from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.options import report_option
 from pytest_depgraph.output import html_report
 from pytest_depgraph.output.runlog import SpanLog
+from pytest_depgraph.output.written import WrittenFile
 from pytest_depgraph.run.outcomes import UPSTREAM
 from pytest_depgraph.run.state import PLAN_ATTRIBUTE, PLAN_KEY, RECORDER_KEY, SKIPS_KEY, WALK_KEY
 
@@ -32,14 +33,13 @@ def configure(config: pytest.Config, path: str) -> None:
         config.pluginmanager.register(RunReport(full), _PLUGIN_NAME)
 
 
-class RunReport:
+class RunReport(WrittenFile):
     """Writes the page at the end of the session and says where in the terminal summary."""
 
     def __init__(self, path: str) -> None:
+        super().__init__()
         self.path = path
         self.log = SpanLog()
-        #: the line for the terminal summary, and whether it reports an error
-        self.outcome: tuple[str, bool] | None = None
         #: what the first xdist worker collected, and its plan (JSON), when it sent one
         self.collected: list[str] | None = None
         self.plan_text: str | None = None
@@ -97,20 +97,6 @@ class RunReport:
         try:
             html_report.write(self.path, page)
         except html_report.ReportError as error:
-            self.outcome = (f"depgraph: {error}", True)
-            if session.exitstatus == pytest.ExitCode.OK:
-                # the tests passed, but what was asked for is missing: not a silent success
-                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            self.failed(session, str(error))
             return
-        self.outcome = (f"generated depgraph run report: {self.path}", False)
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        # as --depgraph-dot and --junitxml say where their file went
-        if self.outcome is None:
-            return
-        line, failed = self.outcome
-        if failed:
-            terminalreporter.write_line(line, red=True, bold=True)
-        elif terminalreporter.config.get_verbosity() >= 0:
-            terminalreporter.write_sep("-", line)
+        self.written(f"generated depgraph run report: {self.path}")
