@@ -2,7 +2,7 @@
 and the problems found so far.
 
 The builder (:mod:`~pytest_depgraph.collect.build`) makes one per session; the other plugins'
-markers (:mod:`~pytest_depgraph.collect.compat`) and the worker pins
+markers (:mod:`~pytest_depgraph.collect.compat`: one reader per peer plugin) and the worker pins
 (:mod:`~pytest_depgraph.collect.pinning`) read it.
 A new declaration source takes a :class:`Context` and yields :class:`Source` objects.
 """

@@ -14,14 +14,9 @@ from typing import Any
 
 import pytest
 
-from pytest_depgraph.collect.compat import (
-    SCOPES,
-    DependencyNames,
-    Settings,
-    loaded_plugin,
-    scope_key,
-)
-from pytest_depgraph.collect.compat import settings as compat_settings
+from pytest_depgraph.collect.compat.dependency import SCOPES, DependencyNames, scope_key
+from pytest_depgraph.collect.compat.shared import Settings, loaded_plugin
+from pytest_depgraph.collect.compat.shared import settings as compat_settings
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import PLAN_KEY

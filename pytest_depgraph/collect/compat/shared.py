@@ -1,0 +1,179 @@
+"""What the peer plugins' readers share: marker names, settings, and reporting a bad name.
+
+A peer reader (:mod:`.dependency`, :mod:`.order`) reads one other plugin's markers from a
+:class:`~pytest_depgraph.collect.context.Context` and yields
+:class:`~pytest_depgraph.collect.context.Source` objects (:class:`Reader`); this module holds
+its base class: the ``file:line`` of a marker, a problem for the test, and the warning (or,
+with ``--depgraph-strict``, the error) for a name that matches no test.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from pytest_depgraph.collect.context import Context, Source
+from pytest_depgraph.collect.locate import first_line
+
+DEPENDENCY = "dependency"
+ORDER = "order"
+DEPENDENCY_HELP = (
+    "dependency(name=None, depends=[], scope='module'): pytest-dependency's marker; "
+    "pytest-depgraph runs this test after the tests it depends on and skips it unless they "
+    "passed (pytest-dependency itself is not installed)."
+)
+ORDER_HELP = (
+    "order(index=None, before=None, after=None): pytest-order's marker; pytest-depgraph runs "
+    "this test after the tests in after= and before the tests in before= (pytest-order itself "
+    "is not installed)."
+)
+#: origin kind (and edge-count key) of the edges between pytest-order's ordinal groups: they
+#: order, they do not make tests one group (shards ignore them)
+ORDINAL = "ordinal"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """pytest-dependency's options, when it is installed, and ``--depgraph-strict``."""
+
+    automark: bool = False
+    ignore_unknown: bool = False
+    #: ``--depgraph-strict``: a name that matches no test is an error, not a warning
+    strict: bool = False
+
+
+#: the session's :class:`Settings`, stored by :func:`pytest_depgraph.collect.compat.register`
+SETTINGS_KEY = pytest.StashKey[Settings]()
+
+
+def settings(config: pytest.Config) -> Settings:
+    """The settings ``register`` stored (the defaults before it ran)."""
+    return config.stash.get(SETTINGS_KEY, Settings())
+
+
+def loaded_plugin(config: pytest.Config, module: str) -> Any:
+    """The loaded plugin module called ``module`` (or one of its submodules), or None."""
+    for plugin in config.pluginmanager.get_plugins():
+        name = getattr(plugin, "__name__", "")
+        if isinstance(name, str) and (name == module or name.startswith(module + ".")):
+            return plugin
+    return None
+
+
+def marker_names(items: Iterable[pytest.Item]) -> set[str]:
+    """Names of every mark on the items and their parents; each node is looked at once."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    for item in items:
+        node: Any = item
+        while node is not None and id(node) not in seen:
+            seen.add(id(node))
+            for mark in node.own_markers:
+                names.add(mark.name)
+            node = node.parent
+    return names
+
+
+class Reader(Protocol):
+    """What the builder asks a peer plugin's reader: the sources of the test at a position."""
+
+    def sources(self, position: int) -> Iterator[Source]: ...
+
+
+class PeerReader:
+    """The base of a peer plugin's reader: where a marker was written, and its problems."""
+
+    def __init__(
+        self, context: Context, settings: Settings, warned: set[tuple[str, str]] | None = None
+    ) -> None:
+        self.context = context
+        self.settings = settings
+        #: (where, name) of the stale names already warned about (one warning per marker and
+        #: name), shared by the readers of one session
+        self._warned: set[tuple[str, str]] = set() if warned is None else warned
+        self._where: dict[tuple[int, str], str] = {}
+
+    def report(self, position: int, message: str) -> None:
+        """A collection error for the test at ``position`` (``{more}`` left for the count)."""
+        item = self.context.collected[position]
+        problem = self.context.problem(message, report_nodeid=item.nodeid.split("::", 1)[0])
+        problem.items.add(position)
+
+    def stale(
+        self, position: int, message: str, where: str, name: str, plugin: str,
+        skip: str | None = None,
+    ) -> None:
+        """A name in another plugin's marker that matches no test: with ``--depgraph-strict`` a
+        collection error; else that plugin's own treatment -- a warning at the marker, then the
+        marker ignored (pytest-order) or the dependent skipped with ``skip`` as its reason
+        (pytest-dependency) -- so that a suite with a stale name still runs unedited."""
+        if self.settings.strict:
+            self.report(position, message)
+            return
+        if skip is not None:
+            item = self.context.collected[position]
+            if not any(m.kwargs.get("reason") == skip for m in item.iter_markers("skip")):
+                item.add_marker(pytest.mark.skip(reason=skip))
+        if (where, name) in self._warned:
+            return
+        self._warned.add((where, name))
+        treatment = (f"The test is skipped, as {plugin} skips it" if skip is not None else
+                     f"The name is ignored, as {plugin} ignores it")
+        # pytest shows the marker's file:line beside the warning: the message need not
+        lines = (message.replace("{more}", "").replace(f"depgraph: {where}: ", "depgraph: ", 1)
+                 .splitlines())
+        text = "\n".join([lines[0], f"  {treatment} (--depgraph-strict makes this an error).",
+                          *lines[1:]])
+        try:
+            _warn_at(text.rstrip(), self.context.rootpath, where)
+        except Warning:  # -W error: the warning is an error, reported as one
+            self.report(position, message)
+
+    def where(self, node: Any, mark: pytest.Mark) -> str:
+        """``file:line`` of the decorator, ``pytestmark`` or ``pytest.param`` with ``mark``."""
+        path = getattr(node, "path", None)
+        if path is None:
+            return str(node.nodeid)
+        obj = getattr(node, "obj", None)
+        key = (id(obj), mark.name)
+        if key not in self._where:
+            self._where[key] = self._find_where(node, obj, str(path), mark.name)
+        return self._where[key]
+
+    def _find_where(self, node: object, obj: object, filename: str, name: str) -> str:
+        rel = self.context.relative(filename)
+        lines = linecache.getlines(filename)
+        if isinstance(node, pytest.Module):
+            for number, text in enumerate(lines, 1):
+                if re.match(r"\s*pytestmark\b", text):
+                    return f"{rel}:{number}"
+            return rel
+        first = first_line(obj)
+        if not first:
+            return rel
+        for number in range(first, min(first + 200, len(lines)) + 1):
+            text = lines[number - 1]
+            if re.match(r"\s*(async\s+def|def|class)\s", text):
+                break
+            if f"mark.{name}" in text:
+                return f"{rel}:{number}"
+        return f"{rel}:{first}"
+
+
+def _warn_at(message: str, rootpath: Path, where: str) -> None:
+    """Warn at ``where`` (``file:line`` relative to ``rootpath``): pytest's warnings summary
+    shows the marker's place, not ours."""
+    filename, _, line = where.rpartition(":")
+    if not line.isdigit():
+        filename, line = where, "0"
+    warnings.warn_explicit(
+        pytest.PytestWarning(message), pytest.PytestWarning, str(rootpath / filename),
+        int(line),
+    )
