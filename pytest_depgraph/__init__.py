@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from pytest_depgraph.collect.markers import depends_on
-from pytest_depgraph.run.outputs import DepGraph, output_fixture
+from pytest_depgraph.values import DepGraph, output_fixture
 
 __all__ = ["DepGraph", "depends_on", "output_fixture"]
 try:

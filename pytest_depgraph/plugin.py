@@ -22,16 +22,17 @@ from pytest_depgraph.collect.markers import (
     uninstall_marker,
 )
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.options import Settings, add_options, dot_option, read_settings
+from pytest_depgraph.options import add_options, dot_option, read_settings
 from pytest_depgraph.output import report
 from pytest_depgraph.run import dependency_runtime
-from pytest_depgraph.run.outcomes import OutcomeRecorder
-from pytest_depgraph.run.outputs import OUTPUTS_KEY, DepGraph, Outputs, outputs_of
 from pytest_depgraph.run.role import Role, role
-from pytest_depgraph.run.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY
-
-SETTINGS_KEY = pytest.StashKey[Settings]()
-SELECTION_KEY = pytest.StashKey["selection.NodeIdSelection | None"]()
+from pytest_depgraph.run.state import (
+    SessionState,
+    find_session_state,
+    session_state,
+    start_session_state,
+)
+from pytest_depgraph.values import DepGraph, outputs_of
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -43,7 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     install_marker()
     settings = read_settings(config)
-    compat.register(config, strict=settings.strict)
+    state = start_session_state(config, settings, compat.register(config, strict=settings.strict))
     dependency_runtime.install(config)
     if settings.dot and not role(config).is_worker:  # workers never write the graph
         from pytest_depgraph.output import dot  # only --depgraph-dot needs it
@@ -54,18 +55,14 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_depgraph.output import run_report  # only --depgraph-report needs it
 
         run_report.configure(config, settings.report)
-    config.stash[SETTINGS_KEY] = settings
-    recorder = config.stash[RECORDER_KEY] = OutcomeRecorder()
     if settings.shard is not None or settings.store_durations:
         from pytest_depgraph.run import durations, sharding  # only shards and stored durations
 
         sharding.configure(config, settings)
         if settings.store_durations:
             durations.install(config)
-    config.stash[SKIPS_KEY] = {}
-    config.pluginmanager.register(_Recorder(recorder, config), "depgraph-recorder")
-    outputs = config.stash[OUTPUTS_KEY] = Outputs(config)
-    config.pluginmanager.register(outputs, "depgraph-outputs")
+    config.pluginmanager.register(_Recorder(state, config), "depgraph-recorder")
+    config.pluginmanager.register(state.outputs, "depgraph-outputs")
     # pytest-xdist is a dependency, but a broken or partial install must not break serial runs
     if importlib.util.find_spec("xdist") is not None:
         from pytest_depgraph.run import xdist_hooks
@@ -93,7 +90,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
-    session.config.stash[SELECTION_KEY] = selection.widen_node_id_args(session.config)
+    config = session.config
+    # an xdist controller collects nothing: its workers do
+    if role(config) is not Role.CONTROLLER:
+        session_state(config).selection = selection.widen_node_id_args(config)
     return (yield)
 
 
@@ -140,7 +140,8 @@ class _Collection:
     ) -> Generator[None]:
         # Outermost wrapper: -k/-m/--lf/--deselect have selected when the yield returns.
         collected = list(items)
-        chosen = config.stash.get(SELECTION_KEY, None)
+        state = session_state(config)
+        chosen = state.selection
         if chosen is not None:
             chosen.check_found(collected)
         yield
@@ -148,7 +149,7 @@ class _Collection:
         widened_only: list[pytest.Item] = []
         if chosen is not None:
             items[:], widened_only = chosen.apply(items)
-        settings = config.stash[SETTINGS_KEY]
+        settings = state.settings
         result = build(
             collected,
             items,
@@ -159,7 +160,7 @@ class _Collection:
             verbosity=config.option.verbose,
             ignore_unselected=settings.ignore_deps,
             ignored_files=chosen.ignored if chosen is not None else (),
-            compat_settings=compat.settings(config),
+            compat_settings=state.compat,
         )
         if settings.timings:
             _print_timings(config, result)
@@ -184,7 +185,7 @@ class _Collection:
                     problem.report_nodeid, "failed", longrepr=problem.message, result=[]
                 )
             )
-        config.stash[PLAN_KEY] = result.plan
+        state.plan = result.plan
         _warn_imported_targets(result.plan, result.items)
         previous = config.pluginmanager.get_plugin("depgraph-serial")
         if previous is not None:  # the hook ran again (some plugins call it themselves)
@@ -199,8 +200,8 @@ class _Collection:
         config.pluginmanager.register(
             SerialWalk(
                 result.plan,
-                config.stash[RECORDER_KEY],
-                config.stash[SKIPS_KEY],
+                state.recorder,
+                state.skips,
                 strict=not role(config).is_worker,
             ),
             "depgraph-serial",
@@ -282,14 +283,14 @@ def _uncount(config: pytest.Config, hidden: list[pytest.Item]) -> None:
 class _Recorder:
     """Feeds every test report of this process (controller: of every worker) to the recorder."""
 
-    def __init__(self, recorder: OutcomeRecorder, config: pytest.Config) -> None:
-        self.recorder = recorder
+    def __init__(self, state: SessionState, config: pytest.Config) -> None:
+        self.state = state
         self.config = config
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.recorder.record(report)
-        if report.nodeid in self.config.stash[SKIPS_KEY]:
+        self.state.recorder.record(report)
+        if report.nodeid in self.state.skips:
             # skipped because of an upstream failure: not passed, so --lf must run it again
             lfplugin = self.config.pluginmanager.get_plugin("lfplugin")
             lastfailed = getattr(lfplugin, "lastfailed", None)
@@ -299,11 +300,11 @@ class _Recorder:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
-    settings = config.stash.get(SETTINGS_KEY, None)
-    if settings is not None and settings.shard is not None and not role(config).is_worker:
+    state = find_session_state(config)
+    if state is not None and state.settings.shard is not None and not role(config).is_worker:
         from pytest_depgraph.run import sharding
 
-        sharding.exit_status(session, config.stash.get(PLAN_KEY, None))
+        sharding.exit_status(session, state.plan)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -312,11 +313,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     config = terminalreporter.config
-    plan = config.stash.get(PLAN_KEY, None)
-    if plan is None or role(config).is_worker:
+    state = find_session_state(config)
+    if state is None or state.plan is None or role(config).is_worker:
         return
-    skips: dict[str, str] = config.stash[SKIPS_KEY]
-    report.summary(terminalreporter, plan, config.stash[RECORDER_KEY], skips)
+    report.summary(terminalreporter, state.plan, state.recorder, state.skips)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -14,7 +14,7 @@ import pytest
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.run.outcomes import PASSED
 from pytest_depgraph.run.scheduler import DepGraphScheduling
-from pytest_depgraph.run.state import PLAN_ATTRIBUTE, PLAN_KEY
+from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
 
 
 class FakeNode:
@@ -82,16 +82,18 @@ def complete(scheduler: DepGraphScheduling, node: FakeNode, outcome: str = PASSE
     return index
 
 
-class _Grab:
+class PlanGrab:
+    """A plugin that keeps the plan of an in-process run (pass it in ``plugins=``)."""
+
     plan: Plan | None = None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.plan = session.config.stash.get(PLAN_KEY, None)
+        self.plan = session_state(session.config).plan
 
 
 def collected_plan(pytester: pytest.Pytester, *args: str) -> Plan:
     """The plan of the suite in ``pytester.path``, from an in-process collection."""
-    grab = _Grab()
+    grab = PlanGrab()
     pytester.inline_run("--collect-only", "-p", "no:randomly", *args, plugins=[grab])
     assert grab.plan is not None
     return grab.plan

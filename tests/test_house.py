@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -32,7 +33,7 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "pytest_depgraph", tmp_path / "pytest_depgraph")
     package = tmp_path / "pytest_depgraph"
     with (package / "collect/markers.py").open("a") as f:
-        f.write("\nfrom pytest_depgraph.run.state import PLAN_KEY\n")
+        f.write("\nfrom pytest_depgraph.run.state import session_state\n")
     with (package / "core/walker.py").open("a") as f:
         f.write("\nimport pytest\nfrom pytest_depgraph.run import role\n")
     with (package / "output/dot.py").open("a") as f:
@@ -56,3 +57,37 @@ def test_the_command_line(flag: str, capsys: pytest.CaptureFixture[str]) -> None
     assert _tool().main([flag]) == 0
     out = capsys.readouterr().out
     assert ("flowchart LR" in out) == (flag == "--mermaid")
+
+
+def test_session_state_is_one_stash_key() -> None:
+    """Every reader goes through run.state.session_state(config): no other module keeps a key
+    of its own."""
+    keyed = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "pytest_depgraph").rglob("*.py")
+        if "StashKey" in path.read_text(encoding="utf-8")
+    )
+    assert keyed == ["pytest_depgraph/run/state.py"]
+    assert (ROOT / "pytest_depgraph/run/state.py").read_text(encoding="utf-8").count(
+        "StashKey["
+    ) == 1
+
+
+def test_the_public_surface_is_typed_and_patches_nothing_on_import() -> None:
+    """What pytest_depgraph exports has no Any in its signatures, on_failure is one of two
+    words, and importing the package changes nothing in pytest (the marker is installed by
+    the plugin's pytest_configure, and removed after the session)."""
+    code = (
+        "import typing, pytest\n"
+        "before = dict(vars(pytest.mark))\n"
+        "import pytest_depgraph as p\n"
+        "assert dict(vars(pytest.mark)) == before, 'pytest.mark changed on import'\n"
+        "hints = [typing.get_type_hints(f) for f in (p.depends_on, p.output_fixture,"
+        " p.DepGraph.publish, p.DepGraph.output)]\n"
+        "assert all(typing.Any not in h.values() for h in hints), hints\n"
+        "assert typing.get_args(hints[0]['on_failure']) == ('skip', 'run'), hints[0]\n"
+        "assert hints[3]['return'] is object, hints[3]\n"
+        "assert p.__all__ == ['DepGraph', 'depends_on', 'output_fixture']\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

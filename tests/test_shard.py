@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from pytest_depgraph.core import shard
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.run.state import PLAN_KEY
+
+from .fake_workers import PlanGrab
 
 SUITE = {
     "test_chain": """
@@ -126,15 +127,6 @@ SUITE = {
 }
 
 
-class _Grab:
-    """Keeps the plan of an in-process run."""
-
-    plan: Plan | None = None
-
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.plan = session.config.stash.get(PLAN_KEY, None)
-
-
 def _passed(result: pytest.RunResult) -> list[str]:
     passed, skipped, failed = result.reprec.listoutcomes()  # type: ignore[attr-defined]
     assert not skipped and not failed, (skipped, failed)
@@ -147,7 +139,7 @@ def _deselected(result: pytest.RunResult) -> list[str]:
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, Plan]:
-    grab = _Grab()
+    grab = PlanGrab()
     result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", *args,
                                 plugins=[grab])
     assert grab.plan is not None

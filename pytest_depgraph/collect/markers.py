@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, Callable, NamedTuple, TypeVar
+from typing import Any, Callable, Literal, NamedTuple, TypeVar
 
 import pytest
 
@@ -53,7 +53,9 @@ class DeclarationError(Exception):
     """A ``depends_on`` whose arguments are wrong; the message is for a person."""
 
 
-def depends_on(*targets: object, on_failure: str = "skip", **unknown: object) -> Callable[[F], F]:
+def depends_on(
+    *targets: object, on_failure: Literal["skip", "run"] = "skip", **unknown: object
+) -> Callable[[F], F]:
     """Declare dependencies on a fixture: every test using the fixture gets them.
 
     Takes exactly the arguments of ``@pytest.mark.depends_on`` and works above or below

@@ -30,10 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_depgraph.collect.context import Context
-from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.graph import PIN, Graph, Kind, Origin
 
-#: origin kind of the chain edges
-PIN = "pin"
 _SCOPES = ("module", "class")
 _SCOPE_WORD = {False: "the module", True: "the class"}
 

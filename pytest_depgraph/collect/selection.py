@@ -64,8 +64,6 @@ def widen_node_id_args(config: pytest.Config) -> NodeIdSelection | None:
     collected too -- except files pytest is told to ignore (``--ignore``, ``collect_ignore``),
     which are remembered for the "not collected" message."""
     args = list(config.args)
-    if config.pluginmanager.has_plugin("dsession"):
-        return None  # an xdist controller: its workers collect
     invocation = config.invocation_params.dir
     rootpath = config.rootpath
     whole: set[str] = set()

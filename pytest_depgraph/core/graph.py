@@ -35,6 +35,10 @@ _DESCRIBE = {
 }
 
 
+#: origin kind of the edges that chain tests which must share a worker (``collect.pinning``)
+PIN = "pin"
+
+
 class Origin:
     """Where an edge was declared: one is made per declaration and shared by its edges.
 
@@ -83,7 +87,7 @@ class Origin:
             return f"fixture '{self.fixture}'"
         if self.kind == "output":
             return f"output fixture '{self.fixture}'"
-        if self.kind == "pin":
+        if self.kind == PIN:
             return f"on one worker, in order: {self.where}"
         if self.kind == "unit":
             return self.where  # says it all: see pytest_depgraph.core.units

@@ -23,8 +23,7 @@ from typing import Any, Callable
 
 import pytest
 
-from pytest_depgraph.collect.pinning import PIN
-from pytest_depgraph.core.graph import Edge, Kind
+from pytest_depgraph.core.graph import PIN, Edge, Kind
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.output.written import WrittenFile
 from pytest_depgraph.run.outcomes import (
@@ -37,7 +36,7 @@ from pytest_depgraph.run.outcomes import (
     XFAILED,
     OutcomeRecorder,
 )
-from pytest_depgraph.run.state import PLAN_KEY, RECORDER_KEY, SKIPS_KEY
+from pytest_depgraph.run.state import session_state
 
 #: suffixes written as DOT text
 TEXT_SUFFIXES = ("dot", "gv")
@@ -324,15 +323,14 @@ class DotExport(WrittenFile):
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         config = session.config
-        plan = config.stash.get(PLAN_KEY, None)
-        if plan is None:
+        state = session_state(config)
+        if state.plan is None:
             return
-        recorder = None if config.option.collectonly else config.stash[RECORDER_KEY]
+        recorder = None if config.option.collectonly else state.recorder
         if self.path == "-":
             _start_a_line(config)
-        skips: dict[str, str] = config.stash[SKIPS_KEY]
         try:
-            write(self.path, plan, recorder, skips)
+            write(self.path, state.plan, recorder, state.skips)
         except RenderError as error:
             self.failed(session, str(error))
             return

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from pytest_depgraph.collect.pinning import PIN
+from pytest_depgraph.core.graph import PIN
 from pytest_depgraph.core.plan import Plan, ShardInfo
 from pytest_depgraph.core.shard import seconds
 from pytest_depgraph.core.timeline import WalkStats, critical_chain
 from pytest_depgraph.run.outcomes import OutcomeRecorder, describe
-from pytest_depgraph.run.state import WALK_KEY
+from pytest_depgraph.run.role import Role, role
+from pytest_depgraph.run.state import session_state
 
 #: skipped tests listed per root cause at the default verbosity (``-v`` lists all)
 SHOWN_PER_CAUSE = 10
@@ -41,12 +42,12 @@ def summary(
 ) -> None:
     """Write the section; nothing at all for a run without dependencies (pytest as usual)."""
     config = terminal.config
-    view = View(config.get_verbosity(), config.pluginmanager.has_plugin("dsession"))
+    view = View(config.get_verbosity(), role(config) is Role.CONTROLLER)
     if view.verbosity <= -2 or not (plan.graph.edge_count or plan.errors or skips or plan.shard):
         return
     if _stopped_by_collection_errors(terminal) or _listing_fixtures(config):
         return
-    walk = config.stash.get(WALK_KEY, None)
+    walk = session_state(config).walk
     if view.verbosity == -1:
         terminal.write_line(one_line(plan, skips, view))
         return

@@ -18,7 +18,7 @@ from pytest_depgraph.output import html_report
 from pytest_depgraph.output.runlog import SpanLog
 from pytest_depgraph.output.written import WrittenFile
 from pytest_depgraph.run.outcomes import UPSTREAM
-from pytest_depgraph.run.state import PLAN_ATTRIBUTE, PLAN_KEY, RECORDER_KEY, SKIPS_KEY, WALK_KEY
+from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
 
 _PLUGIN_NAME = "depgraph-run-report"
 
@@ -57,7 +57,7 @@ class RunReport(WrittenFile):
             self.plan_text = getattr(node, PLAN_ATTRIBUTE, None)
 
     def _plan(self, config: pytest.Config) -> Plan | None:
-        plan = config.stash.get(PLAN_KEY, None)
+        plan = session_state(config).plan
         if plan is not None or self.collected is None:
             return plan
         if self.plan_text is not None:
@@ -75,8 +75,8 @@ class RunReport(WrittenFile):
         plan = self._plan(config)
         if plan is None or config.option.collectonly:
             return  # nothing was collected, or nothing ran: no run to picture
-        recorder = config.stash[RECORDER_KEY]
-        skips: dict[str, str] = config.stash[SKIPS_KEY]
+        state = session_state(config)
+        recorder, skips = state.recorder, state.skips
         nodeids = plan.nodeids
         run = timeline.build(
             plan,
@@ -85,7 +85,7 @@ class RunReport(WrittenFile):
             skips,
             {nodeid: recorder.duration(nodeid) for nodeid in nodeids if nodeid in recorder},
             clock_offsets=self.log.clock_offsets(),
-            walk=config.stash.get(WALK_KEY, None),
+            walk=state.walk,
         )
         svg, no_graph = html_report.graph_svg(plan, recorder, skips)
         args = " ".join(config.invocation_params.args)

@@ -1,4 +1,4 @@
 """The run: the walk in one process, and on pytest-xdist's controller and workers.
 
-Outcomes, durations, values between tests, shards of a session, and the session's stash keys.
+Outcomes, durations, values between tests, shards of a session, and the session's state.
 """

@@ -25,7 +25,7 @@ import pytest
 
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.run.outputs import OUTPUTS_KEY, OutputError, ValueStore
+from pytest_depgraph.run.outputs import OutputError, Outputs, ValueStore
 from pytest_depgraph.run.worker import find_interactor
 
 #: worker -> controller: one published value (nodeid, name, data)
@@ -37,10 +37,10 @@ VALUES_COMMAND = "depgraph_values"
 # -- worker --------------------------------------------------------------------------------
 
 
-def install_worker(config: pytest.Config) -> None:
-    """Send this worker's values to the controller; take the ones it sends (before the loop)."""
+def install_worker(config: pytest.Config, outputs: Outputs) -> None:
+    """Send this worker's ``outputs`` to the controller; take the ones it sends (before the
+    loop)."""
     interactor = find_interactor(config)
-    outputs = config.stash[OUTPUTS_KEY]
 
     def forward(nodeid: str, name: str, data: bytes) -> None:
         try:
@@ -130,21 +130,11 @@ class Relay:
         return self._producers[index]
 
 
-_RELAY_KEY = pytest.StashKey[Relay]()
-
-
-def relay(config: pytest.Config) -> Relay:
-    """The controller's relay of this session."""
-    found = config.stash.get(_RELAY_KEY, None)
-    if found is None:
-        found = config.stash[_RELAY_KEY] = Relay(config.stash[OUTPUTS_KEY].store)
-    return found
-
-
-def take_event(node: Any, eventcall: Any) -> bool:
-    """Keep a value event from a worker (receiver thread); True when ``eventcall`` was one."""
+def take_event(relay: Relay, node: Any, eventcall: Any) -> bool:
+    """Keep a value event from a worker in ``relay`` (receiver thread); True when ``eventcall``
+    was one."""
     if not (isinstance(eventcall, tuple) and len(eventcall) == 2 and eventcall[0] == VALUE_EVENT):
         return False
     kwargs = eventcall[1]
-    relay(node.config).received(node, kwargs["nodeid"], kwargs["value_name"], kwargs["data"])
+    relay.received(node, kwargs["nodeid"], kwargs["value_name"], kwargs["data"])
     return True

@@ -16,18 +16,17 @@ import pytest
 
 from pytest_depgraph.collect.compat.dependency import SCOPES, DependencyNames, scope_key
 from pytest_depgraph.collect.compat.shared import Settings, loaded_plugin
-from pytest_depgraph.collect.compat.shared import settings as compat_settings
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.run.role import Role, role
-from pytest_depgraph.run.state import PLAN_KEY
+from pytest_depgraph.run.state import session_state
 
 
 def install(config: pytest.Config) -> None:
     """On a walked xdist worker where pytest-dependency is loaded, wrap its skip check (after
-    :func:`~pytest_depgraph.collect.compat.register` stored the settings)."""
+    the session's state is made)."""
     dependency = loaded_plugin(config, "pytest_dependency")
     if dependency is not None and role(config) is Role.WALKED_WORKER:
-        runtime = DependencyRuntime(config, dependency, compat_settings(config))
+        runtime = DependencyRuntime(config, dependency, session_state(config).compat)
         if runtime.install():
             config.pluginmanager.register(runtime, "depgraph-dependency-runtime")
 
@@ -107,7 +106,7 @@ class DependencyRuntime:
     def fill(self, manager: Any, depends: Any, node: Any) -> None:
         """Record as passed each name in ``depends`` whose tests are requires ancestors."""
         item = self.current
-        plan = self.config.stash.get(PLAN_KEY, None)
+        plan = session_state(self.config).plan
         results = getattr(manager, "results", None)
         scope = getattr(manager, "scope", None)
         if item is None or plan is None or not isinstance(results, dict) or scope not in SCOPES:

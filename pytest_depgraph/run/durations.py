@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_depgraph.options import read_settings
 from pytest_depgraph.run.outcomes import OutcomeRecorder
 from pytest_depgraph.run.role import role
-from pytest_depgraph.run.state import RECORDER_KEY, SKIPS_KEY
+from pytest_depgraph.run.state import session_state
 
 CACHE_KEY = "depgraph/durations"
 _PLUGIN_NAME = "depgraph-durations"
@@ -152,7 +151,7 @@ class DurationLog:
         if path is None:
             return
         # a test skipped because of an upstream failure took no time that says anything
-        skipped = config.stash.get(SKIPS_KEY, {})
+        skipped = session_state(config).skips
         ran = {nodeid: s for nodeid, s in durations.items() if nodeid not in skipped}
         if not ran:
             return
@@ -176,7 +175,7 @@ def _tests(count: int) -> str:
 
 
 def _store_path(config: pytest.Config) -> str | None:
-    return read_settings(config).store_durations
+    return session_state(config).settings.store_durations
 
 
 def install(config: pytest.Config) -> DurationLog | None:
@@ -189,6 +188,6 @@ def install(config: pytest.Config) -> DurationLog | None:
     existing = config.pluginmanager.get_plugin(_PLUGIN_NAME)
     if isinstance(existing, DurationLog):
         return existing
-    log = DurationLog(config.stash[RECORDER_KEY])
+    log = DurationLog(session_state(config).recorder)
     config.pluginmanager.register(log, _PLUGIN_NAME)
     return log

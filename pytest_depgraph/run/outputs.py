@@ -1,4 +1,4 @@
-"""Values between tests: ``depgraph.publish``, ``depgraph.output`` and ``output_fixture``.
+"""Values between tests, the session side: the store, publishing, reading checked on the plan.
 
 A test publishes named values; a test that depends on it (through REQUIRES edges) reads them.
 A value is pickled once, when it is published, and kept in memory under the producer's full
@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import inspect
 import pickle
-import sys
 import threading
 from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import pytest
 
-from pytest_depgraph.collect.markers import RawDeclaration, declare, describe_target
+from pytest_depgraph.collect.markers import describe_target
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.resolve import TargetIndex
-from pytest_depgraph.run.outcomes import NOT_RUN
+from pytest_depgraph.run.outcomes import NOT_RUN, OutcomeRecorder
 from pytest_depgraph.run.role import role
-from pytest_depgraph.run.state import PLAN_KEY, RECORDER_KEY
 
 #: publish(nodeid, name, pickled value): hands a value on (to the xdist controller)
 Forward = Callable[[str, str, bytes], None]
@@ -71,11 +69,23 @@ class ValueStore:
             return bool(self._values)
 
 
+class Session(Protocol):
+    """What the values read of the session's state
+    (:class:`~pytest_depgraph.run.state.SessionState`, which holds the :class:`Outputs`)."""
+
+    @property
+    def plan(self) -> Plan | None: ...
+
+    @property
+    def recorder(self) -> OutcomeRecorder: ...
+
+
 class Outputs:
     """The session side: the store, the running test, and the plan to check dependencies."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, session: Session) -> None:
         self.config = config
+        self.session = session
         self.store = ValueStore()
         #: set on xdist workers whose values must reach the controller
         self.forward: Forward | None = None
@@ -124,7 +134,7 @@ class Outputs:
                 "node id as a string ('test_create_user', 'tests/test_x.py::test_create_user'), "
                 f"or the test function or class itself; got {_shown(target)}."
             )
-        plan = self.config.stash.get(PLAN_KEY, None)
+        plan = self.session.plan
         if plan is None:
             raise OutputError("depgraph: outputs can only be read while tests run")
         matches = self._resolve(target, item.nodeid)
@@ -180,16 +190,15 @@ class Outputs:
         """A producer that did not run here, on an xdist worker that gets no values sent."""
         if self.forward is not None or not role(self.config).is_worker:
             return None
-        recorder = self.config.stash.get(RECORDER_KEY, None)
-        if recorder is None:
-            return None
+        recorder = self.session.recorder
         for nodeid in producers:
             if recorder.outcome(nodeid) == NOT_RUN:
                 return nodeid
         return None
 
     def _resolve(self, target: object, nodeid: str) -> Sequence[int]:
-        plan = self.config.stash[PLAN_KEY]
+        plan = self.session.plan
+        assert plan is not None  # output() checked it
         if self._index is None:
             by_id = {item.nodeid: item for item in self._items}
             items = [by_id.get(n) for n in plan.nodeids]
@@ -271,69 +280,3 @@ def _describe(target: object) -> str:
 
 def _target_text(target: object) -> str:
     return repr(target) if isinstance(target, str) else str(getattr(target, "__name__", target))
-
-
-class DepGraph:
-    """The ``depgraph`` fixture: publish values, read the values of dependencies."""
-
-    def __init__(self, outputs: Outputs) -> None:
-        self._outputs = outputs
-
-    def publish(self, name: str, value: object) -> None:
-        """Store an output of the running test (must be picklable)."""
-        _as_failure(lambda: self._outputs.publish(name, value))
-
-    def output(self, target: object, name: str) -> Any:
-        """An output of a test that the running test depends on (REQUIRES edge)."""
-        return _as_failure(lambda: self._outputs.output(target, name))
-
-
-def _as_failure(call: Callable[[], Any]) -> Any:
-    try:
-        return call()
-    except OutputError as error:
-        message = str(error)
-    # outside the except block: the failure must not carry the OutputError as its context,
-    # or pytest prints the message twice ("During handling of the above exception ...")
-    pytest.fail(message, pytrace=False)
-
-
-def output_fixture(target: object, name: str, *, scope: str = "function") -> Any:
-    """A fixture that returns output ``name`` of ``target``; using it *is* the dependency.
-
-    Assign it to a module (or conftest) attribute: the attribute name is the fixture name.
-    """
-    frame = sys._getframe(1)
-    where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
-
-    def output(request: pytest.FixtureRequest) -> Any:
-        outputs = outputs_of(request)
-        return _as_failure(
-            lambda: outputs.output(target, name, reader=f"fixture '{request.fixturename}'")
-        )
-
-    output._depgraph_output = True  # type: ignore[attr-defined]
-    # `pytest --fixtures` lists it under the module that made it, saying what it returns
-    output.__doc__ = (f"Output {name!r} published by {describe_target(target)}; using this "
-                      "fixture makes the test depend on it (pytest_depgraph.output_fixture).")
-    output.__module__ = str(frame.f_globals.get("__name__", output.__module__))
-    declare(output, RawDeclaration((target,), {"on_failure": "skip"}, where))
-    return pytest.fixture(scope=scope)(output)  # type: ignore[call-overload]
-
-
-OUTPUTS_KEY = pytest.StashKey[Outputs]()
-
-#: what to say when a fixture of the plugin runs while the plugin is not loaded
-PLUGIN_OFF = (
-    "depgraph: fixture '{}' needs the pytest-depgraph plugin, which is off in this run "
-    "(-p no:depgraph, or PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 without -p depgraph): load it with "
-    "-p depgraph."
-)
-
-
-def outputs_of(request: pytest.FixtureRequest) -> Outputs:
-    """The session's outputs; a one-line failure when the plugin is not loaded."""
-    outputs = request.config.stash.get(OUTPUTS_KEY, None)
-    if outputs is None:
-        pytest.fail(PLUGIN_OFF.format(request.fixturename), pytrace=False)
-    return outputs

@@ -44,18 +44,10 @@ from pytest_depgraph.core.graph import chain_cover, critical_path
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.timeline import WalkStats
 from pytest_depgraph.core.walker import Skip, Walker
-from pytest_depgraph.options import read_settings
-from pytest_depgraph.run.channel_values import relay
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.durations import load_durations
 from pytest_depgraph.run.outcomes import FAILED, SYNTHETIC, OutcomeRecorder, skip_reason
-from pytest_depgraph.run.state import (
-    PLAN_ATTRIBUTE,
-    PLAN_KEY,
-    RECORDER_KEY,
-    SCHEDULER_KEY,
-    SKIPS_KEY,
-)
+from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
 
 
 @dataclass
@@ -79,11 +71,12 @@ class DepGraphScheduling:
         self.config = config
         self.log = Producer("depgraphsched") if log is None else log.depgraphsched
         self.numnodes = len(parse_tx_spec_config(config))
-        parallelism = read_settings(config).parallelism
+        self.session = session_state(config)
+        parallelism = self.session.settings.parallelism
         self.explicit_limit = parallelism is not None
         self.limit = parallelism if parallelism is not None else self.numnodes
-        self.recorder: OutcomeRecorder = config.stash.setdefault(RECORDER_KEY, OutcomeRecorder())
-        self.skips: dict[str, str] = config.stash.setdefault(SKIPS_KEY, {})
+        self.recorder: OutcomeRecorder = self.session.recorder
+        self.skips: dict[str, str] = self.session.skips
         self.workers: dict[Any, _Worker] = {}
         self.collection: list[str] | None = None
         self.plan: Plan | None = None
@@ -101,7 +94,7 @@ class DepGraphScheduling:
         #: how many workers can have a test at once (limit and graph width)
         self.useful = self.limit
         self._last_done: float | None = None
-        config.stash[SCHEDULER_KEY] = self
+        self.session.scheduler = self
 
     # -- the xdist Scheduling protocol -------------------------------------------------------
 
@@ -176,7 +169,7 @@ class DepGraphScheduling:
             self._abort()
             return
         self.plan = plan
-        self.config.stash[PLAN_KEY] = plan
+        self.session.plan = plan
         known = load_durations(self.config, plan.nodeids[: plan.item_count])
         if known:  # the controller's cache is the one this run writes to
             plan.durations = known
@@ -469,7 +462,7 @@ class DepGraphScheduling:
         worker.last_group = self.plan.group[index] if index < len(self.plan.group) else None
         if self._first_sent is None:
             self._first_sent = time.perf_counter()
-        relay(self.config).before_test(node, self.plan, index)  # the values it may read first
+        self.session.relay.before_test(node, self.plan, index)  # the values it may read first
         node.send_runtest_some([index])
 
     def _finish(self, index: int, satisfied: bool) -> list[int]:

@@ -18,15 +18,11 @@ from pytest_depgraph.core import shard
 from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.plan import Plan, ShardInfo
 from pytest_depgraph.core.shard import seconds as _seconds
-from pytest_depgraph.options import Settings, read_settings
+from pytest_depgraph.options import Settings
 from pytest_depgraph.run import durations
 from pytest_depgraph.run.role import role
-from pytest_depgraph.run.state import PLAN_ATTRIBUTE, PLAN_KEY
+from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
 
-#: the durations the split weighs, node id -> seconds (set at configure time when sharding)
-DURATIONS_KEY = pytest.StashKey[dict[str, float]]()
-#: the node ids this process kept, and the shard they are
-_KEPT_KEY = pytest.StashKey[tuple[frozenset[str], ShardInfo]]()
 #: ``workerinput`` key of the durations the controller hands its workers
 WORKERINPUT_DURATIONS = "depgraph_durations"
 
@@ -40,7 +36,7 @@ def configure(config: pytest.Config, settings: Settings) -> None:
         except durations.FileError as error:
             raise pytest.UsageError(f"--depgraph-store-durations {error}") from None
     if settings.shard is not None and settings.durations and not _given(config):
-        config.stash[DURATIONS_KEY] = _read(config, settings.durations)
+        session_state(config).durations = _read(config, settings.durations)
     if settings.shard is not None and not role(config).is_worker:
         config.pluginmanager.register(ShardHooks(), "depgraph-shard")
 
@@ -48,13 +44,11 @@ def configure(config: pytest.Config, settings: Settings) -> None:
 def known_durations(config: pytest.Config) -> dict[str, float]:
     """The durations the split weighs: the controller's on an xdist worker, else the file's
     (read at configure time), else the cache's (read now: the cache is set up after us)."""
-    known = config.stash.get(DURATIONS_KEY, None)
-    if known is None:
+    state = session_state(config)
+    if state.durations is None:
         given = _given(config)
-        known = config.stash[DURATIONS_KEY] = (
-            given if given is not None else durations.cached_durations(config)
-        )
-    return known
+        state.durations = given if given is not None else durations.cached_durations(config)
+    return state.durations
 
 
 def _given(config: pytest.Config) -> dict[str, float] | None:
@@ -115,7 +109,7 @@ class ShardHooks:
         for _, message in oversized_warnings(plan.shard):
             record_warning(node.config, message)
         if not walks(node.config):
-            node.config.stash[PLAN_KEY] = plan
+            session_state(node.config).plan = plan
 
 
 def apply(
@@ -129,7 +123,8 @@ def apply(
     """Keep shard ``index`` of ``count`` of the planned ``items`` (``unreduced``: the plan's
     graph before reduction, for the edge counts); return its plan, its items and the items
     of the other shards. A group heavier than the ideal share is a warning (at collection)."""
-    previous = config.stash.get(_KEPT_KEY, None)
+    state = session_state(config)
+    previous = state.kept_shard
     if previous is not None and all(item.nodeid in previous[0] for item in items):
         # the hook ran again (some plugins call it) on this shard's own items: splitting them
         # again would drop tests that no shard runs
@@ -141,7 +136,7 @@ def apply(
     known = known_durations(config)
     kept_plan.shard = dataclasses.replace(
         chosen.info,
-        source=read_settings(config).durations or "pytest's cache",
+        source=state.settings.durations or "pytest's cache",
         known=sum(1 for nodeid in plan.nodeids[: plan.item_count] if nodeid in known),
     )
     keep = set(chosen.nodes)
@@ -158,7 +153,7 @@ def apply(
                 str(config.rootpath / path),
                 (line or 0) + 1,
             )
-    config.stash[_KEPT_KEY] = (frozenset(item.nodeid for item in kept), kept_plan.shard)
+    state.kept_shard = (frozenset(item.nodeid for item in kept), kept_plan.shard)
     return kept_plan, kept, others
 
 

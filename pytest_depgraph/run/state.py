@@ -1,14 +1,25 @@
-"""Per-session state shared between the plugin's hooks, kept in ``config.stash``."""
+"""The session's state: one :class:`SessionState` under one stash key, made in ``pytest_configure``.
+
+Every hook, plugin object and output reads what the session knows through
+:func:`session_state`: the settings, the node-id selection, the plan, the outcomes, the skips,
+the values between tests, and on the xdist controller the scheduler and its walk statistics.
+"""
 
 from __future__ import annotations
 
+from dataclasses import InitVar, dataclass, field
 from typing import Protocol
 
 import pytest
 
-from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.collect.compat import Settings as CompatSettings
+from pytest_depgraph.collect.selection import NodeIdSelection
+from pytest_depgraph.core.plan import Plan, ShardInfo
 from pytest_depgraph.core.timeline import WalkStats
+from pytest_depgraph.options import Settings
+from pytest_depgraph.run.channel_values import Relay
 from pytest_depgraph.run.outcomes import OutcomeRecorder
+from pytest_depgraph.run.outputs import Outputs
 
 
 class Walking(Protocol):
@@ -22,23 +33,62 @@ class Walking(Protocol):
     def walk_stats(self) -> WalkStats | None:
         """Statistics of the walk, once it ran."""
 
-#: the plan built after collection (serial session and every xdist worker)
-PLAN_KEY = pytest.StashKey[Plan]()
-#: folded outcomes of every test seen by this process (on the xdist controller: all tests)
-RECORDER_KEY = pytest.StashKey[OutcomeRecorder]()
-#: tests skipped by an unsatisfied dependency: node id -> root cause node id
-SKIPS_KEY = pytest.StashKey[dict[str, str]]()
+
+@dataclass(eq=False)
+class SessionState:
+    """What one pytest session (one process: serial, xdist controller or worker) knows."""
+
+    config: InitVar[pytest.Config]
+    #: the plugin's options and ini keys
+    settings: Settings
+    #: pytest-dependency's options and ``--depgraph-strict``, for its markers
+    compat: CompatSettings
+    #: folded outcomes of every test seen by this process (on the xdist controller: all tests)
+    recorder: OutcomeRecorder = field(default_factory=OutcomeRecorder)
+    #: tests skipped by an unsatisfied dependency: node id -> root cause node id
+    skips: dict[str, str] = field(default_factory=dict)
+    #: node ids given as arguments, widened to their files (None: none given, or a controller)
+    selection: NodeIdSelection | None = None
+    #: the plan built after collection (serial session and every xdist worker); on the
+    #: controller the workers' agreed plan, or the first worker's
+    plan: Plan | None = None
+    #: the durations a shard split weighs, node id -> seconds (loaded when first needed)
+    durations: dict[str, float] | None = None
+    #: the node ids this process kept of a sharded collection, and the shard they are
+    kept_shard: tuple[frozenset[str], ShardInfo] | None = None
+    #: the xdist scheduler of this session, once xdist asked for it (controller only)
+    scheduler: Walking | None = None
+    #: statistics of the parallel walk (xdist controller only)
+    walk: WalkStats | None = None
+    #: values between tests published or received in this process
+    outputs: Outputs = field(init=False)
+    #: the controller's books of which worker holds which value (xdist controller only)
+    relay: Relay = field(init=False)
+
+    def __post_init__(self, config: pytest.Config) -> None:
+        self.outputs = Outputs(config, self)
+        self.relay = Relay(self.outputs.store)
 
 
-#: statistics of the parallel walk (xdist controller only)
-WALK_KEY = pytest.StashKey[WalkStats]()
+_KEY = pytest.StashKey[SessionState]()
 
-#: the xdist scheduler of this session, once xdist asked for it (controller only)
-SCHEDULER_KEY = pytest.StashKey[Walking]()
 #: ``WorkerController`` attribute where the receiver thread leaves the worker's plan text
 PLAN_ATTRIBUTE = "_depgraph_plan"
 
 
-def active_scheduler(config: pytest.Config) -> Walking | None:
-    """The scheduler of this session, once xdist asked for it."""
-    return config.stash.get(SCHEDULER_KEY, None)
+def start_session_state(
+    config: pytest.Config, settings: Settings, compat: CompatSettings
+) -> SessionState:
+    """Make the session's state and keep it on ``config`` (``pytest_configure``)."""
+    state = config.stash[_KEY] = SessionState(config, settings, compat)
+    return state
+
+
+def session_state(config: pytest.Config) -> SessionState:
+    """The session's state (made by the plugin's ``pytest_configure``)."""
+    return config.stash[_KEY]
+
+
+def find_session_state(config: pytest.Config) -> SessionState | None:
+    """The session's state, or None when the plugin is not configured in this session."""
+    return config.stash.get(_KEY, None)

@@ -54,8 +54,7 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_depgraph.core.plan import PROTOCOL_VERSION
-from pytest_depgraph.run.state import PLAN_KEY
+from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
 
 #: custom channel event carrying the worker's plan as one JSON string (or None)
 PLAN_EVENT = "depgraph_plan"
@@ -79,9 +78,8 @@ def find_interactor(config: pytest.Config) -> Any:
     raise RuntimeError(_XDIST_TOO_OLD.format(missing="a registered WorkerInteractor"))
 
 
-def send_plan(config: pytest.Config) -> None:
+def send_plan(config: pytest.Config, plan: Plan | None) -> None:
     """Send this worker's plan to the controller (before xdist's ``collectionfinish``)."""
-    plan = config.stash.get(PLAN_KEY, None)
     find_interactor(config).sendevent(
         PLAN_EVENT,
         plan=None if plan is None else plan.to_json(),

@@ -19,11 +19,10 @@ from typing import Any
 import pytest
 
 from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
-from pytest_depgraph.options import read_settings
 from pytest_depgraph.run import channel_values, durations, worker
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.role import WORKERINPUT_KEY, Role, role
-from pytest_depgraph.run.state import PLAN_ATTRIBUTE, PLAN_KEY, WALK_KEY, active_scheduler
+from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
 
 MIN_XDIST = (3, 7)
 #: ``--dist`` modes the depgraph scheduler runs: tests one by one, or whole work units
@@ -67,9 +66,10 @@ class XdistHooks:
     # -- controller ------------------------------------------------------------------------
 
     def pytest_configure(self, config: pytest.Config) -> None:
-        if role(config).is_worker:
+        this = role(config)
+        if this.is_worker:
             return
-        parallelism = read_settings(config).parallelism
+        parallelism = session_state(config).settings.parallelism
         distributing = bool(config.getoption("numprocesses", None)) or (
             parallelism is not None and parallelism > 1
         )
@@ -86,7 +86,7 @@ class XdistHooks:
             and not config.getoption("tx", None)
             and not config.getoption("collectonly")
             and not config.getoption("usepdb", False)
-            and not config.pluginmanager.has_plugin("dsession")
+            and this is Role.SERIAL  # not already an xdist controller
         ):
             # what xdist's pytest_cmdline_main does for -n N; its pytest_configure (trylast)
             # has not run yet, so the session it creates starts N workers
@@ -104,13 +104,13 @@ class XdistHooks:
         # xdist drops a node on an unknown event: take ours out of the stream first. This runs
         # in execnet's receiver thread, so it only stores the text; the scheduler parses it.
         original = node.process_from_remote
-        channel_values.relay(node.config)  # made here, in the main thread
+        relay = session_state(node.config).relay
 
         def process_from_remote(eventcall: Any) -> None:
             if isinstance(eventcall, tuple) and eventcall and eventcall[0] == worker.PLAN_EVENT:
                 setattr(node, PLAN_ATTRIBUTE, eventcall[1].get("plan"))
                 return
-            if channel_values.take_event(node, eventcall):
+            if channel_values.take_event(relay, node, eventcall):
                 return
             original(eventcall)
 
@@ -138,7 +138,9 @@ class XdistHooks:
         except ValueError:
             return
         # no scheduler of ours keeps the plan: the first worker's is the summary's
-        node.config.stash.setdefault(PLAN_KEY, plan)
+        state = session_state(node.config)
+        if state.plan is None:
+            state.plan = plan
         message = unhonoured_message(plan, str(node.config.getoption("dist")))
         if message:
             record_warning(node.config, message, dist_location(node.config))
@@ -146,19 +148,19 @@ class XdistHooks:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         result = yield
-        scheduler = active_scheduler(session.config)
+        scheduler = session_state(session.config).scheduler
         if scheduler is not None and scheduler.plan_errors:
             n = scheduler.plan_errors
             raise session.Interrupted(f"{n} error{'s' if n != 1 else ''} during collection")
         return result
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        scheduler = active_scheduler(session.config)
-        if scheduler is None:
+        state = session_state(session.config)
+        if state.scheduler is None:
             return
-        stats = scheduler.walk_stats()
+        stats = state.scheduler.walk_stats()
         if stats is not None:
-            session.config.stash[WALK_KEY] = stats
+            state.walk = stats
 
     # -- workers ---------------------------------------------------------------------------
 
@@ -169,10 +171,10 @@ class XdistHooks:
         if this.sends_plan:
             if config.getoption("loadgroup", False):
                 _note_xdist_groups(config, session.items)
-            worker.send_plan(config)
+            worker.send_plan(config, session_state(config).plan)
         if this is Role.WALKED_WORKER:
             worker.install(config)
-            channel_values.install_worker(config)
+            channel_values.install_worker(config, session_state(config).outputs)
 
 
 def _note_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -183,7 +185,7 @@ def _note_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
     with xdist's naming (several groups on one test join as ``a_b``, no name is "default").
     """
 
-    plan = config.stash.get(PLAN_KEY, None)
+    plan = session_state(config).plan
     if plan is None:
         return
     for node, item in enumerate(items[: plan.item_count]):

@@ -4,8 +4,9 @@ One module per peer plugin, each a reader with the same small interface
 (:class:`~pytest_depgraph.collect.compat.shared.Reader`: the sources of the test at a
 position): :mod:`.dependency` (``@pytest.mark.dependency`` and ``depends()`` calls) and
 :mod:`.order` (``@pytest.mark.order``); what they share is in :mod:`.shared`. This module
-registers the markers and settings at configure time, and gives the builder the readers the
-session needs -- none, and nothing of theirs imported, when no test carries their markers.
+registers the markers and reads the settings at configure time, and gives the builder the
+readers the session needs -- none, and nothing of theirs imported, when no test carries their
+markers.
 """
 
 from __future__ import annotations
@@ -21,11 +22,9 @@ from pytest_depgraph.collect.compat.shared import (
     ORDER,
     ORDER_HELP,
     ORDINAL,
-    SETTINGS_KEY,
     Settings,
     loaded_plugin,
     marker_names,
-    settings,
 )
 from pytest_depgraph.collect.context import Context, Source
 
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
     from pytest_depgraph.collect.compat.order import OrderReader
 
 __all__ = ["ORDINAL", "Readers", "Settings", "computed_sites", "ordinal_edges", "reader",
-           "register", "settings"]
+           "register"]
 
 
 class Readers:
@@ -91,16 +90,17 @@ def ordinal_edges(
     return readers.order.ordinal_edges(run, order, broken, graph)
 
 
-def register(config: pytest.Config, strict: bool = False) -> None:
-    """Register the other plugins' markers when they are absent, and store the
-    :class:`Settings`; ``strict``: names that match no test are errors (``--depgraph-strict``).
+def register(config: pytest.Config, strict: bool = False) -> Settings:
+    """Register the other plugins' markers when they are absent, and return the
+    :class:`Settings` (the session's state keeps them); ``strict``: names that match no test
+    are errors (``--depgraph-strict``).
     """
     dependency = loaded_plugin(config, "pytest_dependency")
     if dependency is None:
         config.addinivalue_line("markers", DEPENDENCY_HELP)
-        config.stash[SETTINGS_KEY] = Settings(strict=strict)
+        found = Settings(strict=strict)
     else:
-        config.stash[SETTINGS_KEY] = Settings(
+        found = Settings(
             automark=bool(_option(lambda: config.getini("automark_dependency"))),
             ignore_unknown=bool(
                 _option(lambda: config.getoption("--ignore-unknown-dependency"))
@@ -110,6 +110,7 @@ def register(config: pytest.Config, strict: bool = False) -> None:
     if loaded_plugin(config, "pytest_order") is None:
         config.addinivalue_line("markers", ORDER_HELP)
         config.pluginmanager.register(OrderIndex(), "depgraph-order-index")
+    return found
 
 
 def _option(read: Callable[[], object]) -> object:

@@ -49,15 +49,6 @@ class Settings:
     strict: bool = False
 
 
-#: the session's :class:`Settings`, stored by :func:`pytest_depgraph.collect.compat.register`
-SETTINGS_KEY = pytest.StashKey[Settings]()
-
-
-def settings(config: pytest.Config) -> Settings:
-    """The settings ``register`` stored (the defaults before it ran)."""
-    return config.stash.get(SETTINGS_KEY, Settings())
-
-
 def loaded_plugin(config: pytest.Config, module: str) -> Any:
     """The loaded plugin module called ``module`` (or one of its submodules), or None."""
     for plugin in config.pluginmanager.get_plugins():
