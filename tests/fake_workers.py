@@ -72,9 +72,16 @@ def start_on(
     return scheduler, nodes
 
 
+def running(scheduler: DepGraphScheduling, node: FakeNode) -> int | None:
+    """The test ``node`` runs now (the first it holds), None when it holds none."""
+    dispatcher = scheduler.walk.dispatcher
+    held = dispatcher.held(node) if dispatcher is not None else ()
+    return held[0] if held else None
+
+
 def complete(scheduler: DepGraphScheduling, node: FakeNode, outcome: str = PASSED) -> int:
     """The node's running test finishes with ``outcome``; return its index."""
-    index = scheduler.workers[node].running
+    index = running(scheduler, node)
     assert index is not None
     assert scheduler.plan is not None
     scheduler.recorder.mark(scheduler.plan.nodeids[index], outcome)
@@ -111,7 +118,7 @@ def walks(
         rng = random.Random(seed)
         scheduler, nodes = start_on(config, Plan.from_json(plan.to_json()))
         while not scheduler.tests_finished:
-            busy = [n for n in nodes if scheduler.workers[n].running is not None]
+            busy = [n for n in nodes if running(scheduler, n) is not None]
             assert busy, "nothing runs and the walk is not over"
             complete(scheduler, rng.choice(busy))
         sent = [[plan.nodeids[i] for i in node.sent] for node in nodes]

@@ -1,8 +1,10 @@
-"""The walker: order, skips with their root causes, the in-flight limit, priority and affinity.
+"""The walk state and the dispatch policy's one-node-at-a-time choices: order, skips with
+their root causes, the bound, priority, affinity and pinned groups.
 
 Hand-made graphs, small random ones against an oracle, and large ones (up to a few hundred
 nodes, :mod:`tests.graph_strategies`) walked by random workers that fail and crash, each
-answer checked against :class:`Reference`, a plain simulation of the documented walk.
+answer checked against :class:`Reference`, a plain simulation of the documented walk. The
+dispatcher's worker-level choices (the chain rule, queueing) are in tests/test_dispatch.py.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_depgraph.core.dispatch import Dispatcher
 from pytest_depgraph.core.graph import (
     Graph,
     Kind,
@@ -37,7 +40,7 @@ def make(size: int, edges: list[tuple[int, int, Kind]]) -> Graph:
     return graph
 
 
-def run_serial(walker: Walker, failing: frozenset[int] = frozenset()) -> list[int]:
+def run_serial(walker: Dispatcher, failing: frozenset[int] = frozenset()) -> list[int]:
     ran = []
     while (node := walker.next()) is not None:
         ran.append(node)
@@ -51,7 +54,7 @@ def run_serial(walker: Walker, failing: frozenset[int] = frozenset()) -> list[in
 
 def test_diamond_runs_in_order() -> None:
     graph = make(4, [(1, 0, R), (2, 0, R), (3, 1, R), (3, 2, R)])
-    walker = Walker(graph)
+    walker = Dispatcher(graph)
     assert walker.initial == Step([0], [])
     assert walker.next() == 0
     assert walker.next() is None
@@ -67,7 +70,7 @@ def test_diamond_runs_in_order() -> None:
 def test_failure_skips_requires_dependents_with_the_first_failure_as_root() -> None:
     # 0 <- 1 <- 2 (requires), 3 after 2, 4 requires 3
     graph = make(5, [(1, 0, R), (2, 1, R), (3, 2, A), (4, 3, R)])
-    walker = Walker(graph)
+    walker = Dispatcher(graph)
     assert walker.next() == 0
     step = walker.finish(0, False)
     assert step == Step([3], [Skip(1, 0), Skip(2, 0)])
@@ -80,7 +83,7 @@ def test_a_node_waits_for_every_dependency_before_it_skips() -> None:
     # 2 requires 0 (fails) and 1 (still running): 2 is decided only when 1 finishes, so an
     # AFTER-dependent of 2 cannot overtake 1.
     graph = make(4, [(2, 0, R), (2, 1, R), (3, 2, A)])
-    walker = Walker(graph)
+    walker = Dispatcher(graph)
     assert walker.next() == 0 and walker.next() == 1
     assert walker.finish(0, False) == Step([], [])
     assert walker.finish(1, True) == Step([3], [Skip(2, 0)])
@@ -88,25 +91,25 @@ def test_a_node_waits_for_every_dependency_before_it_skips() -> None:
 
 def test_unsatisfied_nodes_at_construction() -> None:
     graph = make(4, [(1, 0, R), (2, 0, A), (3, 1, R)])
-    walker = Walker(graph, unsatisfied=[0])
+    walker = Dispatcher(graph, unsatisfied=[0])
     assert walker.initial == Step([2], [Skip(1, 0), Skip(3, 0)])
     assert run_serial(walker) == [2]
     # an unsatisfied node with pending dependencies does not wait for them
-    walker = Walker(make(2, [(1, 0, R)]), unsatisfied=[1])
+    walker = Dispatcher(make(2, [(1, 0, R)]), unsatisfied=[1])
     assert walker.initial == Step([0], [])
     assert run_serial(walker) == [0]
     with pytest.raises(ValueError):
-        Walker(Graph(1), unsatisfied=[1])
+        Dispatcher(Graph(1), unsatisfied=[1])
 
 
 def test_priority_then_id() -> None:
-    walker = Walker(Graph(4), priority=[1.0, 3.0, 3.0, 2.0])
+    walker = Dispatcher(Graph(4), priority=[1.0, 3.0, 3.0, 2.0])
     assert walker.initial.ready == [1, 2, 3, 0]
     assert run_serial(walker) == [1, 2, 3, 0]
 
 
 def test_group_affinity_only_at_equal_priority() -> None:
-    walker = Walker(Graph(4), priority=[1.0, 1.0, 1.0, 0.5], group=[0, 1, 1, 1])
+    walker = Dispatcher(Graph(4), priority=[1.0, 1.0, 1.0, 0.5], group=[0, 1, 1, 1])
     assert walker.next(prefer_group=1) == 1
     assert walker.next(prefer_group=1) == 2
     assert walker.next(prefer_group=1) == 0  # group 1 has only a lower priority left
@@ -115,7 +118,7 @@ def test_group_affinity_only_at_equal_priority() -> None:
 
 
 def test_limit_and_start() -> None:
-    walker = Walker(Graph(3), limit=2)
+    walker = Dispatcher(Graph(3), limit=2)
     walker.start(2)
     assert not walker.is_ready(2)
     with pytest.raises(ValueError):
@@ -132,23 +135,42 @@ def test_limit_and_start() -> None:
     walker.finish(1, True)
     assert walker.done
     with pytest.raises(ValueError):
-        Walker(Graph(1), limit=0)
+        Dispatcher(Graph(1), limit=0)
+
+
+def test_the_walk_state_alone_is_shaped_like_graphlib() -> None:
+    """No choice between ready nodes: start, finish, is_active; a node given back is ready."""
+    walker = Walker(make(4, [(1, 0, R), (2, 0, A), (3, 1, R)]))
+    assert walker.initial == Step([0], []) and walker.is_active()
+    walker.start(0)
+    with pytest.raises(ValueError):
+        walker.start(0)
+    walker.unstart(0)  # its worker left before it began
+    assert walker.is_ready(0) and walker.in_flight == 0 and walker.ready_count == 1
+    walker.start(0)
+    assert walker.finish(0, False) == Step([2], [Skip(1, 0), Skip(3, 0)])
+    walker.start(2)
+    assert walker.is_active() and not walker.done
+    assert walker.finish(2, True) == Step([], [])
+    assert walker.done and not walker.is_active()
+    with pytest.raises(ValueError):
+        walker.unstart(2)
 
 
 def test_empty_graph_is_done() -> None:
-    walker = Walker(Graph(0))
+    walker = Dispatcher(Graph(0))
     assert walker.done and walker.next() is None and walker.initial == Step([], [])
 
 
 def test_long_chain_walk() -> None:
     n = 100_000
     graph = make(n, [(i + 1, i, R) for i in range(n - 1)])
-    walker = Walker(graph, group=[i % 7 for i in range(n)])
+    walker = Dispatcher(graph, group=[i % 7 for i in range(n)])
     assert walker.next(prefer_group=0) == 0
     step = walker.finish(0, False)
     assert len(step.skipped) == n - 1 and step.skipped[-1] == Skip(n - 1, 0)
     assert walker.done
-    walker = Walker(graph, limit=1)
+    walker = Dispatcher(graph, limit=1)
     assert run_serial(walker) == list(range(n))
 
 
@@ -198,7 +220,7 @@ def simulate(
     unsatisfied: set[int],
     limit: int | None,
     seed: int,
-) -> Walker:
+) -> Dispatcher:
     """Walk ``graph`` with random finish orders, checking the order against ``full``."""
     rng = random.Random(seed)
     # Unsatisfied nodes count as finished from the start, whatever their own dependencies do,
@@ -212,7 +234,7 @@ def simulate(
     ancestors = {v: nx.descendants(g, v) for v in range(full.size)}
     group = [rng.randrange(3) for _ in range(graph.size)]
     priority = [float(rng.randrange(3)) for _ in range(graph.size)]
-    walker = Walker(graph, priority=priority, group=group, limit=limit, unsatisfied=unsatisfied)
+    walker = Dispatcher(graph, priority=priority, group=group, limit=limit, unsatisfied=unsatisfied)
     finished = set(unsatisfied) | {s.node for s in walker.initial.skipped}
     ready = set(walker.initial.ready)
     running: list[int] = []
@@ -285,7 +307,7 @@ def test_random_walks_match_the_oracle(
 def test_a_pinned_group_stays_on_the_worker_that_started_it() -> None:
     # 0 -> 1 pinned (chained by an AFTER edge, as the plan does); 2 free
     graph = make(3, [(1, 0, A)])
-    walker = Walker(graph, priority=[5.0, 5.0, 3.0], pinned=[[0, 1]])
+    walker = Dispatcher(graph, priority=[5.0, 5.0, 3.0], pinned=[[0, 1]])
     assert walker.next(worker="w1") == 0
     assert walker.next(worker="w2") == 2
     walker.finish(0, True)
@@ -301,7 +323,7 @@ def test_a_pinned_group_stays_on_the_worker_that_started_it() -> None:
 
 def test_a_bound_worker_takes_its_group_before_better_work() -> None:
     graph = make(4, [(1, 0, A)])
-    walker = Walker(graph, priority=[1.0, 1.0, 9.0, 9.0], pinned=[[0, 1]])
+    walker = Dispatcher(graph, priority=[1.0, 1.0, 9.0, 9.0], pinned=[[0, 1]])
     assert walker.next(worker="w1") == 2
     assert walker.next(worker="w2") == 3
     walker.finish(2, True)
@@ -315,7 +337,7 @@ def test_a_bound_worker_takes_its_group_before_better_work() -> None:
 
 def test_release_hands_a_dead_workers_group_to_another() -> None:
     graph = make(3, [(1, 0, A), (2, 1, R)])
-    walker = Walker(graph, pinned=[[0, 1, 2]])
+    walker = Dispatcher(graph, pinned=[[0, 1, 2]])
     assert walker.next(worker="w1") == 0
     walker.finish(0, True)
     assert walker.next(worker="w1") == 1
@@ -327,7 +349,7 @@ def test_release_hands_a_dead_workers_group_to_another() -> None:
 
 def test_release_moves_the_ready_nodes_of_a_dead_worker() -> None:
     graph = make(3, [(1, 0, A)])
-    walker = Walker(graph, pinned=[[0, 1]])
+    walker = Dispatcher(graph, pinned=[[0, 1]])
     assert walker.next(worker="w1") == 0
     walker.finish(0, True)
     walker.release("w1")
@@ -336,7 +358,7 @@ def test_release_moves_the_ready_nodes_of_a_dead_worker() -> None:
 
 def test_a_group_is_free_again_once_every_node_finished_or_skipped() -> None:
     graph = make(4, [(1, 0, R), (2, 1, A)])
-    walker = Walker(graph, pinned=[[0, 1]], unsatisfied=[3])
+    walker = Dispatcher(graph, pinned=[[0, 1]], unsatisfied=[3])
     assert walker.next(worker="w1") == 0
     step = walker.finish(0, False)
     assert step.skipped == [Skip(1, 0)]
@@ -346,7 +368,7 @@ def test_a_group_is_free_again_once_every_node_finished_or_skipped() -> None:
 
 def test_pinned_groups_are_checked() -> None:
     with pytest.raises(ValueError, match="two groups"):
-        Walker(make(3, []), pinned=[[0, 1], [1, 2]])
+        Dispatcher(make(3, []), pinned=[[0, 1], [1, 2]])
 
 
 @st.composite
@@ -379,7 +401,7 @@ def test_random_pinned_walks_keep_order_and_binding(
     rng = random.Random(seed)
     group_of = {v: g for g, members in enumerate(groups) for v in members}
     ancestors = {v: nx.descendants(to_nx(graph), v) for v in range(graph.size)}
-    walker = Walker(
+    walker = Dispatcher(
         graph, priority=[float(rng.randrange(3)) for _ in range(graph.size)],
         group=[rng.randrange(2) for _ in range(graph.size)], limit=limit, pinned=groups,
     )
@@ -480,7 +502,7 @@ class Reference:
         return g is None or self.bound.get(g, worker) == worker
 
     def best(self, prefer: int | None, group: list[int]) -> int:
-        """The node :meth:`Walker.next` must hand out when nothing is pinned."""
+        """The node :meth:`Dispatcher.next` must hand out when nothing is pinned."""
         ready = self.ready()
         top = min(self.key[v][0] for v in ready)  # the best priority; ids break ties
         mine = [v for v in ready if group[v] == prefer and self.key[v][0] == top]
@@ -604,7 +626,7 @@ def walk_against_reference(drawn: Drawn, plan: WalkPlan) -> dict[str, set[int]]:
     priority = [float(rng.randrange(4)) for _ in range(size)]
     group = [rng.randrange(4) for _ in range(size)]
     limit = plan.limit
-    walker = Walker(graph, priority=priority, group=group, limit=limit,
+    walker = Dispatcher(graph, priority=priority, group=group, limit=limit,
                     unsatisfied=unsatisfied, pinned=pinned)
     reference = Reference(graph, unsatisfied, [(-p, v) for v, p in enumerate(priority)], pinned)
     reference.initial(walker.initial)

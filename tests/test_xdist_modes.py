@@ -8,7 +8,7 @@ from pytest_depgraph.core.graph import Graph, Kind, Origin, find_cycles
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.run.outcomes import FAILED
 
-from .fake_workers import collected_plan, complete, start, walks
+from .fake_workers import collected_plan, complete, running, start, walks
 from .test_xdist import TIMING_CONFTEST, times
 
 
@@ -252,7 +252,7 @@ def test_loadfile_failure_skips_dependents_on_the_controller_the_unit_goes_on(
     scheduler, (gw0, gw1) = start(pytester, unit_plan(FILES, [(1, 3)]), "loadfile")
     complete(scheduler, gw0, FAILED)   # test_b1
     while not scheduler.tests_finished:
-        complete(scheduler, gw1 if scheduler.workers[gw1].running is not None else gw0)
+        complete(scheduler, gw1 if running(scheduler, gw1) is not None else gw0)
     assert scheduler.skips == {"test_a.py::test_a2": "test_b.py::test_b1"}
     assert sorted(gw0.sent + gw1.sent) == [0, 2, 3, 4]
     assert gw1.sent == [0, 2]   # test_a.py on one worker, test_a2 never sent

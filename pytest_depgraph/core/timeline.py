@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pytest_depgraph.core.graph import critical_path
+from pytest_depgraph.core.graph import Graph, critical_path
 from pytest_depgraph.core.plan import Plan
 
 #: the lane of a serial run (no xdist worker)
@@ -40,6 +40,21 @@ class WalkStats:
     def lower_bound(self) -> float:
         """No schedule can finish sooner: ``max(critical path, total / N)``."""
         return max(self.critical_path, self.total / self.parallelism)
+
+
+def walk_stats(
+    graph: Graph, seconds: Mapping[int, float], wall: float, parallelism: int
+) -> WalkStats:
+    """A parallel walk's figures: its ``wall`` time beside the bound of ``graph`` weighted by
+    this run's ``seconds`` per node (absent: 0), with at most ``parallelism`` tests at once."""
+    weights = [seconds.get(n, 0.0) for n in range(graph.size)]
+    remaining = critical_path(graph, weights)
+    return WalkStats(
+        wall=wall,
+        critical_path=max(remaining, default=0.0),
+        total=sum(weights),
+        parallelism=max(1, parallelism),
+    )
 
 
 def critical_chain(

@@ -1,28 +1,21 @@
-"""The xdist scheduler: hand each idle worker one ready test at a time, as the walker decides.
+"""The xdist scheduler: xdist's ``Scheduling`` protocol in front of the dispatch policy.
 
-One more strategy in the shape of ``xdist/scheduler/*.py``: :class:`DepGraphScheduling`
-implements xdist's ``Scheduling`` protocol and delegates every decision -- what is ready, which
-ready test goes first, what must be skipped -- to :class:`~pytest_depgraph.core.walker.Walker`.
+One more strategy in the shape of ``xdist/scheduler/*.py``, and as thin: every decision --
+what is ready, which ready test goes to which worker, what must be skipped -- is the
+:class:`~pytest_depgraph.core.dispatch.Dispatcher`'s. This module only speaks xdist's protocol:
 
-* Workers send their plan (the reduced graph over their ``session.items``) before their
-  collection; all plans must agree, or nothing runs.
-* A test is sent to a worker only once all its dependencies finished; at most N are in flight
-  (``--depgraph-parallelism``, default: the number of workers). Each worker holds at most one
-  test, which the patched worker runs at once (:mod:`pytest_depgraph.run.worker`).
-* Among ready tests the one with the longest remaining path to the end of the graph goes first,
-  each test weighted by its duration in the previous run (pytest's cache) -- the mean of the
-  known durations, or 1, for the unknown ones; ties in collection order. An idle worker prefers
-  a test of the module it ran last when that costs no priority (fixture affinity).
-* Pinned groups (:mod:`pytest_depgraph.collect.pinning`) stay on the worker that took their
-  first test; that worker takes its group's next test before anything else. A worker that dies
-  releases its groups to the others.
-* Dependents of an unsatisfied test are reported skipped here, on the controller, and never sent.
-* With ``--dist loadfile``, ``loadscope`` or ``loadgroup`` each of xdist's work units runs whole
-  on one worker, in order, once all it depends on outside it finished
-  (:mod:`pytest_depgraph.core.units`: units are pinned groups).
-* A plan without edges, broken or unselected tests, with no ``--depgraph-parallelism``, is
-  handed to xdist's own scheduler for the ``--dist`` mode unchanged: the plugin changes nothing
-  for a suite that declares no dependencies.
+* workers send their plan (the reduced graph over their ``session.items``) before their
+  collection; all plans must agree, or nothing runs;
+* the dispatcher's choices go to the workers as ``runtests`` commands (with the values the
+  tests may read, :mod:`pytest_depgraph.run.channel_values`); a worker's completion goes back
+  to the dispatcher with the test's outcome, and the tests that will never run are reported
+  skipped here, on the controller, naming their root cause;
+* a worker that dies fails the test it ran; its pinned groups go on elsewhere;
+* with ``--dist loadfile``, ``loadscope`` or ``loadgroup`` each of xdist's work units is a
+  pinned group (:mod:`pytest_depgraph.core.units`);
+* a plan without edges, broken or unselected tests, with no ``--depgraph-parallelism``, is
+  handed to xdist's own scheduler for the ``--dist`` mode (:class:`DepGraphScheduling`):
+  the plugin changes nothing for a suite that declares no dependencies.
 """
 
 from __future__ import annotations
@@ -30,6 +23,7 @@ from __future__ import annotations
 import json
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,36 +33,70 @@ from xdist.report import report_collection_diff  # type: ignore[import-untyped]
 from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyped]
 
-from pytest_depgraph.core import units
-from pytest_depgraph.core.graph import chain_cover, critical_path
+from pytest_depgraph.core import dispatch, units
+from pytest_depgraph.core.dispatch import Dispatcher, Skip
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.timeline import WalkStats
-from pytest_depgraph.core.walker import Skip, Walker
+from pytest_depgraph.core.timeline import WalkStats, walk_stats
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.durations import load_durations
 from pytest_depgraph.run.outcomes import FAILED, SYNTHETIC, OutcomeRecorder, skip_reason
 from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
 
+#: most tests one worker holds (the one it runs and those queued behind it)
+HOLD = 1
+
+
+class DepGraphScheduling:
+    """What ``pytest_xdist_make_scheduler`` returns: the walk, or xdist's own scheduler once
+    the plan turned out to have nothing to walk.
+
+    Every member of xdist's protocol goes to the strategy in charge. Once :meth:`schedule`
+    decided, xdist's session is pointed at that strategy itself, so nothing of ours stays on
+    the path of its events.
+    """
+
+    def __init__(self, config: pytest.Config, log: Producer | None = None) -> None:
+        self.walk = WalkScheduling(config, log, self)
+        self._current: Any = self.walk
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for names not defined here: the protocol's other members
+        return getattr(self._current, name)
+
+    def schedule(self) -> None:
+        """Start (or go on with) the walk; hand the run over when there is nothing to walk."""
+        self._current.schedule()
+        handed = self.walk.handed_over
+        if handed is not None and self._current is self.walk:
+            self._current = handed
+        dsession = self.walk.dsession
+        if dsession is not None and getattr(dsession, "sched", None) is self:
+            dsession.sched = self._current
+
+    def _priorities(self, plan: Plan) -> list[float]:
+        """The walk's priorities (bench/xdist_bench.py replaces this to measure plain
+        collection order)."""
+        return dispatch.priorities(plan.graph, self.walk.weights(plan))
+
 
 @dataclass
 class _Worker:
-    """What the scheduler knows about one worker."""
+    """What the scheduler knows about one worker before it gets tests."""
 
     collection: list[str] | None = None
     plan_text: str | None = None
-    #: the test it runs now (at most one)
-    running: int | None = None
-    #: module group of the last test it ran (fixture affinity)
-    last_group: int | None = None
     #: False when it collected something else than the others: it gets no test
     usable: bool = True
 
 
-class DepGraphScheduling:
-    """Walk the plan's graph across xdist workers, one test per worker, at most N in flight."""
+class WalkScheduling:
+    """xdist's ``Scheduling`` protocol over a :class:`Dispatcher`."""
 
-    def __init__(self, config: pytest.Config, log: Producer | None = None) -> None:
+    def __init__(
+        self, config: pytest.Config, log: Producer | None, front: DepGraphScheduling
+    ) -> None:
         self.config = config
+        self.front = front
         self.log = Producer("depgraphsched") if log is None else log.depgraphsched
         self.numnodes = len(parse_tx_spec_config(config))
         self.session = session_state(config)
@@ -77,12 +105,14 @@ class DepGraphScheduling:
         self.limit = parallelism if parallelism is not None else self.numnodes
         self.recorder: OutcomeRecorder = self.session.recorder
         self.skips: dict[str, str] = self.session.skips
+        #: xdist's session (None in-process): how the run is stopping, and where ``sched`` is
+        self.dsession: Any = config.pluginmanager.get_plugin("dsession")
         self.workers: dict[Any, _Worker] = {}
         self.collection: list[str] | None = None
         self.plan: Plan | None = None
-        self.walker: Walker | None = None
-        #: xdist's load scheduler, when the plan has nothing for us to do
-        self.delegate: Any = None
+        self.dispatcher: Dispatcher | None = None
+        #: xdist's scheduler for the ``--dist`` mode, when the plan has nothing to walk
+        self.handed_over: Any = None
         #: nothing will be sent: the collections or plans differ, or the plan has errors
         self.aborted = False
         #: depgraph errors that stopped the run (reported as collection errors by the workers)
@@ -94,6 +124,7 @@ class DepGraphScheduling:
         #: how many workers can have a test at once (limit and graph width)
         self.useful = self.limit
         self._last_done: float | None = None
+        self._relay = self.session.relay
         self.session.scheduler = self
 
     # -- the xdist Scheduling protocol -------------------------------------------------------
@@ -114,54 +145,40 @@ class DepGraphScheduling:
     @property
     def tests_finished(self) -> bool:
         """Nothing in flight and nothing left to send."""
-        if self.delegate is not None:
-            return bool(self.delegate.tests_finished)
-        if not self.collection_is_completed:
+        if not self._completed and not self.collection_is_completed:
             return False
         if self.aborted:
             return True
-        if self.walker is None:
-            return False
-        if any(w.running is not None for w in self.workers.values()):
-            return False
-        if self.walker.done:
-            return True
-        # ready tests and no idle usable worker yet (a replacement is starting): wait
-        return self.walker.ready_count == 0
+        dispatcher = self.dispatcher
+        return dispatcher is not None and dispatcher.finished
 
     @property
     def has_pending(self) -> bool:
         """Whether tests are still to run (only used for xdist's status line)."""
-        if self.delegate is not None:
-            return bool(self.delegate.has_pending)
-        return self.walker is not None and not self.walker.done
+        return self.dispatcher is not None and not self.dispatcher.done
 
     def add_node(self, node: Any) -> None:
         """A worker started (before it collects)."""
         assert node not in self.workers
         self.workers[node] = _Worker()
-        if self.delegate is not None:
-            self.delegate.add_node(node)
 
-    def add_node_collection(self, node: Any, collection: list[str]) -> None:
+    def add_node_collection(self, node: Any, collection: Sequence[str]) -> None:
         """A worker collected; its plan arrived just before (same channel, earlier event)."""
         worker = self.workers[node]
         worker.collection = list(collection)
         worker.plan_text = getattr(node, PLAN_ATTRIBUTE, None)
-        if self.delegate is not None:
-            self.delegate.add_node_collection(node, collection)
+        if self.collection is None:
             return
-        if self.collection is not None and not self._agrees(node, worker):
+        if not self._agrees(node, worker):
             worker.usable = False
             node.shutdown()
+        elif self.dispatcher is not None:  # a replacement of a worker that died
+            self.dispatcher.add_worker(node)
 
     def schedule(self) -> None:
         """Start the walk (first call) or put a new worker to work (later calls)."""
         assert self.collection_is_completed
-        if self.delegate is not None:
-            self.delegate.schedule()
-            return
-        if self.walker is not None or self.aborted:
+        if self.dispatcher is not None or self.aborted:
             self._dispatch()
             return
         plan = self._agreed_plan()
@@ -178,7 +195,7 @@ class DepGraphScheduling:
             self._abort()
             return
         if self._nothing_to_walk(plan):
-            self._delegate()
+            self._hand_over()
             return
         dist = str(self.config.getoption("dist", "load"))
         if dist in units.MODES:
@@ -191,38 +208,43 @@ class DepGraphScheduling:
                 self.plan_errors = len(unit_errors)
                 self._abort()
                 return
-        self.walker = Walker(
+        size = len(plan.nodeids)
+        dispatcher = self.dispatcher = Dispatcher(
             plan.graph,
-            priority=self._priorities(plan),
-            group=_padded(plan.group, len(plan.nodeids)),
+            priority=self.front._priorities(plan),
+            weight=self.weights(plan),
+            group=_padded(plan.group, size),
             limit=self.limit,
             unsatisfied=[*plan.broken, *plan.external],
             pinned=plan.pinned,
+            hold=HOLD,
+            durations=plan.durations,
         )
         self._warn(plan.warnings)
         for node in sorted(plan.broken):
             self._report_broken(node, plan.broken[node])
-        self._report_skips(self.walker.initial.skipped)
-        self._stop_surplus_workers(plan, self.walker)
+        self._report_skips(dispatcher.initial.skipped)
+        self._stop_surplus_workers(plan, dispatcher)
+        for node, worker in self.workers.items():
+            if worker.usable and worker.collection is not None and not node.shutting_down:
+                dispatcher.add_worker(node)
         self._dispatch()
 
     def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
-        """A worker finished a test: tell the walker how it went, then hand out more."""
+        """A worker finished a test: tell the dispatcher how it went, then hand out more."""
         self._seconds[item_index] = duration
         self._last_done = time.perf_counter()
-        if self.delegate is not None:
-            self.delegate.mark_test_complete(node, item_index, duration)
+        dispatcher = self.dispatcher
+        assert dispatcher is not None and dispatcher.held(node)[:1] == (item_index,), (
+            node, item_index
+        )
+        satisfied = self.recorder.satisfied(self._nodeid(item_index))
+        step = dispatcher.complete(node, item_index, satisfied, duration)
+        if self._stopping():
             return
-        worker = self.workers[node]
-        assert worker.running == item_index, (node, worker.running, item_index)
-        worker.running = None
-        ready = self._finish(item_index, self.recorder.satisfied(self._nodeid(item_index)))
-        # A worker continues the chain it runs: a test its last test just made ready, in the
-        # same class or module, goes to it before any other test. Otherwise a longer chain
-        # elsewhere would take it away and pytest would set the class and module fixtures up
-        # again when it comes back.
-        self._continue_chain(node, worker, ready)
-        # then this worker first: the tests that just became ready are often its own mates
+        if step.skipped:
+            self._report_skips(step.skipped)
+        # this worker first: the tests that just became ready are often its own mates
         self._dispatch(first=node)
 
     def mark_test_pending(self, item: str) -> None:
@@ -231,9 +253,6 @@ class DepGraphScheduling:
         Raises NotImplementedError, as xdist's own LoadScope does: the caller then reports the
         crash as the test's failure (a "rerun" report would drop it from the exit code).
         """
-        if self.delegate is not None:
-            self.delegate.mark_test_pending(item)
-            return
         warnings.warn(
             pytest.PytestWarning(
                 f"depgraph: {item} crashed its worker and stays failed: a dependency walk "
@@ -248,29 +267,26 @@ class DepGraphScheduling:
 
     def remove_pending_tests_from_node(self, node: Any, indices: list[int]) -> None:
         """Answer to ``steal``, which this scheduler never sends."""
-        if self.delegate is not None:
-            self.delegate.remove_pending_tests_from_node(node, indices)
-            return
         raise NotImplementedError("pytest-depgraph's xdist scheduler does not steal tests")
 
     def remove_node(self, node: Any) -> str | None:
         """A worker finished or died; return the node id of the test it died in, if any."""
-        worker = self.workers.pop(node)
-        if self.delegate is not None:
-            crashed: str | None = self.delegate.remove_node(node)
-            return crashed
-        if self.walker is not None:  # its pinned groups go on elsewhere
-            self.walker.release(node)
-        if worker.running is None:
-            if self.walker is not None:
-                self._dispatch()
+        del self.workers[node]
+        dispatcher = self.dispatcher
+        if dispatcher is None:
             return None
-        index = worker.running
+        # its pinned groups go on elsewhere, and so do the tests queued behind its last one
+        index = dispatcher.remove_worker(node)
+        if index is None:
+            self._dispatch()
+            return None
         nodeid = self._nodeid(index)
         # xdist reports the crash as a failure right after this returns; say so already, so
         # the dependents' skip reason reads "failed"
         self.recorder.mark(nodeid, FAILED)
-        self._finish(index, satisfied=False)
+        step = dispatcher.finish(index, satisfied=False)
+        if not self._stopping():
+            self._report_skips(step.skipped)
         self._dispatch()
         return nodeid
 
@@ -279,18 +295,15 @@ class DepGraphScheduling:
     def walk_stats(self) -> WalkStats | None:
         """Wall time of the walk beside its lower bound, from this run's durations."""
         plan = self.plan
-        if plan is None or self._first_sent is None:
+        if plan is None or self.dispatcher is None or self._first_sent is None:
             return None
         end = self._last_done if self._last_done is not None else time.perf_counter()
-        weights = [self._seconds.get(n, 0.0) for n in range(len(plan.nodeids))]
-        remaining = critical_path(plan.graph, weights)
-        workers = max(1, min(self.limit, self.numnodes, self.useful))
-        return WalkStats(
-            wall=end - self._first_sent,
-            critical_path=max(remaining, default=0.0),
-            total=sum(weights),
-            parallelism=workers,
-        )
+        workers = min(self.limit, self.numnodes, self.useful)
+        return walk_stats(plan.graph, self._seconds, end - self._first_sent, workers)
+
+    def weights(self, plan: Plan) -> list[float]:
+        """Each test's expected seconds (the previous run's), for the priorities."""
+        return dispatch.weights(plan.durations, plan.item_count, len(plan.nodeids))
 
     # -- internals -------------------------------------------------------------------------
 
@@ -304,7 +317,7 @@ class DepGraphScheduling:
         message = report_collection_diff(
             self.collection, worker.collection, "the first workers", node.gateway.id
         )
-        if not message and _comparable(worker.plan_text) != _comparable(self._plan_text):
+        if not message and not _same_plan(worker.plan_text, self._plan_text):
             message = f"depgraph: worker {node.gateway.id} built a different dependency graph"
         if message:
             self.log(message)
@@ -322,7 +335,7 @@ class DepGraphScheduling:
             message = report_collection_diff(
                 first.collection, worker.collection, first_node.gateway.id, node.gateway.id
             )
-            if not message and _comparable(worker.plan_text) != _comparable(first.plan_text):
+            if not message and not _same_plan(worker.plan_text, first.plan_text):
                 message = (
                     f"depgraph: workers {first_node.gateway.id} and {node.gateway.id} built "
                     "different dependency graphs (the markers must not depend on the process)"
@@ -365,7 +378,7 @@ class DepGraphScheduling:
             and plan.item_count == len(plan.nodeids)
         )
 
-    def _delegate(self) -> None:
+    def _hand_over(self) -> None:
         """Hand the run to xdist's own scheduler for this ``--dist`` mode."""
         from xdist.scheduler import (
             LoadFileScheduling,
@@ -385,8 +398,7 @@ class DepGraphScheduling:
             delegate.add_node(node)
             if worker.collection is not None:
                 delegate.add_node_collection(node, worker.collection)
-        self.delegate = delegate
-        self._first_sent = time.perf_counter()
+        self.handed_over = delegate
         delegate.schedule()
 
     def _abort(self) -> None:
@@ -394,15 +406,15 @@ class DepGraphScheduling:
         for node in self.workers:
             node.shutdown()
 
-    def _stop_surplus_workers(self, plan: Plan, walker: Walker) -> None:
+    def _stop_surplus_workers(self, plan: Plan, dispatcher: Dispatcher) -> None:
         """Shut down the workers that could never get a test: more than the limit, or more
         than the graph lets run at once (a chain keeps one busy).
 
         xdist starts every worker before any collection, so they cannot be left unstarted;
         they go before the first test is sent.
         """
-        never = {*plan.broken, *plan.external, *(skip.node for skip in walker.initial.skipped)}
-        width = chain_cover(plan.graph, range(len(plan.nodeids)), never)
+        never = {*plan.broken, *plan.external, *(s.node for s in dispatcher.initial.skipped)}
+        width = dispatch.width(plan.graph, never)
         self.useful = max(1, min(self.limit, width))
         usable = [
             node for node, worker in self.workers.items()
@@ -423,71 +435,31 @@ class DepGraphScheduling:
                 f"stopped {len(surplus)} of {len(usable)} workers"
             )
 
-    def _priorities(self, plan: Plan) -> list[float]:
-        known = plan.durations
-        default = sum(known.values()) / len(known) if known else 1.0
-        weights = [known.get(n, default) for n in range(plan.item_count)]
-        weights += [0.0] * (len(plan.nodeids) - plan.item_count)
-        return critical_path(plan.graph, weights)
-
     def _stopping(self) -> bool:
-        dsession = self.config.pluginmanager.get_plugin("dsession")
-        return bool(getattr(dsession, "shouldstop", False)) or bool(
-            getattr(dsession, "shuttingdown", False)
+        dsession = self.dsession
+        return dsession is not None and bool(
+            getattr(dsession, "shouldstop", False) or getattr(dsession, "shuttingdown", False)
         )
 
     def _dispatch(self, first: Any = None) -> None:
-        """Give every idle worker (``first`` first) the best ready test for it, up to the bound."""
-        walker, plan = self.walker, self.plan
-        if walker is None or plan is None or self._stopping():
+        """Send the tests the dispatcher hands out (``first`` worker first)."""
+        dispatcher, plan = self.dispatcher, self.plan
+        if dispatcher is None or plan is None or self._stopping():
             return
-        order = list(self.workers.items())
-        if first in self.workers:
-            order.sort(key=lambda pair: pair[0] is not first)
-        for node, worker in order:
-            if worker.running is not None or not worker.usable or worker.collection is None:
-                continue
-            if node.shutting_down:
-                continue
-            index = walker.next(prefer_group=worker.last_group, worker=node)
-            if index is None:
-                if self.limit is not None and walker.in_flight >= self.limit:
-                    return
-                continue  # what is ready is pinned to other workers
-            self._send(node, worker, index)
-
-    def _send(self, node: Any, worker: _Worker, index: int) -> None:
-        assert self.plan is not None
-        worker.running = index
-        worker.last_group = self.plan.group[index] if index < len(self.plan.group) else None
+        for known in self.workers:
+            if known.shutting_down:
+                dispatcher.retire(known)
+        given = dispatcher.assign(first)
+        if not given:
+            return
         if self._first_sent is None:
             self._first_sent = time.perf_counter()
-        self.session.relay.before_test(node, self.plan, index)  # the values it may read first
-        node.send_runtest_some([index])
-
-    def _finish(self, index: int, satisfied: bool) -> list[int]:
-        """Tell the walker; report the skips; return the tests that became ready."""
-        assert self.walker is not None
-        step = self.walker.finish(index, satisfied)
-        if not self._stopping():
-            self._report_skips(step.skipped)
-        return step.ready
-
-    def _continue_chain(self, node: Any, worker: _Worker, ready: list[int]) -> None:
-        walker, plan = self.walker, self.plan
-        if walker is None or plan is None or self._stopping() or not worker.usable:
-            return
-        if node.shutting_down or worker.last_group is None:
-            return
-        if walker.bound_groups(node):
-            return  # its pinned group (or --dist unit) comes first: walker.next sees to it
-        for index in ready:  # best first
-            if plan.group[index] == worker.last_group and walker.may_start(index, node):
-                if self.limit is not None and walker.in_flight >= self.limit:
-                    return
-                walker.start(index, node)
-                self._send(node, worker, index)
-                return
+        before_test = self._relay.before_test
+        for worker, indices in given:
+            node: Any = worker
+            for index in indices:
+                before_test(node, plan, index)  # the values it may read first
+            node.send_runtest_some(indices)
 
     def _warn(self, messages: list[str]) -> None:
         """Show the plan's warnings once, on the controller (workers would repeat them)."""
@@ -531,6 +503,12 @@ class DepGraphScheduling:
         ):
             hook.pytest_runtest_logreport(report=report)
         hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+
+
+def _same_plan(text: str | None, other: str | None) -> bool:
+    """Whether two workers' plans agree. Equal texts say so without parsing; otherwise they
+    may differ only in the previous-run durations (each worker read its own cache)."""
+    return text == other or _comparable(text) == _comparable(other)
 
 
 def _comparable(plan_text: str | None) -> object:

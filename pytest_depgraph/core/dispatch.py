@@ -1,0 +1,507 @@
+"""Which test next, and where: the one place of every scheduling rule of a parallel walk.
+
+Beside the walk state (:class:`~pytest_depgraph.core.walker.Walker`: what is ready, what
+skips), a :class:`Dispatcher` decides which ready test goes to which worker:
+
+* **priority**: the longest remaining path to the end of the graph first, each test weighted
+  by its expected duration (:func:`priorities`); ties in node order;
+* **affinity**: a worker that finished a test takes a test that this test just made ready
+  in the same group (class or module) before anything else -- it continues the chain it runs,
+  so pytest keeps the class and module fixtures set up; otherwise a test of the group it ran
+  last, when that costs no priority;
+* **pinned groups**: once a test of a pinned group started on a worker, the group's other
+  tests go only to that worker, first, until the whole group finished (or skipped) or the
+  worker left (:meth:`Dispatcher.release`);
+* **the bound**: at most ``limit`` tests *running* at once. A worker runs one test at a time;
+  what it holds beyond that is queued behind it and is not running;
+* **queueing**: a worker may hold more than the test it runs (up to ``hold``), so that it
+  never waits for the controller between two tests -- see :meth:`Dispatcher.assign` for when
+  a test is queued behind another. Only a ready test (every dependency finished) is ever
+  handed out, so a queued test never needs recalling.
+
+Pure: no pytest; workers are any hashable values.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+
+from pytest_depgraph.core.graph import Graph, chain_cover, critical_path
+from pytest_depgraph.core.walker import Skip, Step, Walker
+
+__all__ = ["Dispatcher", "Skip", "Step", "priorities", "weights", "width"]
+
+#: most tests a worker holds at once (the one it runs and those queued behind it)
+MAX_HOLD = 16
+#: a worker is topped up only once it holds at most this many (one message for several tests;
+#: one still queued behind the running one while the message travels)
+REFILL_AT = 2
+#: more than one test is queued behind a running one only while the tests a worker holds are
+#: expected to take less than this together (seconds): then a round trip per test would cost
+#: a noticeable share of the run, and committing the tests early costs little
+QUEUE_SECONDS = 0.02
+
+_NOBODY = object()
+
+
+def weights(durations: Mapping[int, float], item_count: int, size: int) -> list[float]:
+    """Expected seconds per node: the previous run's, else their mean (1 without any); 0 for
+    the nodes beyond the items (unselected: they never run)."""
+    default = sum(durations.values()) / len(durations) if durations else 1.0
+    found = [durations.get(n, default) for n in range(item_count)]
+    return found + [0.0] * (size - item_count)
+
+
+def priorities(graph: Graph, weight: Sequence[float]) -> list[float]:
+    """Per node, the expected seconds from its start to the end of the longest chain it
+    heads (itself included). O(V + E)."""
+    return critical_path(graph, weight)
+
+
+def width(graph: Graph, never: Iterable[int]) -> int:
+    """How many tests of ``graph`` can ever run at once (a chain keeps one worker busy), but
+    for the nodes that ``never`` run. O(V + E)."""
+    return chain_cover(graph, range(graph.size), set(never))
+
+
+class Dispatcher:
+    """Hands out ready nodes to workers by priority, affinity, pinned groups and the bound."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        *,
+        priority: Sequence[float] | None = None,
+        weight: Sequence[float] | None = None,
+        group: Sequence[int] | None = None,
+        limit: int | None = None,
+        unsatisfied: Iterable[int] = (),
+        pinned: Sequence[Sequence[int]] = (),
+        hold: int = 1,
+        durations: Mapping[int, float] | None = None,
+    ) -> None:
+        """Prepare the walk of an acyclic ``graph``. O(V + E).
+
+        ``priority``: higher runs first (default all 0; ties by node id); ``weight``: each
+        node's expected seconds (what :func:`priorities` summed), for the queueing rule.
+        ``group``: an int per node (e.g. its module) for affinity. ``limit``: most nodes
+        running at once (None: no bound). ``unsatisfied``: nodes that will not run and count
+        as failed. ``pinned``: disjoint groups of nodes bound to the worker that starts the
+        first of them. ``hold``: most nodes one worker holds (1: nothing is queued).
+        ``durations``: the previous run's seconds of the nodes that have one.
+        """
+        size = graph.size
+        if priority is not None and len(priority) != size:
+            raise ValueError(f"{len(priority)} priorities for {size} nodes")
+        if weight is not None and len(weight) != size:
+            raise ValueError(f"{len(weight)} weights for {size} nodes")
+        if group is not None and len(group) != size:
+            raise ValueError(f"{len(group)} groups for {size} nodes")
+        if limit is not None and limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        if hold < 1:
+            raise ValueError(f"hold must be at least 1, not {hold}")
+        self.walk = Walker(graph, unsatisfied=unsatisfied)
+        self._size = size
+        self._limit = limit
+        self._hold = hold
+        self._key = [-p for p in priority] if priority is not None else [0.0] * size
+        # the most urgent priority a node can make ready once it finished
+        if priority is None:
+            self._after = [0.0] * size
+        elif weight is None:
+            self._after = list(priority)
+        else:
+            self._after = [p - w for p, w in zip(priority, weight)]
+        self._group = group
+        self._known = durations or {}
+        self._heap: list[tuple[float, int]] = []
+        self._group_heaps: dict[int, list[tuple[float, int]]] = {}
+        # pinned groups: node -> group, nodes not finished per group, group -> worker bound to
+        # it, and per worker the ready nodes only it may start
+        self._pin: dict[int, int] = {}
+        self._pin_left: list[int] = []
+        self._bound: dict[int, Hashable] = {}
+        self._reserved: dict[Hashable, list[tuple[float, int]]] = {}
+        for g, members in enumerate(pinned):
+            for v in members:
+                if not 0 <= v < size or v in self._pin:
+                    raise ValueError(f"pinned node {v} outside the graph or in two groups")
+                self._pin[v] = g
+            self._pin_left.append(len(members))
+        # workers: what each holds (the first runs, the rest wait behind it), in the order
+        # they were added; who holds a node; the group each ran last; the tests its last test
+        # made ready (the chain it may continue)
+        self._workers: dict[Hashable, deque[int]] = {}
+        self._retired: set[Hashable] = set()
+        self._owner: dict[int, Hashable] = {}
+        self._busy = 0  # workers (or anonymous starts) holding a node: the running ones
+        self._last_group: dict[Hashable, int] = {}
+        self._chain: dict[Hashable, list[int]] = {}
+        # this run's seconds per test, for the expected duration of tests without one
+        self._seen_total = 0.0
+        self._seen = 0
+
+        initial = self.walk.initial
+        for v in self.walk.unsatisfied:
+            self._unpin(v)
+        for skip in initial.skipped:
+            self._unpin(skip.node)
+        for v in initial.ready:
+            self._place(v)
+        self.initial = Step(sorted(initial.ready, key=self._order_key), initial.skipped)
+
+    # -- the walk ------------------------------------------------------------------------------
+
+    @property
+    def skipped(self) -> Mapping[int, int]:
+        """Every skip so far: node -> root cause."""
+        return self.walk.skipped
+
+    @property
+    def in_flight(self) -> int:
+        """Nodes handed out and not finished (running or queued)."""
+        return self.walk.in_flight
+
+    @property
+    def running(self) -> int:
+        """Nodes running: one per worker that holds any (what the bound counts)."""
+        return self._busy
+
+    @property
+    def ready_count(self) -> int:
+        """Nodes ready and not handed out."""
+        return self.walk.ready_count
+
+    @property
+    def done(self) -> bool:
+        """Every node finished, skipped, or unsatisfied from the start."""
+        return self.walk.done
+
+    @property
+    def finished(self) -> bool:
+        """Nothing held by any worker, and nothing left that a worker could start.
+
+        Ready nodes with no worker holding anything: a worker is still to come (a replacement
+        of one that died), so the walk is not over.
+        """
+        if self._busy:
+            return False
+        return self.walk.done or self.walk.ready_count == 0
+
+    def is_ready(self, node: int) -> bool:
+        """Whether ``node`` may start now (bound aside)."""
+        return self.walk.is_ready(node)
+
+    def root_cause(self, node: int) -> int | None:
+        """The root cause of a skipped node; None for a node that is not skipped."""
+        return self.walk.root_cause(node)
+
+    def may_start(self, node: int, worker: Hashable = None) -> bool:
+        """Whether ``worker`` may start ``node`` now (bound aside): it is ready, and its pinned
+        group, if any, is free or bound to ``worker``."""
+        return self.walk.is_ready(node) and self._free_for(node, worker)
+
+    def bound_groups(self, worker: Hashable) -> list[int]:
+        """The pinned groups bound to ``worker`` now (indexes into ``pinned``)."""
+        return [g for g, w in self._bound.items() if w == worker]
+
+    # -- workers -------------------------------------------------------------------------------
+
+    def add_worker(self, worker: Hashable) -> None:
+        """A worker that may be given tests (after the ones added before it)."""
+        self._workers.setdefault(worker, deque())
+
+    def retire(self, worker: Hashable) -> None:
+        """``worker`` gets no more tests (it shuts down); it finishes what it holds."""
+        self._retired.add(worker)
+
+    def held(self, worker: Hashable) -> Sequence[int]:
+        """What ``worker`` holds, the one it runs first."""
+        return tuple(self._workers.get(worker, ()))
+
+    def remove_worker(self, worker: Hashable) -> int | None:
+        """``worker`` left (finished or died): release its pinned groups, put the tests queued
+        behind its running one back among the ready ones, and return the running one (None
+        when it held nothing). The caller finishes that one (:meth:`finish`)."""
+        self.release(worker)
+        self._retired.discard(worker)
+        self._last_group.pop(worker, None)
+        self._chain.pop(worker, None)
+        held = self._workers.pop(worker, None)
+        if not held:
+            return None
+        self._busy -= 1
+        running = held.popleft()
+        for node in held:  # never began: another worker takes them
+            del self._owner[node]
+            self.walk.unstart(node)
+            self._place(node)
+        return running
+
+    def complete(self, worker: Hashable, node: int, satisfied: bool, seconds: float = 0.0) -> Step:
+        """``worker`` finished ``node`` in ``seconds``: say what became ready and what skips.
+        The tests ``node`` made ready in ``worker``'s group are the chain it continues at the
+        next :meth:`assign`."""
+        self._seen_total += seconds
+        self._seen += 1
+        step = self.finish(node, satisfied)
+        last = self._last_group.get(worker)
+        if last is not None and self._group is not None:
+            group = self._group
+            self._chain[worker] = [v for v in step.ready if group[v] == last]
+        return step
+
+    def assign(self, first: Hashable = None) -> list[tuple[Hashable, list[int]]]:
+        """Hand out ready tests to the workers (``first`` first); return, per worker given
+        any, the tests it was given, in the order it runs them. They count as started.
+
+        Every worker that holds nothing gets the best test for it (the chain it runs, its
+        pinned group, then priority and affinity), as long as fewer than ``limit`` run. Then,
+        while more tests are ready than there are workers, a worker may queue more behind the
+        test it runs, best first, up to ``hold`` tests; a test is queued only when
+
+        * it is at least as urgent as anything the tests the worker holds can make ready, so
+          a test on the critical path never waits behind it;
+        * for a third test and more: the tests the worker holds are expected to take less than
+          :data:`QUEUE_SECONDS` together (the previous run's durations, else this run's mean);
+        * the worker holds at most :data:`REFILL_AT` tests: it is topped up in one go.
+        """
+        order = [w for w in self._workers if w not in self._retired]
+        if first in self._workers and first not in self._retired:
+            order.remove(first)
+            order.insert(0, first)
+        given: dict[Hashable, list[int]] = {}
+        for worker in order:
+            if self._workers[worker]:
+                continue
+            node = self._continue_chain(worker)
+            if node is None:
+                node = self.next(self._last_group.get(worker), worker)
+            if node is None:
+                if self._limit is not None and self._busy >= self._limit:
+                    break
+                continue  # what is ready is pinned to other workers
+            given[worker] = [node]
+        if self._hold > 1:
+            self._queue(order, given)
+        self._chain.clear()
+        return list(given.items())
+
+    def _queue(self, order: list[Hashable], given: dict[Hashable, list[int]]) -> None:
+        """Queue tests behind the running ones, one per worker per round (priority spreads)."""
+        workers = self._workers
+        candidates = [w for w in order if 0 < len(workers[w]) <= REFILL_AT]
+        while candidates and self.walk.ready_count:
+            still = []
+            for worker in candidates:
+                node = self._queueable(worker, len(order))
+                if node is None:
+                    continue
+                given.setdefault(worker, []).append(node)
+                if len(workers[worker]) < self._hold:
+                    still.append(worker)
+            candidates = still
+
+    def _queueable(self, worker: Hashable, workers: int) -> int | None:
+        """The best test to queue behind what ``worker`` holds, started; None if none may."""
+        held = self._workers[worker]
+        if len(held) >= self._hold or not self.walk.ready_count:
+            return None
+        expected = 0.0
+        for v in held:
+            seconds = self._expected(v)
+            if seconds is None:
+                expected = QUEUE_SECONDS
+                break
+            expected += seconds
+        short = expected < QUEUE_SECONDS
+        # beyond one queued test only short ones; one queued behind a long test only while
+        # there is more ready than the workers take (else an idle worker may want it soon)
+        if not short and (len(held) >= 2 or self.walk.ready_count < workers):
+            return None
+        bar = max(self._after[v] for v in held)
+        node = None
+        for candidate in self._chain.get(worker, ()):
+            if self.may_start(candidate, worker):
+                node = candidate
+                break
+        if node is None:
+            node = self._peek(self._last_group.get(worker), worker)
+        if node is None or -self._key[node] < bar:
+            return None
+        self._take(node, worker)
+        return node
+
+    def _expected(self, node: int) -> float | None:
+        """The expected seconds of ``node``: the previous run's, else this run's mean so far;
+        None before anything is known."""
+        known = self._known.get(node)
+        if known is not None:
+            return known
+        return self._seen_total / self._seen if self._seen else None
+
+    def _continue_chain(self, worker: Hashable) -> int | None:
+        """A test the worker's last test made ready in its group, if it may take one now."""
+        chain = self._chain.get(worker)
+        if not chain or self.bound_groups(worker):
+            return None  # its pinned group (or --dist unit) comes first
+        if self._limit is not None and self._busy >= self._limit:
+            return None
+        for node in chain:  # best first
+            if self.may_start(node, worker):
+                self._take(node, worker)
+                return node
+        return None
+
+    # -- one node at a time ----------------------------------------------------------------
+
+    def next(self, prefer_group: int | None = None, worker: Hashable = None) -> int | None:
+        """Start and return the best ready node for ``worker`` (as the next it runs); None
+        when none is ready for it or the bound is hit.
+
+        A ready node of a pinned group bound to ``worker`` comes first (it keeps that group's
+        fixtures alive); nodes of groups bound to other workers are never returned. Otherwise
+        best is highest priority, then lowest id; a node of ``prefer_group`` with the best
+        priority wins over the rest. O(log n) amortised.
+        """
+        if self._limit is not None and self._busy >= self._limit and not self._holds(worker):
+            return None
+        node = self._peek(prefer_group, worker)
+        if node is not None:
+            self._take(node, worker)
+        return node
+
+    def start(self, node: int, worker: Hashable = None) -> None:
+        """Start a given ready node on ``worker``. ValueError if it is not ready, its pinned
+        group is bound to another worker, or the bound is hit. O(1); its heap entries go
+        stale."""
+        if not 0 <= node < self._size or not self.walk.is_ready(node):
+            raise ValueError(f"node {node} is not ready")
+        if not self._free_for(node, worker):
+            raise ValueError(f"node {node} is pinned to another worker")
+        if self._limit is not None and self._busy >= self._limit and not self._holds(worker):
+            raise ValueError(f"{self._busy} nodes running already (limit {self._limit})")
+        self._take(node, worker)
+
+    def finish(self, node: int, satisfied: bool) -> Step:
+        """Record the outcome of a started node; say what became ready (best first) and what
+        skips. O(k log n) for the k nodes resolved by this event."""
+        step = self.walk.finish(node, satisfied)
+        worker = self._owner.pop(node, _NOBODY)
+        held = self._workers.get(worker) if worker is not _NOBODY else None
+        if held is not None:
+            if held and held[0] == node:
+                held.popleft()
+            elif node in held:
+                held.remove(node)
+            if not held:
+                self._busy -= 1
+        elif worker is None:
+            self._busy -= 1  # an anonymous start: it ran alone
+        self._unpin(node)
+        for skip in step.skipped:
+            self._unpin(skip.node)
+        for v in step.ready:
+            self._place(v)
+        step.ready.sort(key=self._order_key)
+        return step
+
+    def release(self, worker: Hashable) -> None:
+        """Unbind every pinned group bound to ``worker`` (it died or left): their remaining
+        nodes may go to any worker, the first one started binding the group again."""
+        for group in self.bound_groups(worker):
+            del self._bound[group]
+        for entry in self._reserved.pop(worker, ()):
+            if self.walk.is_ready(entry[1]):
+                self._push(entry)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _holds(self, worker: Hashable) -> bool:
+        held = self._workers.get(worker) if worker is not None else None
+        return bool(held)
+
+    def _peek(self, prefer_group: int | None, worker: Hashable) -> int | None:
+        """The best ready node ``worker`` may start, without starting it."""
+        is_ready = self.walk.is_ready
+        reserved = self._reserved.get(worker)
+        if reserved:
+            while reserved and not is_ready(reserved[0][1]):
+                heapq.heappop(reserved)
+            if reserved:
+                return reserved[0][1]
+        heap = self._heap
+        while heap:
+            node = heap[0][1]
+            if not is_ready(node):
+                heapq.heappop(heap)
+            elif not self._free_for(node, worker):
+                # bound to another worker since it was queued: it waits for that one
+                self._reserve(heapq.heappop(heap))
+            else:
+                break
+        if not heap:
+            return None
+        if prefer_group is not None:
+            mine = self._group_heaps.get(prefer_group)
+            if mine:
+                while mine and not is_ready(mine[0][1]):
+                    heapq.heappop(mine)
+                if mine and mine[0][0] == heap[0][0] and self._free_for(mine[0][1], worker):
+                    return mine[0][1]
+        return heap[0][1]
+
+    def _take(self, node: int, worker: Hashable) -> None:
+        """Start ``node`` as the last one ``worker`` holds."""
+        self.walk.start(node)
+        self._owner[node] = worker
+        if worker is None:
+            self._busy += 1
+        else:
+            held = self._workers.setdefault(worker, deque())
+            if not held:
+                self._busy += 1
+            held.append(node)
+            if self._group is not None:
+                self._last_group[worker] = self._group[node]
+        group = self._pin.get(node)
+        if group is not None:
+            self._bound[group] = worker
+
+    def _order_key(self, node: int) -> tuple[float, int]:
+        return (self._key[node], node)
+
+    def _free_for(self, node: int, worker: Hashable) -> bool:
+        group = self._pin.get(node)
+        return group is None or self._bound.get(group, worker) == worker
+
+    def _unpin(self, node: int) -> None:
+        """A node of a pinned group finished or skipped: the last one frees the group."""
+        group = self._pin.get(node)
+        if group is not None:
+            self._pin_left[group] -= 1
+            if not self._pin_left[group]:
+                self._bound.pop(group, None)
+
+    def _place(self, node: int) -> None:
+        """A node became ready: into the heaps, or reserved for the worker its group is
+        bound to."""
+        entry = (self._key[node], node)
+        group = self._pin.get(node)
+        if group is not None and group in self._bound:
+            self._reserve(entry)
+        else:
+            self._push(entry)
+
+    def _reserve(self, entry: tuple[float, int]) -> None:
+        """Queue a ready node of a bound pinned group for the worker its group is bound to."""
+        worker = self._bound[self._pin[entry[1]]]
+        heapq.heappush(self._reserved.setdefault(worker, []), entry)
+
+    def _push(self, entry: tuple[float, int]) -> None:
+        heapq.heappush(self._heap, entry)
+        if self._group is not None:
+            heapq.heappush(self._group_heaps.setdefault(self._group[entry[1]], []), entry)
