@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run every benchmark of bench/ one after another and print their Markdown tables.
 #
-#   bench/run_all.sh            # full runs (about 25 minutes on 2 cores)
-#   bench/run_all.sh --quick    # smaller, one-repeat variants (about 3 minutes)
+#   bench/run_all.sh            # full runs (about 35 minutes on 2 cores)
+#   bench/run_all.sh --quick    # smaller, one-repeat variants (about 4 minutes)
+#   bench/run_all.sh --targets [OPTIONS]   # issue 14's targets table: bench/targets.py
 #
 # Uses $PYTHON (default: python3 on PATH), which needs pytest, pytest-xdist and this package
 # installed (e.g. `pip install -e '.[test]'`); peers_bench.py makes its own venvs under
@@ -11,10 +12,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 quick=0
+if [ "${1:-}" = "--targets" ]; then
+    shift
+    exec "$PYTHON" bench/targets.py "$@"
+fi
 for arg in "$@"; do
     case "$arg" in
         --quick) quick=1 ;;
-        *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--quick] | --targets [bench/targets.py options]" >&2; exit 2 ;;
     esac
 done
 
@@ -34,7 +39,7 @@ echo
 
 echo "## Collection overhead and full runs vs peers (bench/peers_bench.py)"
 echo
-# quick: the six 1k suites, one run each; full: also rand10k and chain10k (see bench/README.md)
+# quick: the 1k suites, one run each; full: also the 10k suites (see bench/README.md)
 if [ "$quick" = 1 ]; then "$PYTHON" bench/peers_bench.py --quick; else "$PYTHON" bench/peers_bench.py; fi
 echo
 

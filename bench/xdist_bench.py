@@ -12,16 +12,21 @@
     and its walk may beat the bound since the bound assumes the dependencies are kept;
 (b) 2,000 no-op tests without edges on -n 4: process wall time of this plugin (handed to xdist's
     LoadScheduling), of the walker forced by ``--depgraph-parallelism 4``, and of
-    ``-p no:depgraph --dist load``; median of 3;
+    ``-p no:depgraph --dist load``; and a 2,000-test random DAG of no-op tests (each test on 3
+    random earlier ones, shuffled over 40 modules) on -n 4 against the same suite without its
+    markers on ``-p no:depgraph --dist load``. Median of ``--repeat`` (5) interleaved runs:
+    wall time, CPU of every process (``/usr/bin/time``: the controller and its workers) and the
+    controller's own CPU (``time.process_time()`` at its ``pytest_unconfigure``);
 (c) ``--stress``: the DAG suite 20 times on -n 4, counting ordering violations.
 
-Run: ``python bench/xdist_bench.py [--quick] [--stress]`` (prints Markdown tables).
+Run: ``python bench/xdist_bench.py [--quick] [--stress] [--repeat N]`` (prints Markdown tables).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import shutil
@@ -54,6 +59,70 @@ def pytest_runtest_call(item):
         with open(LOG, "a") as f:
             f.write(f"{item.nodeid}|{start}|{time.time()}\\n")
 '''
+
+
+# Written by the controller only (xdist workers have ``workerinput``): its CPU for the run.
+CONTROLLER_CPU = '''
+import os, time
+
+
+def pytest_unconfigure(config):
+    out = os.environ.get("BENCH_CONTROLLER_CPU")
+    if out and not hasattr(config, "workerinput"):
+        with open(out, "w") as f:
+            f.write(str(time.process_time()))
+'''
+TIME_BIN = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
+@dataclass
+class Sample:
+    """One pytest process: what it cost, and whether it went well."""
+
+    wall: float
+    cpu: float  # user + system of the process and its workers (nan without /usr/bin/time)
+    controller_cpu: float  # the controller's own CPU (nan without the conftest above)
+    rc: int
+    output: str
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+
+def timed_run(root: Path, *args: str, env: dict[str, str] | None = None,
+              timeout: float = 600) -> Sample:
+    """One pytest run in root; a failure or a timeout is a Sample with rc != 0, not an error."""
+    fd, cpu_file = tempfile.mkstemp(prefix="ctl-cpu-")
+    os.close(fd)
+    fd, time_file = tempfile.mkstemp(prefix="time-")
+    os.close(fd)
+    full_env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                "BENCH_CONTROLLER_CPU": cpu_file, **(env or {})}
+    full_env.pop("PYTEST_ADDOPTS", None)
+    cmd = [PYTHON, "-m", "pytest", "-q", "-p", "xdist", *args]
+    if TIME_BIN:
+        cmd = [TIME_BIN, "-f", "%U %S", "-o", time_file, *cmd]
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, cwd=root, env=full_env, capture_output=True, text=True,
+                              timeout=timeout)
+        rc, output = proc.returncode, proc.stdout[-3000:] + proc.stderr[-2000:]
+    except subprocess.TimeoutExpired:
+        rc, output = -1, f"timed out after {timeout:.0f} s"
+    wall = time.perf_counter() - start
+    try:
+        fields = Path(time_file).read_text().strip().splitlines()[-1].split()
+        cpu = float(fields[0]) + float(fields[1])
+    except (ValueError, IndexError):
+        cpu = float("nan")
+    try:
+        controller = float(Path(cpu_file).read_text())
+    except ValueError:
+        controller = float("nan")
+    os.unlink(cpu_file)
+    os.unlink(time_file)
+    return Sample(wall, cpu, controller, rc, output)
 
 
 PER_MODULE = 10
@@ -216,25 +285,128 @@ def print_dag_tables(shapes: list[Shape], modes: list[str]) -> None:
                   f"{r['violations']:.0f} |", flush=True)
 
 
-def bench_flat(count: int, repeats: int) -> dict[str, float]:
+FLAT_MODES = {
+    "--dist load (no plugin)": ("-p", "no:depgraph", "-n", "4", "--dist", "load"),
+    "depgraph, no edges": ("-p", "depgraph", "-n", "4"),
+    "depgraph walker forced": ("-p", "depgraph", "-n", "4", "--depgraph-parallelism", "4"),
+}
+DAG_MODES = {
+    "--dist load, no markers (no plugin)": ("-p", "no:depgraph", "-n", "4", "--dist", "load"),
+    "depgraph, random DAG": ("-p", "depgraph", "-n", "4"),
+}
+
+
+def write_flat_suite(root: Path, count: int) -> None:
+    (root / "conftest.py").write_text(CONTROLLER_CPU)
+    (root / "test_flat.py").write_text(
+        "import pytest\n\n"
+        f"@pytest.mark.parametrize('n', range({count}))\ndef test_noop(n):\n    pass\n"
+    )
+
+
+def write_random_dag(root: Path, count: int, markers: bool, seed: int = 2) -> int:
+    """No-op tests, each on min(i, 3) random earlier ones, shuffled over count / 50 modules
+    (about half of the edges point forward); without ``markers`` the same tests bare."""
+    rng = random.Random(seed)
+    deps = [rng.sample(range(i), min(i, 3)) for i in range(count)]
+    order = shuffled(count, rng)
+    per_module = 50
+    module = {i: pos // per_module for pos, i in enumerate(order)}
+    (root / "conftest.py").write_text(CONTROLLER_CPU)
+    for start in range(0, count, per_module):
+        lines = ["import pytest", ""]
+        for i in order[start:start + per_module]:
+            if markers and deps[i]:
+                targets = ", ".join(f"'test_d{module[d]}.py::test_{d}'" for d in deps[i])
+                lines.append(f"@pytest.mark.depends_on({targets})")
+            lines += [f"def test_{i}():", "    pass", ""]
+        (root / f"test_d{start // per_module}.py").write_text("\n".join(lines))
+    return sum(map(len, deps))
+
+
+def interleaved(roots: dict[str, tuple[Path, tuple[str, ...]]], repeats: int,
+                timeout: float = 600) -> dict[str, list[Sample]]:
+    """Each mode ``repeats`` times, interleaved (the machine's load drifts); a warm-up first."""
+    for root, args in {r: a for r, a in roots.values()}.items():
+        timed_run(root, *args, "-p", "no:cacheprovider", timeout=timeout)  # byte code
+    samples: dict[str, list[Sample]] = {mode: [] for mode in roots}
+    for rep in range(repeats):
+        for mode, (root, args) in roots.items():
+            samples[mode].append(timed_run(root, *args, "-p", "no:cacheprovider",
+                                           timeout=timeout))
+            print(f"# xdist {mode} rep {rep + 1}: {samples[mode][-1].wall:.2f} s",
+                  file=sys.stderr, flush=True)
+    return samples
+
+
+def bench_flat(count: int, repeats: int) -> dict[str, list[Sample]]:
+    """2,000 no-op tests without edges on -n 4: the plugin, its walker forced, --dist load."""
     root = Path(tempfile.mkdtemp(prefix="flatbench"))
     try:
-        (root / "test_flat.py").write_text(
-            "import pytest\n\n"
-            f"@pytest.mark.parametrize('n', range({count}))\ndef test_noop(n):\n    pass\n"
-        )
-        modes = {
-            "--dist load (no plugin)": ("-p", "no:depgraph", "-n", "4", "--dist", "load"),
-            "depgraph, no edges": ("-p", "depgraph", "-n", "4"),
-            "depgraph walker forced": ("-p", "depgraph", "-n", "4", "--depgraph-parallelism", "4"),
-        }
-        samples: dict[str, list[float]] = {mode: [] for mode in modes}
-        for _ in range(repeats):
-            for mode, args in modes.items():  # interleaved: the machine's load drifts
-                samples[mode].append(pytest_run(root, *args, "-p", "no:cacheprovider"))
-        return {mode: statistics.median(values) for mode, values in samples.items()}
+        write_flat_suite(root, count)
+        return interleaved({mode: (root, args) for mode, args in FLAT_MODES.items()}, repeats)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def bench_random_dag(count: int, repeats: int) -> tuple[int, dict[str, list[Sample]]]:
+    """A random DAG of no-op tests on -n 4 against the same tests without markers."""
+    base = Path(tempfile.mkdtemp(prefix="dag2kbench"))
+    try:
+        (base / "bare").mkdir()
+        (base / "dag").mkdir()
+        write_random_dag(base / "bare", count, markers=False)
+        edges = write_random_dag(base / "dag", count, markers=True)
+        roots = {mode: (base / ("dag" if "depgraph" in mode else "bare"), args)
+                 for mode, args in DAG_MODES.items()}
+        return edges, interleaved(roots, repeats)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def med(values: list[float]) -> float:
+    values = [v for v in values if not math.isnan(v)]
+    return statistics.median(values) if values else float("nan")
+
+
+def print_samples(samples: dict[str, list[Sample]], count: int, reference: str) -> None:
+    """wall / CPU / controller CPU medians and ratios against the reference mode."""
+    print("| mode | wall (s) | ratio | CPU, all processes (s) | ratio | controller CPU (s) "
+          "| per test (µs) | runs ok |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    ref = [r for r in samples[reference] if r.ok]
+    ref_wall, ref_cpu = med([r.wall for r in ref]), med([r.cpu for r in ref])
+    for mode, runs in samples.items():
+        good = [r for r in runs if r.ok]
+        if not good:
+            print(f"| {mode} | failed (exit {runs[-1].rc}) | | | | | | 0/{len(runs)} |")
+            continue
+        wall, cpu = med([r.wall for r in good]), med([r.cpu for r in good])
+        ctl = med([r.controller_cpu for r in good])
+        print(f"| {mode} | {wall:.2f} | {wall / ref_wall:.3f} | {cpu:.2f} | {cpu / ref_cpu:.3f} "
+              f"| {ctl:.2f} | {ctl / count * 1e6:.0f} | {len(good)}/{len(runs)} |")
+
+
+def sleeping_ratios(repeats: int) -> dict[str, list[float]]:
+    """walk / bound of each sleeping DAG on -n 4 with warm priorities, ``repeats`` runs (a
+    failed run counts as nan)."""
+    found: dict[str, list[float]] = {}
+    for shape in (chain_heavy_shape(), wide_shape(), mixed_shape()):
+        root = Path(tempfile.mkdtemp(prefix="dagbench"))
+        found[shape.name] = []
+        try:
+            write_dag_suite(root, shape)
+            timed_run(root, "-p", "depgraph", "-n", "4")  # fills the durations cache
+            for _ in range(repeats):
+                try:
+                    r = bench_dag(root, 4, "warm", shape)
+                    found[shape.name].append(r["walk"] / r["bound"])
+                except (SystemExit, OSError, ValueError) as error:
+                    print(f"# {shape.name}: {error}", file=sys.stderr)
+                    found[shape.name].append(float("nan"))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    return found
 
 
 def stress(runs: int) -> int:
@@ -254,6 +426,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true",
                         help="no cold rows, 500 no-ops, one run each")
     parser.add_argument("--stress", action="store_true", help="20 runs of a DAG on -n 4")
+    parser.add_argument("--repeat", type=int, default=5,
+                        help="runs per mode of the no-op suites (default 5)")
     options = parser.parse_args()
 
     # cold rows only in full runs: they show what the cache buys, not the scheduler's quality
@@ -263,13 +437,13 @@ def main() -> None:
     print_dag_tables([chain_heavy_shape(), wide_shape(), mixed_shape()], modes)
 
     count = 500 if options.quick else 2000
-    flat = bench_flat(count, repeats=1 if options.quick else 3)
-    base = flat["--dist load (no plugin)"]
-    print(f"\n{count} no-op tests, -n 4, median of {1 if options.quick else 3} (process wall):\n")
-    print("| mode | wall (s) | ratio to --dist load |")
-    print("|---|---|---|")
-    for mode, wall in flat.items():
-        print(f"| {mode} | {wall:.2f} | {wall / base:.3f} |")
+    repeats = 1 if options.quick else options.repeat
+    print(f"\n{count} no-op tests without edges, -n 4, median of {repeats}, interleaved:\n")
+    print_samples(bench_flat(count, repeats), count, "--dist load (no plugin)")
+    edges, dag = bench_random_dag(count, repeats)
+    print(f"\n{count} no-op tests in a random DAG ({edges:,} edges, 40 modules), -n 4, median "
+          f"of {repeats}, interleaved:\n")
+    print_samples(dag, count, "--dist load, no markers (no plugin)")
 
     if options.stress:
         print(f"\nstress: 20 runs of a 40-test DAG on -n 4: {stress(20)} ordering violations")
