@@ -401,7 +401,7 @@ def sleeping_ratios(repeats: int) -> dict[str, list[float]]:
                 try:
                     r = bench_dag(root, 4, "warm", shape)
                     found[shape.name].append(r["walk"] / r["bound"])
-                except (SystemExit, OSError, ValueError) as error:
+                except (SystemExit, OSError, ValueError, subprocess.SubprocessError) as error:
                     print(f"# {shape.name}: {error}", file=sys.stderr)
                     found[shape.name].append(float("nan"))
         finally:
