@@ -7,8 +7,10 @@ a few hundred nodes in the shapes of :mod:`tests.graph_strategies`, run
 
 from __future__ import annotations
 
+import json
 import random
 import sys
+from array import array
 
 import networkx as nx
 import pytest
@@ -27,6 +29,7 @@ from pytest_depgraph.core.graph import (
     strongly_connected_components,
     transitive_reduction,
 )
+from pytest_depgraph.core.plan import Plan
 
 from .graph_strategies import PROPERTIES, Drawn, dags, reachable
 
@@ -484,3 +487,130 @@ def test_critical_path_on_large_graphs(drawn: Drawn, rng: random.Random) -> None
     for v in nx.topological_sort(g):
         expected[v] = weights[v] + max((expected[u] for u in g.predecessors(v)), default=0.0)
     assert remaining == expected
+
+
+# -- storage: flat edge arrays, derived graphs, the plan's JSON ----------------------------
+
+
+def _lists_from_edges(graph: Graph) -> tuple[list[list[int]], list[list[int]]]:
+    out: list[list[int]] = [[] for _ in range(graph.size)]
+    into: list[list[int]] = [[] for _ in range(graph.size)]
+    for e in graph.edges():
+        out[e.dependent].append(e.dependency)
+        into[e.dependency].append(e.dependent)
+    return out, into
+
+
+def _check_adjacency(graph: Graph) -> None:
+    out, into = _lists_from_edges(graph)
+    assert [graph.dependency_ids(v) for v in range(graph.size)] == out
+    assert [graph.dependent_ids(v) for v in range(graph.size)] == into
+    assert list(graph.triples()) == [(e.dependent, e.dependency, e.kind) for e in graph.edges()]
+    assert list(graph.origins()) == [e.origin for e in graph.edges()]
+    assert graph.edge_count == len(graph.edges())
+    for v in range(graph.size):
+        assert graph.dependencies(v) == [e for e in graph.edges() if e.dependent == v]
+        assert graph.dependents(v) == [e for e in graph.edges() if e.dependency == v]
+    for e in graph.edges():
+        assert graph.edge(e.dependent, e.dependency) == e
+        assert graph.kind(e.dependent, e.dependency) is e.kind
+    assert graph.requiring() == {e.dependent for e in graph.edges() if e.kind is R}
+
+
+@settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 5))
+@given(dags(max_size=60), st.randoms(use_true_random=False))
+def test_adjacency_equals_the_edge_list_in_every_derived_graph(
+    drawn: Drawn, rng: random.Random
+) -> None:
+    graph = drawn.graph
+    edges = graph.edges()
+    reduced = transitive_reduction(graph)
+    without = graph.subgraph_without(set(rng.sample(range(graph.size), graph.size // 4)))
+    perm = list(range(graph.size))
+    rng.shuffle(perm)
+    relabelled = reduced.relabel(perm)
+    dependents, dependencies, kinds = graph.columns()
+    table, origin_of = graph.origin_indexes()
+    rebuilt = Graph.from_arrays(
+        graph.size, array("i", dependents), array("i", dependencies), bytearray(kinds),
+        array("i", origin_of), table,
+    )
+    for derived in (graph, reduced, without, relabelled, rebuilt):
+        _check_adjacency(derived)
+        derived.compact()  # the look-up tables come back when needed
+        _check_adjacency(derived)
+    assert rebuilt.edges() == edges
+    assert relabelled.edges() == [
+        Edge(perm[e.dependent], perm[e.dependency], e.kind, e.origin) for e in reduced.edges()
+    ]
+    # derived graphs share the edge arrays until one of them adds an edge
+    assert reduced._dependent is graph._dependent and without._kinds is graph._kinds
+    if graph.size > 1:
+        without.add_edge(0, 1, A, M)
+        reduced.add_edge(1, 0, A, M)
+        assert graph.edges() == edges
+        _check_adjacency(without)
+        _check_adjacency(reduced)
+
+
+@settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 5))
+@given(dags(max_size=80))
+def test_removed_edge_mask_equals_networkx_transitive_reduction(drawn: Drawn) -> None:
+    dependents, dependencies, kinds = drawn.graph.columns()
+    table, origin_of = drawn.graph.origin_indexes()
+    plain = Graph.from_arrays(  # every edge REQUIRES: networkx's reduction applies
+        drawn.graph.size, array("i", dependents), array("i", dependencies),
+        bytearray(len(kinds)), array("i", origin_of), table,
+    )
+    reduced = transitive_reduction(plain)
+    keep = reduced._keep
+    kept = {
+        (dependents[e], dependencies[e])
+        for e in range(len(dependents)) if keep is None or keep[e]
+    }
+    assert kept == set(nx.transitive_reduction(to_nx(plain)).edges())
+
+
+def test_the_same_pair_twice_in_arrays_merges_as_add_edges_does() -> None:
+    first, second = Origin("order", "a:1"), Origin("marker", "b:2")
+    graph = Graph.from_arrays(
+        3, array("i", [1, 2, 1]), array("i", [0, 0, 0]), bytearray([1, 1, 0]),
+        array("i", [0, 0, 1]), [first, second],
+    )
+    assert graph.edges() == [Edge(1, 0, R, second), Edge(2, 0, A, first)]
+    with pytest.raises(ValueError, match="outside a graph of 3 nodes"):
+        Graph.from_arrays(3, array("i", [3]), array("i", [0]), bytearray(1), array("i", [0]),
+                          [first])
+
+
+def test_a_removed_edge_declared_again_comes_back_last() -> None:
+    graph = make(3, [(1, 0, R), (2, 0, R), (2, 1, R)])
+    without = graph.subgraph_without({0})
+    without.add_edge(1, 0, A, M)
+    assert [(e.dependent, e.dependency, e.kind) for e in without.edges()] == [
+        (2, 1, R), (1, 0, A)
+    ]
+    assert without.kind(2, 0) is None and graph.kind(2, 0) is R
+    _check_adjacency(without)
+    _check_adjacency(graph)
+
+
+@settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 5))
+@given(dags(max_size=60))
+def test_plan_json_round_trip_keeps_edges_kinds_and_origins(drawn: Drawn) -> None:
+    graph = drawn.graph
+    origins = [Origin("marker", "t.py:3"), Origin("fixture", fixture="db"),
+               Origin("output", "", "vpc"), Origin("order", "o.py:9")]
+    relabelled = Graph(graph.size)  # a few declarations, shared by many edges
+    relabelled.add_edges(
+        (u, d, k, origins[(u + d) % len(origins)]) for u, d, k in graph.triples()
+    )
+    reduced = transitive_reduction(relabelled)
+    plan = Plan(nodeids=[f"t.py::t{v}" for v in range(graph.size)], locations=[],
+                graph=reduced, group=[0] * graph.size, item_count=graph.size)
+    text = plan.to_json()
+    again = Plan.from_json(text)
+    assert again.graph.edges() == reduced.edges()
+    assert again.to_json() == text
+    data = json.loads(text)
+    assert len(data["origins"]) <= len(origins)  # once per declaration, not per edge

@@ -712,3 +712,77 @@ def test_large_walks_of_the_reduced_graph_skip_the_same_tests(
 @given(walks(pins=True))
 def test_large_pinned_walks_with_crashes(case: tuple[Drawn, WalkPlan]) -> None:
     walk_against_reference(*case)
+
+
+def _lockstep(full: Graph, reduced: Graph, plan: WalkPlan) -> list[tuple[int, int, int]]:
+    """Walk both graphs with the same workers making the same choices; every answer must be
+    the same but the root cause named for a skip. Returns (node, root in full, root in
+    reduced) of the skips whose named root causes differ."""
+    size = full.size
+    rng = random.Random(plan.seed)
+    failing = {v for v in range(size) if rng.random() < plan.fail}
+    # as in a plan: nodes unsatisfied from the start (external, broken) depend on nothing (a
+    # broken node loses its edges); one in the middle of a chain would skip its dependents
+    # at once in the reduced graph, before the dependencies it shortcuts have run
+    sinks = [v for v in range(size) if not full.dependency_ids(v)]
+    unsatisfied = set(rng.sample(sinks, min(len(sinks), plan.unsatisfied)))
+    priority = [float(rng.randrange(4)) for _ in range(size)]
+    group = [rng.randrange(4) for _ in range(size)]
+    walkers = [
+        Dispatcher(graph, priority=priority, group=group, limit=plan.limit,
+                   unsatisfied=unsatisfied)
+        for graph in (full, reduced)
+    ]
+    steps = [w.initial for w in walkers]
+    running: list[int] = []
+    while not walkers[0].done:
+        assert steps[0].ready == steps[1].ready
+        assert {s.node for s in steps[0].skipped} == {s.node for s in steps[1].skipped}
+        assert [w.in_flight for w in walkers] == [len(running)] * 2
+        for _ in range(rng.randint(1, plan.workers)):
+            prefer = rng.choice([None, 0, 1, 2, 3])
+            nodes = [w.next(prefer_group=prefer) for w in walkers]
+            assert nodes[0] == nodes[1]
+            if nodes[0] is not None:
+                running.append(nodes[0])
+        assert running, "stalled"
+        node = running.pop(rng.randrange(len(running)))
+        satisfied = node not in failing
+        steps = [w.finish(node, satisfied) for w in walkers]
+    assert walkers[1].done
+    assert walkers[0].skipped.keys() == walkers[1].skipped.keys()
+    return [
+        (v, root, walkers[1].skipped[v])
+        for v, root in walkers[0].skipped.items() if walkers[1].skipped[v] != root
+    ]
+
+
+@settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 3))
+@given(walks())
+def test_the_unreduced_graph_walks_like_the_reduced_one(case: tuple[Drawn, WalkPlan]) -> None:
+    """Same order, same ready tests at every step, same skips: the reduction changes none of
+    them. It may change which root cause a skip names when two failures lie upstream (each
+    is a true one: see the test below), which is why the plan keeps the reduced graph."""
+    drawn, plan = case
+    full = drawn.graph
+    reduced = transitive_reduction(full)
+    requires = reachable(full, (R,))
+    for v, root, reduced_root in _lockstep(full, reduced, plan):
+        assert root != reduced_root and requires[v] >> root & 1 and requires[v] >> reduced_root & 1
+
+
+def test_the_reduction_can_change_which_of_two_failures_a_skip_names() -> None:
+    # 3 requires 2 and 0; 2 requires 0 and 1. 1 fails first, then 0: in the reduced graph
+    # (3 -> 0 is implied by 3 -> 2 -> 0) test 3 hears of the failure from 2, whose first
+    # failed dependency was 1; in the full graph it hears of 0 before 2 is resolved.
+    full = make(4, [(3, 2, R), (3, 0, R), (2, 0, R), (2, 1, R)])
+    reduced = transitive_reduction(full)
+    assert reduced.edge_count == 3
+    roots = []
+    for graph in (full, reduced):
+        walker = Walker(graph)
+        for node in (1, 0):
+            walker.start(node)
+            walker.finish(node, False)
+        roots.append(dict(walker.skipped))
+    assert roots == [{2: 1, 3: 0}, {2: 1, 3: 1}]

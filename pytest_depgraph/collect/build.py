@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import time
+from array import array
 from collections import deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -435,15 +436,21 @@ def _build(
     in_run = set(selected_positions)
     added: list[int] = []
     external: list[int] = []
-    raw_edges: list[tuple[int, int, Kind, Origin]] = []
+    # the edges as parallel columns over collection positions (no tuple per edge): dependent,
+    # dependency, kind, and the index of the declaration's origin in ``table``
+    dependents, dependencies, kinds = array("i"), array("i"), bytearray()
+    origin_of = array("i")
+    table: list[Origin] = []
     queue = deque(selected_positions)
     collected_ids = builder.nodeids
     while queue:
         position = queue.popleft()
         nodeid = collected_ids[position]
         for source in builder.sources(position):
-            declaration, origin, resolved = source.declaration, source.origin, source.resolved
+            declaration, resolved = source.declaration, source.resolved
             kind = declaration.kind
+            o = len(table)
+            table.append(source.origin)
             for target in declaration.targets if resolved is None else (None,):
                 matches = builder.index.resolve(target, nodeid) if resolved is None else resolved
                 if not matches:
@@ -463,33 +470,38 @@ def _build(
                             queue.append(match)
                         else:
                             external.append(match)
-                    raw_edges.append((position, match, kind, origin))
+                    dependents.append(position)
+                    dependencies.append(match)
+                    kinds.append(kind)
+                    origin_of.append(o)
 
     # number the tests in the order pytest and the other plugins left them (--ff, randomisers,
     # pytest-order); the stable sort only ever moves a test down, so each pulled-in dependency
     # (it had no place in that order) is numbered just before its first dependent
-    run = _with_pulled_in(selected_positions, added, raw_edges) if added else selected_positions
+    run = (
+        _with_pulled_in(selected_positions, added, dependents, dependencies)
+        if added else selected_positions
+    )
     external_set = sorted(set(external) - in_run)
-    number = {position: n for n, position in enumerate(run)}
-    for position in external_set:
-        number[position] = len(number)
-    graph = Graph(len(number))
-    if run == selected_positions == list(range(len(run))) and not external_set:
-        graph.add_edges(raw_edges)  # the whole collection in pytest's order: numbers are kept
-    else:
-        graph.add_edges(
-            (number[dependent], number[dependency], kind, origin)
-            for dependent, dependency, kind, origin in raw_edges
-        )
+    numbered = [*run, *external_set]
+    # number[position]: the graph node of a collection position, -1 when not in the graph
+    number = [-1] * len(collected_ids)
+    for n, position in enumerate(numbered):
+        number[position] = n
+    if not (run == selected_positions == list(range(len(run))) and not external_set):
+        # (else the whole collection in pytest's order: positions are the numbers)
+        dependents = array("i", map(number.__getitem__, dependents))
+        dependencies = array("i", map(number.__getitem__, dependencies))
+    graph = Graph.from_arrays(len(numbered), dependents, dependencies, kinds, origin_of, table)
 
     lap("resolve")
     problems = builder.finished_problems()
     broken: dict[int, str] = {}
     for problem in problems:
         for position in problem.items:
-            if position in number:
+            if number[position] >= 0:
                 broken.setdefault(number[position], problem.message)
-    nodeids = [collected_ids[p] for p in [*run, *external_set]]
+    nodeids = [collected_ids[p] for p in numbered]
     for cycle in dag.find_cycles(graph):
         problem = Problem(
             cycle_message(cycle, nodeids, verbosity), _module_of(nodeids[cycle[0].dependent])
@@ -507,8 +519,11 @@ def _build(
     pins = pinning.pin(builder, run, acyclic, order, broken, compat.computed_sites(builder.compat))
     run_order = [n for n in order if n < len(run)]
     # external nodes go last: they never run, and nothing in the run waits on their position
-    final = [*run_order, *range(len(run), len(number))]
-    renumber = {old: new for new, old in enumerate(final)}
+    final = [*run_order, *range(len(run), len(numbered))]
+    # new_id[n]: the plan's number of graph node n, the one renumbering of the build
+    new_id = [0] * len(final)
+    for new, old in enumerate(final):
+        new_id[old] = new
     lap("order")
     # (its own breadth-first order keeps the closures shorter than the serial order would)
     reduced = dag.transitive_reduction(acyclic)
@@ -517,47 +532,47 @@ def _build(
     # order (so the serial order stays as it is). Added after the reduction: they tie every
     # unordered test to the ordered ones, and reducing such stars costs more than it saves.
     ordinal = compat.ordinal_edges(builder.compat, run, order, broken, reduced)
-    new_id = [0] * len(final)
-    for new, old in enumerate(final):
-        new_id[old] = new
     plan_graph = reduced.relabel(new_id)
+    plan_graph.compact()
     lap("reduce")
     items = [builder.collected[run[n]] for n in run_order]
     groups: dict[str, int] = {}
     plan = Plan(
         nodeids=[nodeids[n] for n in final],
-        locations=_locations(items, plan_graph, broken, renumber) if with_locations else [],
+        locations=_locations(items, plan_graph, broken, new_id) if with_locations else [],
         graph=plan_graph,
         # affinity groups are the innermost scope (class, else module): a worker that keeps
         # to one class keeps its class fixtures, which pytest sets up again after a switch
         group=[groups.setdefault(_scope_of(nodeids[n]), len(groups)) for n in final],
         item_count=len(items),
         errors=[p.message for p in problems],
-        broken={renumber[n]: message for n, message in broken.items()},
+        broken={new_id[n]: message for n, message in broken.items()},
         edge_counts={
             **edges_by_origin(graph.origins()),
             **pins.counts(),
             **({compat.ORDINAL: ordinal} if ordinal else {}),
         },
         removed_edges=removed_edges,
-        added=sorted(renumber[number[p]] for p in added),
-        pinned=[[renumber[n] for n in group] for group in pins.groups],
+        added=sorted(new_id[number[p]] for p in added),
+        pinned=[[new_id[n] for n in group] for group in pins.groups],
         warnings=pins.warnings,
     )
     unreduced = acyclic.relabel(new_id) if keep_unreduced else None
+    if unreduced is not None:
+        unreduced.compact()
     return Result(
         items=items, plan=plan, problems=problems, timings=timings, unreduced=unreduced
     )
 
 
 def _with_pulled_in(
-    selected: list[int], added: list[int], edges: list[tuple[int, int, Kind, Origin]]
+    selected: list[int], added: list[int], dependents: Sequence[int], dependencies: Sequence[int]
 ) -> list[int]:
     """The selected positions in order, each pulled-in dependency just before the first
     selected test that needs it (in collection order among those of one test). O(V + E)."""
     pulled = set(added)
     needs: dict[int, list[int]] = {}
-    for dependent, dependency, _kind, _origin in edges:
+    for dependent, dependency in zip(dependents, dependencies):
         if dependency in pulled:
             needs.setdefault(dependent, []).append(dependency)
     seen: set[int] = set()
@@ -580,7 +595,7 @@ def _locations(
     items: Sequence[pytest.Item],
     graph: Graph,
     broken: dict[int, str],
-    renumber: dict[int, int],
+    new_id: Sequence[int],
 ) -> list[tuple[str, int | None, str] | None]:
     """``item.location`` of the items the xdist controller may report itself: those that
     can be skipped (they require another test) and those that cannot run (broken).
@@ -588,13 +603,9 @@ def _locations(
     pytest computes a location on demand, and a worker runs only its share of the tests:
     computing it for every collected item cost more than the rest of the plan.
     """
-    reported = {renumber[n] for n in broken}
-    return [
-        item.location
-        if n in reported or any(graph.kind(n, d) is Kind.REQUIRES for d in graph.dependency_ids(n))
-        else None
-        for n, item in enumerate(items)
-    ]
+    reported = {new_id[n] for n in broken}
+    reported.update(graph.requiring())
+    return [item.location if n in reported else None for n, item in enumerate(items)]
 
 
 def _break_dependents(graph: Graph, broken: dict[int, str], nodeids: Sequence[str]) -> None:

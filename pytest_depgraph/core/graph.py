@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import enum
 import heapq
+from array import array
 from collections import deque
 from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Callable, Literal
 
 #: which way :meth:`Graph.reachable` follows the edges
@@ -106,28 +108,74 @@ class Edge:
     origin: Origin
 
 
-# Shared by every node without edges until its first edge arrives: 200,000 empty lists would
-# cost more (in allocation and garbage-collector passes) than the algorithms that read them.
-# Only ``Graph.add_edges`` ever appends, and it replaces this list first.
+# Shared by every node without edges in the adjacency lists: 200,000 empty lists would cost
+# more (in allocation and garbage-collector passes) than the algorithms that read them. Only
+# ``Graph.add_edges`` ever appends, and it replaces this list first.
 _NO_EDGES: list[int] = []
+
+_KINDS = (Kind.REQUIRES, Kind.AFTER)
+# kind bytes to "is REQUIRES" flags (1 for 0, 0 for 1)
+_NOT = bytes.maketrans(b"\x00\x01", b"\x01\x00")
 
 
 class Graph:
-    """Nodes ``0..size-1`` and the edges between them, with up and down adjacency."""
+    """Nodes ``0..size-1`` and the edges between them, kept in flat arrays.
+
+    Edge ``e`` (numbered in the order of first declaration) is ``_dependent[e] ->
+    _dependency[e]`` of kind ``_kinds[e]`` (0 REQUIRES, 1 AFTER), declared by
+    ``_table[_origin[e]]``: one origin per declaration, shared by its edges. A graph derived by
+    removing edges (the reduction, :meth:`subgraph_without`) shares these arrays and masks the
+    removed edges out with ``_keep``; a graph that adds edges to shared arrays copies them
+    first. None of this is a Python object per edge or per node, so a plan kept for the run
+    costs the cyclic garbage collector nothing.
+
+    The algorithms read adjacency lists (a list per node each way, faster to iterate in
+    Python than slices of flat arrays): they are built on first use and dropped by
+    :meth:`compact`, with the look-up tables, once the plan is made.
+    """
+
+    __slots__ = (
+        "_dependency",
+        "_dependent",
+        "_keep",
+        "_keys",
+        "_kinds",
+        "_lists_cache",
+        "_live",
+        "_origin",
+        "_shared",
+        "_table",
+        "_table_ids",
+        "size",
+    )
 
     def __init__(self, size: int) -> None:
         if size < 0:
             raise ValueError(f"graph size must be >= 0, not {size}")
         self.size = size
-        # Edges are keyed by ``dependent * size + dependency``; the dict keeps the order of first
-        # declaration. Edge objects are built only on request: 300,000 frozen dataclasses (or
-        # even tuples, which wake the garbage collector) would cost more than the algorithms.
-        self._origins: dict[int, Origin] = {}
-        self._after: set[int] = set()
-        self._dependencies: list[list[int]] = [_NO_EDGES] * size
-        self._dependents: list[list[int]] = [_NO_EDGES] * size
-        # True while the adjacency lists may be shared with another graph (see _without_keys)
+        self._dependent = array("i")
+        self._dependency = array("i")
+        self._kinds = bytearray()
+        self._origin = array("i")
+        self._table: list[Origin] = []
+        # id(origin) -> its index in _table (the table keeps the origin, so the id holds);
+        # None until needed again after :meth:`compact`
+        self._table_ids: dict[int, int] | None = {}
+        # ``dependent * size + dependency`` -> the pair's latest edge, which ``_keep`` may
+        # mask out in a derived graph; None until needed again after :meth:`compact`
+        self._keys: dict[int, int] | None = {}
+        # 1 per live edge, 0 per removed one; None: every edge is live
+        self._keep: bytearray | None = None
+        self._live = 0
+        # (dependencies, dependents) node lists of the live edges, or None; kept up to date
+        # by add_edges from the start, so that a graph built edge by edge is ready to walk
+        self._lists_cache: tuple[list[list[int]], list[list[int]]] | None = (
+            [_NO_EDGES] * size, [_NO_EDGES] * size
+        )
+        # True while the arrays (and lists) may be shared with another graph
         self._shared = False
+
+    # -- building ---------------------------------------------------------------------------
 
     def add_edge(self, dependent: int, dependency: int, kind: Kind, origin: Origin) -> None:
         """Add ``dependent -> dependency``; a repeated pair merges, REQUIRES winning over AFTER.
@@ -143,18 +191,184 @@ class Graph:
         if self._shared:
             self._unshare()
         size = self.size
-        origins, after = self._origins, self._after
-        dependencies, dependents = self._dependencies, self._dependents
+        keys, table_ids = self._key_index(), self._origin_ids()
+        dependents, dependencies = self._dependent, self._dependency
+        kinds, origins, table, keep = self._kinds, self._origin, self._table, self._keep
+        lists = self._lists_cache
         for dependent, dependency, kind, origin in edges:
             if not (0 <= dependent < size and 0 <= dependency < size):
                 raise ValueError(
                     f"edge {dependent} -> {dependency} outside a graph of {size} nodes"
                 )
             key = dependent * size + dependency
-            if key not in origins:
-                origins[key] = origin
-                if kind == Kind.AFTER:
-                    after.add(key)
+            e = keys.get(key)
+            if e is not None and (keep is None or keep[e]):
+                if kind == Kind.REQUIRES and kinds[e]:
+                    o = table_ids.get(id(origin))
+                    if o is None:
+                        o = table_ids[id(origin)] = len(table)
+                        table.append(origin)
+                    kinds[e] = 0
+                    origins[e] = o
+                continue
+            o = table_ids.get(id(origin))
+            if o is None:
+                o = table_ids[id(origin)] = len(table)
+                table.append(origin)
+            keys[key] = len(kinds)
+            dependents.append(dependent)
+            dependencies.append(dependency)
+            kinds.append(kind)
+            origins.append(o)
+            if keep is not None:
+                keep.append(1)
+            self._live += 1
+            if lists is not None:
+                for adjacency, node, other in (
+                    (lists[0], dependent, dependency), (lists[1], dependency, dependent)
+                ):
+                    found = adjacency[node]
+                    if found is _NO_EDGES:
+                        adjacency[node] = [other]
+                    else:
+                        found.append(other)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        size: int,
+        dependents: array[int],
+        dependencies: array[int],
+        kinds: bytearray,
+        origins: array[int],
+        table: list[Origin],
+    ) -> Graph:
+        """The graph of edges given as parallel arrays (``origins`` index ``table``), merged as
+        :meth:`add_edges` merges them; the arrays are taken over, not copied. O(E)."""
+        graph = cls(size)
+        graph._lists_cache = None  # built on first use, in one pass
+        count = len(kinds)
+        if not (len(dependents) == len(dependencies) == len(origins) == count):
+            raise ValueError("edge arrays of different lengths")
+        if count and (
+            min(dependents) < 0 or max(dependents) >= size
+            or min(dependencies) < 0 or max(dependencies) >= size
+        ):
+            bad = next(
+                e for e in range(count)
+                if not (0 <= dependents[e] < size and 0 <= dependencies[e] < size)
+            )
+            raise ValueError(
+                f"edge {dependents[bad]} -> {dependencies[bad]} outside a graph of {size} nodes"
+            )
+        keys = dict(zip([u * size + d for u, d in zip(dependents, dependencies)], range(count)))
+        if len(keys) == count:
+            # no pair declared twice (the usual case): the arrays are the graph as they are
+            graph._dependent, graph._dependency = dependents, dependencies
+            graph._kinds, graph._origin, graph._table = kinds, origins, table
+            graph._keys, graph._table_ids, graph._live = keys, None, count
+            return graph
+        graph._table = table
+        graph._table_ids = {id(origin): i for i, origin in enumerate(table)}
+        graph.add_edges(
+            zip(dependents, dependencies, map(_KINDS.__getitem__, kinds),
+                map(table.__getitem__, origins))
+        )
+        return graph
+
+    def compact(self) -> None:
+        """Drop the adjacency lists and look-up tables (rebuilt when needed): for a graph
+        kept for the whole run, which then holds no Python object per node or edge."""
+        self._keys = None
+        self._table_ids = None
+        self._lists_cache = None
+
+    def _key_index(self) -> dict[int, int]:
+        keys = self._keys
+        if keys is None:
+            size = self.size
+            # every edge, so that a pair's latest edge wins, as in add_edges
+            keys = self._keys = dict(
+                zip([u * size + d for u, d in zip(self._dependent, self._dependency)],
+                    range(len(self._kinds)))
+            )
+        return keys
+
+    def _origin_ids(self) -> dict[int, int]:
+        table_ids = self._table_ids
+        if table_ids is None:
+            table_ids = self._table_ids = {id(o): i for i, o in enumerate(self._table)}
+        return table_ids
+
+    def _unshare(self) -> None:
+        self._dependent = self._dependent[:]
+        self._dependency = self._dependency[:]
+        self._kinds = self._kinds[:]
+        self._origin = self._origin[:]
+        self._table = self._table[:]
+        self._table_ids = None if self._table_ids is None else self._table_ids.copy()
+        self._keys = None if self._keys is None else self._keys.copy()
+        if self._keep is not None:
+            self._keep = self._keep[:]
+        lists = self._lists_cache
+        if lists is not None:
+            self._lists_cache = tuple(
+                [ns if ns is _NO_EDGES else ns[:] for ns in adjacency] for adjacency in lists
+            )  # type: ignore[assignment]
+        self._shared = False
+
+    def _derived(self, keep: bytearray | None, live: int, removed: Sequence[int] = ()) -> Graph:
+        """A graph over the same edge arrays with ``keep`` as its live edges, ``removed``
+        being the edges live here and not there. Until either graph adds an edge, the two
+        share the arrays and the adjacency lists of the nodes the removal leaves alone."""
+        graph = Graph(self.size)
+        graph._dependent, graph._dependency = self._dependent, self._dependency
+        graph._kinds, graph._origin = self._kinds, self._origin
+        graph._table, graph._table_ids, graph._keys = self._table, self._table_ids, self._keys
+        graph._keep, graph._live = keep, live
+        graph._lists_cache = None
+        lists = self._lists_cache
+        if lists is not None:
+            dependencies, dependents = lists[0][:], lists[1][:]
+            if removed:
+                gone = {
+                    u * self.size + d
+                    for u, d in zip(map(self._dependent.__getitem__, removed),
+                                    map(self._dependency.__getitem__, removed))
+                }
+                size = self.size
+                for u in {key // size for key in gone}:
+                    base = u * size
+                    dependencies[u] = [d for d in dependencies[u] if base + d not in gone]
+                for d in {key % size for key in gone}:
+                    dependents[d] = [u for u in dependents[d] if u * size + d not in gone]
+            graph._lists_cache = (dependencies, dependents)
+        graph._shared = self._shared = True
+        return graph
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _live_ids(self) -> Sequence[int]:
+        """The numbers of the live edges, in declaration order."""
+        keep = self._keep
+        if keep is None:
+            return range(len(self._kinds))
+        return list(compress(range(len(keep)), keep))
+
+    def _lists(self) -> tuple[list[list[int]], list[list[int]]]:
+        """(dependencies, dependents) of each node, in declaration order. O(V + E) once."""
+        lists = self._lists_cache
+        if lists is None:
+            size = self.size
+            dependencies: list[list[int]] = [_NO_EDGES] * size
+            dependents: list[list[int]] = [_NO_EDGES] * size
+            ids = self._live_ids()
+            src, dst = self._dependent, self._dependency
+            pairs = (
+                zip(src, dst) if isinstance(ids, range)
+                else zip(map(src.__getitem__, ids), map(dst.__getitem__, ids))
+            )
+            for dependent, dependency in pairs:
                 ds = dependencies[dependent]
                 if ds is _NO_EDGES:
                     dependencies[dependent] = [dependency]
@@ -165,62 +379,73 @@ class Graph:
                     dependents[dependency] = [dependent]
                 else:
                     us.append(dependent)
-            elif kind == Kind.REQUIRES and key in after:
-                after.discard(key)
-                origins[key] = origin
+            lists = self._lists_cache = (dependencies, dependents)
+        return lists
 
-    def _edge(self, key: int) -> Edge:
-        dependent, dependency = divmod(key, self.size)
-        kind = Kind.AFTER if key in self._after else Kind.REQUIRES
-        return Edge(dependent, dependency, kind, self._origins[key])
+    def _edge(self, e: int) -> Edge:
+        return Edge(
+            self._dependent[e], self._dependency[e], _KINDS[self._kinds[e]],
+            self._table[self._origin[e]],
+        )
+
+    def _find(self, dependent: int, dependency: int) -> int | None:
+        """The number of the live edge between two nodes, or None."""
+        if not (0 <= dependent < self.size and 0 <= dependency < self.size):
+            return None
+        e = self._key_index().get(dependent * self.size + dependency)
+        if e is None or (self._keep is not None and not self._keep[e]):
+            return None
+        return e
 
     def edges(self) -> list[Edge]:
         """Every edge, in the order of its first declaration. O(E)."""
-        return [self._edge(key) for key in self._origins]
+        return [self._edge(e) for e in self._live_ids()]
 
     def triples(self) -> Iterator[tuple[int, int, Kind]]:
         """(dependent, dependency, kind) of every edge, in declaration order, without
         building Edge objects (the fast path for large graphs). O(E)."""
-        size, after = self.size, self._after
-        requires, after_kind = Kind.REQUIRES, Kind.AFTER
-        for key in self._origins:
-            dependent, dependency = divmod(key, size)
-            yield dependent, dependency, after_kind if key in after else requires
+        ids = self._live_ids()
+        src, dst, kinds = self._dependent, self._dependency, self._kinds
+        if isinstance(ids, range):
+            return zip(src, dst, map(_KINDS.__getitem__, kinds))
+        return zip(
+            map(src.__getitem__, ids), map(dst.__getitem__, ids),
+            map(_KINDS.__getitem__, map(kinds.__getitem__, ids)),
+        )
 
     def dependencies(self, node: int) -> list[Edge]:
         """The edges whose dependent is ``node``. O(out-degree)."""
-        base = node * self.size
-        return [self._edge(base + d) for d in self._dependencies[node]]
+        # the adjacency lists hold live edges only, and a live edge is its pair's latest
+        keys, base = self._key_index(), node * self.size
+        return [self._edge(keys[base + d]) for d in self._lists()[0][node]]
 
     def dependents(self, node: int) -> list[Edge]:
         """The edges whose dependency is ``node``. O(in-degree)."""
-        size = self.size
-        return [self._edge(u * size + node) for u in self._dependents[node]]
+        keys, size = self._key_index(), self.size
+        return [self._edge(keys[u * size + node]) for u in self._lists()[1][node]]
 
     @property
     def edge_count(self) -> int:
         """Number of distinct (dependent, dependency) pairs."""
-        return len(self._origins)
+        return self._live
 
     def edge(self, dependent: int, dependency: int) -> Edge | None:
         """The edge between two nodes, or None. O(1)."""
-        key = dependent * self.size + dependency
-        return self._edge(key) if key in self._origins else None
+        e = self._find(dependent, dependency)
+        return None if e is None else self._edge(e)
 
     def dependency_ids(self, node: int) -> list[int]:
         """The nodes ``node`` depends on, in declaration order (a copy). O(out-degree)."""
-        return list(self._dependencies[node])
+        return list(self._lists()[0][node])
 
     def dependent_ids(self, node: int) -> list[int]:
         """The nodes that depend on ``node``, in declaration order (a copy). O(in-degree)."""
-        return list(self._dependents[node])
+        return list(self._lists()[1][node])
 
     def kind(self, dependent: int, dependency: int) -> Kind | None:
         """The kind of the edge between two nodes, or None. O(1)."""
-        key = dependent * self.size + dependency
-        if key not in self._origins:
-            return None
-        return Kind.AFTER if key in self._after else Kind.REQUIRES
+        e = self._find(dependent, dependency)
+        return None if e is None else _KINDS[self._kinds[e]]
 
     def reachable(
         self,
@@ -233,20 +458,22 @@ class Graph:
         first reached from, in the order reached; the starts themselves are left out.
         O(V + E) over the part reached.
         """
-        forward = direction == "dependencies"
-        adjacency = self._dependencies if forward else self._dependents
-        size, after = self.size, self._after
-        take_requires, take_after = Kind.REQUIRES in kinds, Kind.AFTER in kinds
         queue = deque(starts)
-        seen = set(queue)
         found: dict[int, int] = {}
+        if not self._live or not queue:
+            return found
+        forward = direction == "dependencies"
+        adjacency = self._lists()[0 if forward else 1]
+        size, keys, edge_kinds = self.size, self._key_index(), self._kinds
+        take = (Kind.REQUIRES in kinds, Kind.AFTER in kinds)
+        seen = set(queue)
         while queue:
             node = queue.popleft()
             for other in adjacency[node]:
                 if other in seen:
                     continue
                 key = node * size + other if forward else other * size + node
-                if take_after if key in after else take_requires:
+                if take[edge_kinds[keys[key]]]:
                     seen.add(other)
                     found[other] = node
                     queue.append(other)
@@ -254,69 +481,77 @@ class Graph:
 
     def origins(self) -> Iterator[Origin]:
         """The origin of every edge, in declaration order. O(E)."""
-        return iter(self._origins.values())
+        ids = self._live_ids()
+        origin = self._origin if isinstance(ids, range) else map(self._origin.__getitem__, ids)
+        return map(self._table.__getitem__, origin)
+
+    def columns(self) -> tuple[list[int], list[int], bytes]:
+        """(dependents, dependencies, kinds: 0 REQUIRES, 1 AFTER) of every edge as columns, in
+        declaration order. O(E), in C."""
+        ids = self._live_ids()
+        src, dst, kinds = self._dependent, self._dependency, self._kinds
+        if isinstance(ids, range):
+            return src.tolist(), dst.tolist(), bytes(kinds)
+        return (
+            list(map(src.__getitem__, ids)), list(map(dst.__getitem__, ids)),
+            bytes(map(kinds.__getitem__, ids)),
+        )
+
+    def requiring(self) -> set[int]:
+        """The nodes with at least one REQUIRES edge. O(E), in C."""
+        dependents, _, kinds = self.columns()
+        return set(compress(dependents, kinds.translate(_NOT)))
+
+    def origin_indexes(self) -> tuple[list[Origin], list[int]]:
+        """(one origin per declaration, the index of each edge's origin in it), in declaration
+        order: the compact form of :meth:`origins`. O(E)."""
+        ids = self._live_ids()
+        origin = self._origin if isinstance(ids, range) else map(self._origin.__getitem__, ids)
+        return self._table, list(origin)
+
+    # -- derived graphs ---------------------------------------------------------------------
 
     def relabel(self, new_id: Sequence[int]) -> Graph:
         """A copy where node ``n`` is ``new_id[n]`` (a permutation), edges in the same
-        declaration order, kinds and origins kept. O(V + E)."""
-        size = self.size
-        graph = Graph(size)
-        graph._origins = {
-            new_id[key // size] * size + new_id[key % size]: origin
-            for key, origin in self._origins.items()
-        }
-        graph._after = {new_id[key // size] * size + new_id[key % size] for key in self._after}
-        for adjacency, relabelled in (
-            (self._dependencies, graph._dependencies),
-            (self._dependents, graph._dependents),
-        ):
-            for node, neighbours in enumerate(adjacency):
-                if neighbours:
-                    relabelled[new_id[node]] = [new_id[n] for n in neighbours]
+        declaration order, kinds and origins kept. O(E), most of it in C."""
+        graph = Graph(self.size)
+        graph._lists_cache = None
+        get = new_id.__getitem__
+        ids = self._live_ids()
+        if isinstance(ids, range):
+            graph._dependent = array("i", map(get, self._dependent))
+            graph._dependency = array("i", map(get, self._dependency))
+            graph._kinds, graph._origin = self._kinds[:], self._origin[:]
+        else:  # the live edges only: a relabelled graph is one to keep
+            graph._dependent = array("i", map(get, map(self._dependent.__getitem__, ids)))
+            graph._dependency = array("i", map(get, map(self._dependency.__getitem__, ids)))
+            graph._kinds = bytearray(map(self._kinds.__getitem__, ids))
+            graph._origin = array("i", map(self._origin.__getitem__, ids))
+        graph._table = self._table[:]
+        graph._table_ids = graph._keys = None
+        graph._live = self._live
         return graph
 
     def subgraph_without(self, nodes: set[int]) -> Graph:
         """The same nodes, without the edges that touch ``nodes``. O(V + E)."""
-        size = self.size
-        return self._without_keys(
-            {key for key in self._origins if key // size in nodes or key % size in nodes}
-            if nodes
-            else set()
+        if not nodes:
+            return self._derived(self._keep, self._live)
+        src, dst = self._dependent, self._dependency
+        return self.without_edges(
+            [e for e in self._live_ids() if src[e] in nodes or dst[e] in nodes]
         )
 
-    def _without_keys(self, removed: set[int]) -> Graph:
-        """A copy of this graph without the edges ``removed`` (keys). O(V + E).
-
-        The two graphs share the adjacency lists of the nodes the removal leaves alone, until
-        either graph adds an edge: copying 200,000 small lists up front would cost more than
-        the reduction that usually precedes this.
-        """
-        size = self.size
-        graph = Graph(size)
-        graph._origins = (
-            {key: origin for key, origin in self._origins.items() if key not in removed}
-            if removed
-            else self._origins.copy()
-        )
-        graph._after = self._after - removed
-        dependencies = self._dependencies[:]
-        dependents = self._dependents[:]
-        for u in {key // size for key in removed}:
-            base = u * size
-            dependencies[u] = [d for d in dependencies[u] if base + d not in removed]
-        for d in {key % size for key in removed}:
-            dependents[d] = [u for u in dependents[d] if u * size + d not in removed]
-        graph._dependencies, graph._dependents = dependencies, dependents
-        graph._shared = self._shared = True
-        return graph
-
-    def _unshare(self) -> None:
-        self._dependencies = [ds if ds is _NO_EDGES else ds[:] for ds in self._dependencies]
-        self._dependents = [us if us is _NO_EDGES else us[:] for us in self._dependents]
-        self._shared = False
+    def without_edges(self, removed: Sequence[int]) -> Graph:
+        """The same nodes without the live edges numbered ``removed``. O(V + E)."""
+        if not removed:
+            return self._derived(self._keep, self._live)
+        keep = bytearray(b"\x01") * len(self._kinds) if self._keep is None else self._keep[:]
+        for e in removed:
+            keep[e] = 0
+        return self._derived(keep, self._live - len(removed), removed)
 
     def __repr__(self) -> str:
-        return f"Graph(size={self.size}, edges={len(self._origins)})"
+        return f"Graph(size={self.size}, edges={self._live})"
 
 
 def _kahn_order(graph: Graph) -> tuple[list[int], list[int]]:
@@ -324,7 +559,7 @@ def _kahn_order(graph: Graph) -> tuple[list[int], list[int]]:
 
     Nodes left unplaced are on a cycle or depend on one. A self loop leaves its node unplaced.
     """
-    dependencies, dependents = graph._dependencies, graph._dependents
+    dependencies, dependents = graph._lists()
     waiting = [len(ds) for ds in dependencies]
     order = [v for v in range(graph.size) if not waiting[v]]
     # ``order`` doubles as the FIFO queue: it only grows at the end.
@@ -354,7 +589,7 @@ def strongly_connected_components(graph: Graph) -> list[list[int]]:
     component it depends on; the nodes of each component are sorted.
     """
     size = graph.size
-    successors = graph._dependencies
+    successors = graph._lists()[0]
     # index 0 means unvisited; once a node's component is emitted its low becomes ``done`` so
     # later visitors ignore it (the usual on-stack test, without a separate array).
     index = [0] * size
@@ -410,7 +645,7 @@ def _shortest_loop(graph: Graph, start: int, members: set[int]) -> list[int]:
 
     Breadth-first search, self loops ignored. O(V + E) of the component.
     """
-    successors = graph._dependencies
+    successors = graph._lists()[0]
     parent = {start: start}
     queue = [start]
     for v in queue:
@@ -443,7 +678,7 @@ def find_cycles(graph: Graph) -> list[list[Edge]]:
         if len(component) > 1:
             nodes = _shortest_loop(graph, component[0], set(component))
             targets = nodes[1:] + nodes[:1]
-            loops.append([graph._edge(u * graph.size + d) for u, d in zip(nodes, targets)])
+            loops.append([edge for edge in map(graph.edge, nodes, targets) if edge is not None])
     loops.sort(key=lambda loop: (loop[0].dependent, len(loop)))
     return loops
 
@@ -458,9 +693,9 @@ def stable_topological_order(graph: Graph) -> list[int]:
     only the nodes it had to pass over while they waited go through a heap.
     """
     size = graph.size
-    dependencies, dependents = graph._dependencies, graph._dependents
-    if not graph._origins:
+    if not graph._live:
         return list(range(size))
+    dependencies, dependents = graph._lists()
     waiting = [len(ds) for ds in dependencies]
     order: list[int] = []
     append = order.append
@@ -497,7 +732,7 @@ def chain_cover(graph: Graph, order: Sequence[int], leave_out: Container[int] = 
     first; ``leave_out``: nodes that will not run. Greedy, so not always the least cover (the
     true bound, Dilworth's, needs a matching), but never below it.
     """
-    dependencies = graph._dependencies
+    dependencies = graph._lists()[0]
     tail = bytearray(graph.size)  # 1: a chain ends at this node and may go on
     chains = 0
     for v in order:
@@ -520,7 +755,7 @@ def _closure_readers(graph: Graph, order: Sequence[int]) -> list[int]:
     against each other) or when its own closure is read. On a chain nobody reads anything,
     which keeps the reduction of a 100,000-node chain linear instead of quadratic.
     """
-    dependencies = graph._dependencies
+    dependencies = graph._lists()[0]
     readers = [0] * graph.size
     for u in reversed(order):
         ds = dependencies[u]
@@ -537,7 +772,7 @@ def _live_from(graph: Graph, order: Sequence[int], position: list[int]) -> list[
     dependent the bit is dead. Dead bits gather at the low end of the order, so closures can
     drop them and stay as short as the window of live nodes instead of growing with the graph.
     """
-    dependencies = graph._dependencies
+    dependencies = graph._lists()[0]
     size = len(order)
     last_use = list(range(size))
     for t, v in enumerate(order):
@@ -569,7 +804,8 @@ def transitive_reduction(graph: Graph, order: Sequence[int] | None = None) -> Gr
     size = graph.size
     if order is None:
         order = _topological_order(graph)
-    dependencies, after = graph._dependencies, graph._after
+    dependencies = graph._lists()[0]
+    keys, kinds = graph._key_index(), graph._kinds
     position = [0] * size
     for i, v in enumerate(order):
         position[v] = i
@@ -582,7 +818,7 @@ def transitive_reduction(graph: Graph, order: Sequence[int] | None = None) -> Gr
     closure_req = [0] * size
     offset = [0] * size
     pure = bytearray(size)
-    removed: set[int] = set()
+    removed: list[int] = []
     by_position = position.__getitem__
     for t, v in enumerate(order):
         ds = dependencies[v]
@@ -610,24 +846,24 @@ def transitive_reduction(graph: Graph, order: Sequence[int] | None = None) -> Gr
                     closure[d] >>= shift
                     closure_req[d] >>= shift
             p = position[d] - low
-            key = base + d
-            if key in after:
+            e = keys[base + d]
+            if kinds[e]:  # AFTER
                 if reach >> p & 1:
-                    removed.add(key)
+                    removed.append(e)
                 else:
                     if same:
                         reach_req, same = reach, False
                     reach |= closure[d]
             elif same and pure[d]:
                 if reach >> p & 1:
-                    removed.add(key)
+                    removed.append(e)
                 else:
                     reach |= closure[d]
             else:
                 if same:
                     reach_req, same = reach, False
                 if reach_req >> p & 1:
-                    removed.add(key)
+                    removed.append(e)
                 else:
                     reach_req |= closure_req[d]
                     if not reach >> p & 1:
@@ -644,7 +880,7 @@ def transitive_reduction(graph: Graph, order: Sequence[int] | None = None) -> Gr
             else:
                 closure[v] = reach | bit
                 closure_req[v] = reach_req | bit
-    return graph._without_keys(removed)
+    return graph.without_edges(removed)
 
 
 def critical_path(
@@ -660,7 +896,7 @@ def critical_path(
         raise ValueError(f"{len(weights)} weights for {graph.size} nodes")
     if order is None:
         order = _topological_order(graph)
-    dependencies = graph._dependencies
+    dependencies = graph._lists()[0]
     # longest[v]: the best remaining path among v's dependents seen so far; every dependent
     # comes later in ``order``, so walking it backwards completes longest[v] before v.
     longest = [0.0] * graph.size

@@ -10,15 +10,20 @@ are not part of this run (``--depgraph-no-deps``), which count as unsatisfied.
 from __future__ import annotations
 
 import json
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.graph import Graph, Origin
 
-#: Bumped whenever the JSON layout or the channel messages change (4: values between tests
-#: travel over the channel); controller and workers must agree.
-PROTOCOL_VERSION = 4
+#: Bumped whenever the JSON layout or the channel messages change (5: edges as parallel
+#: columns, origins once per declaration); controller and workers must agree.
+PROTOCOL_VERSION = 5
+
+# kinds travel as one string of digits, one per edge: "0" REQUIRES, "1" AFTER
+_KIND_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
+_DIGIT_KINDS = bytes.maketrans(b"01", b"\x00\x01")
 
 
 @dataclass(frozen=True)
@@ -108,11 +113,7 @@ class Plan:
             "version": PROTOCOL_VERSION,
             "nodeids": self.nodeids,
             "locations": self.locations,
-            "edges": [
-                [e.dependent, e.dependency, int(e.kind), e.origin.kind, e.origin.where,
-                 e.origin.fixture]
-                for e in self.graph.edges()
-            ],
+            **_edge_columns(self.graph),
             "group": self.group,
             "item_count": self.item_count,
             "errors": self.errors,
@@ -138,11 +139,15 @@ class Plan:
                 "controller and workers run different pytest-depgraph versions"
             )
         nodeids: list[str] = data["nodeids"]
-        graph = Graph(len(nodeids))
-        graph.add_edges(
-            (dependent, dependency, Kind(kind), Origin(okind, where, fixture))
-            for dependent, dependency, kind, okind, where, fixture in data["edges"]
+        graph = Graph.from_arrays(
+            len(nodeids),
+            array("i", data["dependents"]),
+            array("i", data["dependencies"]),
+            bytearray(data["kinds"].encode("ascii").translate(_DIGIT_KINDS)),
+            array("i", data["origin_of"]),
+            [Origin(kind, where, fixture) for kind, where, fixture in data["origins"]],
         )
+        graph.compact()
         return cls(
             nodeids=nodeids,
             locations=[None if loc is None else (loc[0], loc[1], loc[2])
@@ -161,6 +166,24 @@ class Plan:
             shard=_shard_info(data.get("shard")),
             xdist_groups={int(k): v for k, v in data.get("xdist_groups", {}).items()},
         )
+
+
+def _edge_columns(graph: Graph) -> dict[str, Any]:
+    """The edges as parallel columns, each edge's origin an index into the origins that
+    the edges use (one per declaration): cheap to build and parse, and small."""
+    dependents, dependencies, kinds = graph.columns()
+    table, origin_of = graph.origin_indexes()
+    used = dict.fromkeys(origin_of)  # in order of first use
+    if len(used) != len(table) or list(used) != list(range(len(table))):
+        index = {old: new for new, old in enumerate(used)}
+        origin_of = list(map(index.__getitem__, origin_of))
+    return {
+        "dependents": dependents,
+        "dependencies": dependencies,
+        "kinds": bytes(kinds).translate(_KIND_DIGITS).decode("ascii"),
+        "origin_of": origin_of,
+        "origins": [[o.kind, o.where, o.fixture] for o in map(table.__getitem__, used)],
+    }
 
 
 def _shard_info(fields: list[Any] | None) -> ShardInfo | None:
