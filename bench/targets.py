@@ -380,7 +380,11 @@ def write_profiles(state: State) -> list[str]:
         if t.met is False and t.case and t.case not in done and t.case in state.profilers:
             done.add(t.case)
             log(f"profiling {t.case}")
-            lines += [f"### Profile of `{t.case}` (missed: {t.what})", ""]
+            missed = [m.what for m in state.targets if m.met is False and m.case == t.case]
+            lines += [f"### Profile of `{t.case}` (missed: {'; '.join(missed)})", ""]
+            if all("RSS" in m for m in missed):
+                lines += ["(only memory missed here: the profile shows where the time goes, "
+                          "not the memory)", ""]
             try:
                 lines += state.profilers[t.case](out)
             except Exception as error:  # a profile that fails is reported, not fatal
