@@ -8,6 +8,7 @@ each a message for a person that names the test, the file and line, and what to 
 from __future__ import annotations
 
 import gc
+import operator
 import time
 from array import array
 from collections import deque
@@ -24,8 +25,10 @@ from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.locate import own_marks
 from pytest_depgraph.collect.markers import (
     MARKER,
+    Declaration,
     DeclarationError,
     RawDeclaration,
+    declarations_made,
     declarations_of,
     describe_target,
     validate,
@@ -67,88 +70,144 @@ class _Builder(Context):
         self._files: set[str] | None = None
         #: files that declarations point to but pytest was told to ignore
         self.ignored: Collection[str] = ()
-        self._fixture_sources: dict[tuple[int, str], tuple[list[Source], list[Problem]]] = {}
-        self._mark_sources: dict[tuple[int, int], tuple[list[Source], list[Problem]]] = {}
+        self._fixture_sources: dict[tuple[int, str], _Found] = {}
+        self._mark_sources: dict[tuple[int, int], _Found] = {}
         self._parent_marks: dict[int, list[tuple[Node, pytest.Mark]]] = {}
-        self._closure_sources: dict[int, tuple[list[Source], list[Problem]]] = {}
+        self._closure_sources: dict[int, _Found] = {}
         #: what ``depends_on`` written on a test function or class declares, by id
-        self._declared: dict[int, tuple[list[Source], list[Problem]]] = {}
-        self.compat = compat.reader(self, compat_settings or compat.Settings())
+        self._declared: dict[int, _Found] = {}
+        # one pass over the marks of every item and its parents says which sources can
+        # appear at all; the others are never looked for
+        marked = compat.marker_names(self.collected)
+        self._markers = MARKER in marked
+        #: a test function, class or fixture can carry ``@depends_on`` only once one was
+        #: applied in this process
+        self._decorated = declarations_made()
+        self._fixtures: bool | None = None
+        self.compat = compat.reader(self, compat_settings or compat.Settings(), marked)
+
+    def declares_nothing(self) -> bool:
+        """Whether no test can have a declaration: no ``depends_on``, pytest-dependency or
+        pytest-order marker on any test or its parents, no ``@depends_on`` or output fixture
+        applied, no fixture marked. Then the plan has no edge and nothing to look up."""
+        return (
+            not self._markers and self.compat is None and not self._decorated
+            and not self._fixtures_declare()
+        )
 
     # -- declarations ------------------------------------------------------------------------
 
-    def sources(self, position: int) -> list[Source]:
-        """Every dependency declaration that applies to one item."""
-        item = self.collected[position]
-        function = self.functions[position]
+    def sources(self, position: int) -> Sequence[Source]:
+        """Every dependency declaration that applies to one item (a shared empty sequence
+        when there is none: the usual case)."""
         found: list[Source] = []
-        for node, mark in self._marks(position):
-            # a class or module marker is one Mark shared by all its tests, a test function's
-            # by all its parametrized instances: validate it once
-            key = (id(function or item if node is item else node), id(mark))
-            cached = self._mark_sources.get(key)
-            if cached is None:
-                cached = self._mark_sources[key] = self._marker_sources(node, mark, position)
-            found += self._note(cached, position)
-        # pytest_depgraph.depends_on written on a test function or class works like the marker
-        for owner, inherited in ((function, False), (self.classes[position], True)):
-            if owner is None:
-                continue
-            cached = self._declared.get(id(owner))
-            if cached is None:
-                cached = self._declared[id(owner)] = self._decorator_sources(
-                    owner, inherited, position
-                )
-            if cached[0] or cached[1]:
+        if self._markers:
+            item = self.collected[position]
+            for mark in item.own_markers:
+                if mark.name == MARKER:
+                    # a test function's marker is shared by its parametrized instances (and
+                    # by the subclasses that inherit the test): validated once
+                    key = (id(safe.attr(item, "function") or item), id(mark))
+                    cached = self._mark_sources.get(key)
+                    if cached is None:
+                        cached = self._mark_sources[key] = self._marker_sources(
+                            item, mark, position
+                        )
+                    found += self._note(cached, position)
+            for node, mark in self._inherited_marks(item):
+                # a class or module marker is one Mark shared by all its tests
+                key = (id(node), id(mark))
+                cached = self._mark_sources.get(key)
+                if cached is None:
+                    cached = self._mark_sources[key] = self._marker_sources(node, mark, position)
                 found += self._note(cached, position)
-        found += self._fixture_declarations(position)
+        if self._decorated:
+            # pytest_depgraph.depends_on written on a test function or class works like the
+            # marker
+            owners = ((self.functions[position], False), (self.classes[position], True))
+            for owner, inherited in owners:
+                if owner is None:
+                    continue
+                cached = self._declared.get(id(owner))
+                if cached is None:
+                    cached = self._declared[id(owner)] = self._decorator_sources(
+                        owner, inherited, position
+                    )
+                if cached is not _NOTHING:
+                    found += self._note(cached, position)
+        if self._fixtures_declare():
+            found += self._fixture_declarations(position)
         if self.compat is not None:
             found += self.compat.sources(position)
-        return found
+        return found or _NO_SOURCES
 
-    def _marks(self, position: int) -> list[tuple[Node, pytest.Mark]]:
-        """``item.iter_markers_with_node(name=MARKER)``, with each parent's part found once.
-
-        pytest walks every test's whole chain of parents; a module's or class's markers are
-        the same for all its tests.
-        """
-        item = self.collected[position]
-        found: list[tuple[Node, pytest.Mark]] = [
-            (item, mark) for mark in item.own_markers if mark.name == MARKER
-        ]
+    def _inherited_marks(self, item: pytest.Item) -> list[tuple[Node, pytest.Mark]]:
+        """``depends_on`` marks of the item's parents, closest first, each parent's found
+        once (pytest walks every test's whole chain of parents)."""
         parent = item.parent
-        if parent is not None:
-            inherited = self._parent_marks.get(id(parent))
-            if inherited is None:
-                inherited = self._parent_marks[id(parent)] = list(
-                    parent.iter_markers_with_node(name=MARKER)
-                )
-            if inherited:
-                found += inherited
-        return found
+        if parent is None:
+            return []
+        inherited = self._parent_marks.get(id(parent))
+        if inherited is None:
+            inherited = self._parent_marks[id(parent)] = list(
+                parent.iter_markers_with_node(name=MARKER)
+            )
+        return inherited
 
     @staticmethod
-    def _note(cached: tuple[list[Source], list[Problem]], position: int) -> list[Source]:
+    def _note(cached: _Found, position: int) -> Sequence[Source]:
         sources, problems = cached
         for problem in problems:
             problem.items.add(position)
         return sources
 
-    def _marker_sources(
-        self, node: Node, mark: pytest.Mark, position: int
-    ) -> tuple[list[Source], list[Problem]]:
+    def _fixtures_declare(self) -> bool:
+        """Whether a fixture of the session may declare dependencies (or carry the marker,
+        which is an error); found once, from the session's fixture definitions when pytest's
+        table of them is readable."""
+        if self._fixtures is None:
+            self._fixtures = self._any_fixture_declaration()
+        return self._fixtures
+
+    def _any_fixture_declaration(self) -> bool:
+        if not self.collected:
+            return False
+        definitions = _fixture_definitions(self.collected[0])
+        if definitions is None:
+            return True  # pytest's table is not readable: look at every test's fixtures
+        decorated = self._decorated
+        for definition in definitions:
+            func = safe.attr(definition, "func")
+            if decorated and declarations_of(func):
+                return True
+            if any(m.name == MARKER for m in own_marks(func)):
+                return True
+            holder = _fixture_object(func)
+            if holder is not None and any(m.name == MARKER for m in own_marks(holder)):
+                return True
+        return False
+
+    def _marker_sources(self, node: Node, mark: pytest.Mark, position: int) -> _Found:
         # the file:line is looked up only if a message or the DOT file shows it
         origin = Origin("marker", partial(self.locator.mark, node, mark))
-        raw = RawDeclaration(mark.args, mark.kwargs, "")
         inherited = not isinstance(node, pytest.Item)
-        return self._validated(raw, origin, f"@pytest.mark.{MARKER}", position, inherited)
+        label = f"@pytest.mark.{MARKER}"
+        args = mark.args
+        if args and not mark.kwargs and all(
+            type(target) is str and target and not target.isspace() for target in args
+        ):
+            # the usual marker, names only: valid as it is (what validate() would say)
+            return [Source(Declaration(args, Kind.REQUIRES, ""), origin, label, inherited)], ()
+        raw = RawDeclaration(args, mark.kwargs, "")
+        return self._validated(raw, origin, label, position, inherited)
 
-    def _decorator_sources(
-        self, owner: object, inherited: bool, position: int
-    ) -> tuple[list[Source], list[Problem]]:
+    def _decorator_sources(self, owner: object, inherited: bool, position: int) -> _Found:
+        declared = declarations_of(owner)
+        if not declared:
+            return _NOTHING  # the usual test function: one shared empty result
         sources: list[Source] = []
         problems: list[Problem] = []
-        for raw in declarations_of(owner):
+        for raw in declared:
             where = self.relative(raw.where)
             raw = RawDeclaration(raw.args, raw.kwargs, where)
             found, trouble = self._validated(raw, Origin("marker", where), "@depends_on",
@@ -157,10 +216,10 @@ class _Builder(Context):
             problems += trouble
         return sources, problems
 
-    def _fixture_declarations(self, position: int) -> list[Source]:
+    def _fixture_declarations(self, position: int) -> Sequence[Source]:
         info = getattr(self.collected[position], "_fixtureinfo", None)
         if info is None:
-            return []
+            return _NO_SOURCES
         # one closure per test function, shared by its parametrized instances
         cached = self._closure_sources.get(id(info))
         if cached is None:
@@ -174,12 +233,12 @@ class _Builder(Context):
                     found, trouble = self._fixture_sources[key]
                     sources += found
                     problems += trouble
-            cached = self._closure_sources[id(info)] = (sources, problems)
+            cached = self._closure_sources[id(info)] = (
+                (sources, problems) if sources or problems else _NOTHING
+            )
         return self._note(cached, position)
 
-    def _fixture_sources_of(
-        self, fixturedef: object, name: str
-    ) -> tuple[list[Source], list[Problem]]:
+    def _fixture_sources_of(self, fixturedef: object, name: str) -> _Found:
         func = safe.attr(fixturedef, "func")
         sources: list[Source] = []
         problems: list[Problem] = []
@@ -205,7 +264,7 @@ class _Builder(Context):
             found, trouble = self._validated(raw, origin, label, None, True, where)
             sources += found
             problems += trouble
-        return sources, problems
+        return (sources, problems) if sources or problems else _NOTHING
 
     def _validated(
         self,
@@ -215,7 +274,7 @@ class _Builder(Context):
         position: int | None,
         inherited: bool,
         where: str | None = None,
-    ) -> tuple[list[Source], list[Problem]]:
+    ) -> _Found:
         """The declaration as a source, or the problem with it (for every test it is on).
 
         ``position`` is the first test the declaration is on; None for a fixture's, which
@@ -336,6 +395,29 @@ SELF_ADVICE_INHERITED = (
 )
 
 
+#: what a declaration source found for a definition: its sources and its problems
+_Found = tuple[Sequence[Source], Sequence[Problem]]
+#: the shared result of the many definitions that declare nothing
+_NO_SOURCES: Sequence[Source] = ()
+_NOTHING: _Found = ((), ())
+
+
+def _fixture_definitions(item: pytest.Item) -> list[object] | None:
+    """Every fixture definition of the session, from pytest's private tables (None when
+    they cannot be read: another pytest version)."""
+    manager = safe.attr(safe.attr(item, "session"), "_fixturemanager")
+    flat = safe.attr(manager, "_arg2fixturedefs")  # pytest < 9: name -> definitions
+    if isinstance(flat, dict):
+        return [d for defs in flat.values() for d in defs]
+    by_node = safe.attr(manager, "_arg2node2fixturedefs")  # pytest >= 9: name -> node -> ...
+    if not isinstance(by_node, dict):
+        return None
+    # (and the deprecated table of definitions registered by node id)
+    tables = [by_node, safe.attr(manager, "_arg2nodeid2fixturedefs") or {}]
+    return [d for table in tables for nodes in table.values() for defs in nodes.values()
+            for d in defs]
+
+
 def _fixture_object(func: object) -> object:
     """What ``@pytest.fixture`` returned for ``func`` (its module attribute), which holds the
     marks written above ``@pytest.fixture``: pytest 8 keeps them there and ignores them with
@@ -366,6 +448,43 @@ def _scope_of(nodeid: str) -> str:
 
 def _module_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
+
+
+def _without_declarations(
+    builder: _Builder, selected: Sequence[pytest.Item], with_locations: bool
+) -> Result | None:
+    """The plan of a session where no test declares anything: the selected tests in their
+    order, no edge -- what the whole build would make, without its graph algorithms, index
+    and per-test tables. None when the selection holds a test twice (the build decides)."""
+    collected = builder.collected
+    if len(selected) == len(collected) and all(map(operator.is_, selected, collected)):
+        items = list(collected)  # the usual case: every collected test runs, in its order
+        nodeids = builder.nodeids
+    else:
+        position = builder.position
+        positions = [position[item] for item in selected if item in position]
+        if len(set(positions)) != len(positions):
+            return None
+        items = [collected[p] for p in positions]
+        nodeids = [builder.nodeids[p] for p in positions]
+    graph = Graph(len(items))
+    graph.compact()  # as the build leaves the plan's graph: nothing kept per node
+    groups: dict[str, int] = {}
+    plan = Plan(
+        nodeids=nodeids,
+        locations=[None] * len(items) if with_locations else [],
+        graph=graph,
+        group=[groups.setdefault(_scope_of(nodeid), len(groups)) for nodeid in nodeids],
+        item_count=len(items),
+        errors=[],
+        broken={},
+        edge_counts={},
+        removed_edges=0,
+        added=[],
+        pinned=[],
+        warnings=[],
+    )
+    return Result(items=items, plan=plan, problems=[])
 
 
 def build(
@@ -432,6 +551,12 @@ def _build(
 
     builder = _Builder(collected, rootpath, verbosity, compat_settings)
     builder.ignored = ignored_files
+    if not keep_unreduced and builder.declares_nothing():
+        plain = _without_declarations(builder, selected, with_locations)
+        if plain is not None:
+            lap("resolve")
+            plain.timings.update(timings, validate=0.0, order=0.0, reduce=0.0)
+            return plain
     selected_positions = [builder.position[item] for item in selected if item in builder.position]
     in_run = set(selected_positions)
     added: list[int] = []

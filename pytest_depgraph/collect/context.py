@@ -48,20 +48,43 @@ class Context:
     ) -> None:
         self.collected = list(collected)
         self.rootpath = rootpath
-        self.position = {item: i for i, item in enumerate(self.collected)}
         self.nodeids = [item.nodeid for item in self.collected]
-        # pytest computes item.cls by walking up the tree: once per item is enough
-        self.functions = [safe.attr(item, "function") for item in self.collected]
-        self.classes = [
-            None if isinstance(item.parent, pytest.Module) else safe.attr(item, "cls")
-            for item in self.collected
-        ]
+        self._position: dict[pytest.Item, int] | None = None
+        self._functions: list[object | None] | None = None
+        self._classes: list[object | None] | None = None
         self._index: TargetIndex | None = None
         self.problems = Problems(verbosity)
         # the lazy file:line of every marker origin holds the locator, not the context: the
         # context and its indexes are garbage once the plan is built
         self.locator = Locator(rootpath)
         self.relative = self.locator.relative
+
+    # the tables below are made when first read: a session without declarations reads none
+
+    @property
+    def position(self) -> dict[pytest.Item, int]:
+        """Item -> its position in :attr:`collected`."""
+        if self._position is None:
+            self._position = dict(zip(self.collected, range(len(self.collected))))
+        return self._position
+
+    @property
+    def functions(self) -> list[object | None]:
+        """The test function of each item (None for an item without one)."""
+        if self._functions is None:
+            self._functions = [safe.attr(item, "function") for item in self.collected]
+        return self._functions
+
+    @property
+    def classes(self) -> list[object | None]:
+        """The test class of each item (None outside a class)."""
+        if self._classes is None:
+            # pytest computes item.cls by walking up the tree: once per item is enough
+            self._classes = [
+                None if isinstance(item.parent, pytest.Module) else safe.attr(item, "cls")
+                for item in self.collected
+            ]
+        return self._classes
 
     @property
     def index(self) -> TargetIndex:

@@ -76,8 +76,21 @@ def depends_on(
     return decorate
 
 
+#: whether :func:`declare` ever ran in this process: a declaration made with
+#: :func:`depends_on` or :func:`output_fixture` exists only on objects it was attached to here
+#: (or copied from them, as ``functools.wraps`` does), so while this is false no function,
+#: class or fixture carries one and the build does not look for them
+_declared = [False]
+
+
+def declarations_made() -> bool:
+    """Whether any ``@depends_on`` or ``output_fixture`` was applied in this process."""
+    return _declared[0]
+
+
 def declare(obj: object, raw: RawDeclaration) -> None:
     """Attach a declaration to a function or fixture (and to what it wraps)."""
+    _declared[0] = True
     for target in _wrapped_chain(obj):
         existing: list[RawDeclaration] = list(_own_declarations(target))
         # a bound method cannot take attributes: its function carries them

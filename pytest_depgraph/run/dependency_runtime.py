@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_depgraph.collect.compat.dependency import SCOPES, DependencyNames, scope_key
-from pytest_depgraph.collect.compat.shared import Settings, loaded_plugin
+from pytest_depgraph.collect.compat.names import Settings, loaded_plugin
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
+
+if TYPE_CHECKING:
+    from pytest_depgraph.collect.compat.dependency import DependencyNames
 
 
 def install(config: pytest.Config) -> None:
@@ -105,6 +107,9 @@ class DependencyRuntime:
 
     def fill(self, manager: Any, depends: Any, node: Any) -> None:
         """Record as passed each name in ``depends`` whose tests are requires ancestors."""
+        # pytest-dependency's naming rules, loaded only where pytest-dependency runs
+        from pytest_depgraph.collect.compat.dependency import SCOPES, DependencyNames, scope_key
+
         item = self.current
         plan = session_state(self.config).plan
         results = getattr(manager, "results", None)

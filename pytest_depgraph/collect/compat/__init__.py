@@ -4,9 +4,9 @@ One module per peer plugin, each a reader with the same small interface
 (:class:`~pytest_depgraph.collect.compat.shared.Reader`: the sources of the test at a
 position): :mod:`.dependency` (``@pytest.mark.dependency`` and ``depends()`` calls) and
 :mod:`.order` (``@pytest.mark.order``); what they share is in :mod:`.shared`. This module
-registers the markers and reads the settings at configure time, and gives the builder the
-readers the session needs -- none, and nothing of theirs imported, when no test carries their
-markers.
+registers the markers and reads the settings at configure time (:mod:`.names`), and gives
+the builder the readers the session needs -- none, and nothing of theirs imported, when no
+test carries their markers.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from pytest_depgraph.collect.compat.shared import (
+from pytest_depgraph.collect.compat.names import (
     DEPENDENCY,
     DEPENDENCY_HELP,
     ORDER,
@@ -26,14 +26,14 @@ from pytest_depgraph.collect.compat.shared import (
     loaded_plugin,
     marker_names,
 )
-from pytest_depgraph.collect.context import Context, Source
 
 if TYPE_CHECKING:
     from pytest_depgraph.collect.compat.dependency import DependencyReader
     from pytest_depgraph.collect.compat.order import OrderReader
+    from pytest_depgraph.collect.context import Context, Source
 
-__all__ = ["ORDINAL", "Readers", "Settings", "computed_sites", "ordinal_edges", "reader",
-           "register"]
+__all__ = ["ORDINAL", "Readers", "Settings", "computed_sites", "marker_names", "ordinal_edges",
+           "reader", "register"]
 
 
 class Readers:
@@ -51,10 +51,14 @@ class Readers:
             yield from self.order.sources(position)
 
 
-def reader(context: Context, settings: Settings) -> Readers | None:
+def reader(
+    context: Context, settings: Settings, marked: set[str] | None = None
+) -> Readers | None:
     """What reads ``dependency`` and ``order`` markers for ``context``; None when the session
-    has neither (the common case, which then costs one pass over the marks)."""
-    marked = marker_names(context.collected)
+    has neither (the common case: then nothing of theirs is imported). ``marked``: the names
+    of the marks on the collected items and their parents, when the caller has them."""
+    if marked is None:
+        marked = marker_names(context.collected)
     has_dependency = DEPENDENCY in marked or settings.automark
     has_order = ORDER in marked
     if not (has_dependency or has_order):

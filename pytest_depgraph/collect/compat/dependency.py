@@ -25,7 +25,8 @@ from typing import Any, Callable
 
 import pytest
 
-from pytest_depgraph.collect.compat.shared import DEPENDENCY, PeerReader, Settings
+from pytest_depgraph.collect.compat.names import DEPENDENCY, Settings
+from pytest_depgraph.collect.compat.shared import PeerReader
 from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.markers import Declaration
 from pytest_depgraph.core import safe

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_depgraph.collect.compat.shared import ORDER, ORDINAL, PeerReader, Settings
+from pytest_depgraph.collect.compat.names import ORDER, ORDINAL, Settings
+from pytest_depgraph.collect.compat.shared import PeerReader
 from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.markers import Declaration
 from pytest_depgraph.core import safe

@@ -1,4 +1,4 @@
-"""What the peer plugins' readers share: marker names, settings, and reporting a bad name.
+"""What the peer plugins' readers share: the base class that reports a bad name.
 
 A peer reader (:mod:`.dependency`, :mod:`.order`) reads one other plugin's markers from a
 :class:`~pytest_depgraph.collect.context.Context` and yields
@@ -12,64 +12,15 @@ from __future__ import annotations
 import linecache
 import re
 import warnings
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
 
+from pytest_depgraph.collect.compat.names import Settings
 from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.locate import first_line
-
-DEPENDENCY = "dependency"
-ORDER = "order"
-DEPENDENCY_HELP = (
-    "dependency(name=None, depends=[], scope='module'): pytest-dependency's marker; "
-    "pytest-depgraph runs this test after the tests it depends on and skips it unless they "
-    "passed (pytest-dependency itself is not installed)."
-)
-ORDER_HELP = (
-    "order(index=None, before=None, after=None): pytest-order's marker; pytest-depgraph runs "
-    "this test after the tests in after= and before the tests in before= (pytest-order itself "
-    "is not installed)."
-)
-#: origin kind (and edge-count key) of the edges between pytest-order's ordinal groups: they
-#: order, they do not make tests one group (shards ignore them)
-ORDINAL = "ordinal"
-
-
-@dataclass(frozen=True)
-class Settings:
-    """pytest-dependency's options, when it is installed, and ``--depgraph-strict``."""
-
-    automark: bool = False
-    ignore_unknown: bool = False
-    #: ``--depgraph-strict``: a name that matches no test is an error, not a warning
-    strict: bool = False
-
-
-def loaded_plugin(config: pytest.Config, module: str) -> Any:
-    """The loaded plugin module called ``module`` (or one of its submodules), or None."""
-    for plugin in config.pluginmanager.get_plugins():
-        name = getattr(plugin, "__name__", "")
-        if isinstance(name, str) and (name == module or name.startswith(module + ".")):
-            return plugin
-    return None
-
-
-def marker_names(items: Iterable[pytest.Item]) -> set[str]:
-    """Names of every mark on the items and their parents; each node is looked at once."""
-    names: set[str] = set()
-    seen: set[int] = set()
-    for item in items:
-        node: Any = item
-        while node is not None and id(node) not in seen:
-            seen.add(id(node))
-            for mark in node.own_markers:
-                names.add(mark.name)
-            node = node.parent
-    return names
 
 
 class Reader(Protocol):

@@ -1,0 +1,68 @@
+"""The peer plugins' marker names and the session's settings for them: all that a session
+without their markers ever loads of :mod:`pytest_depgraph.collect.compat`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+DEPENDENCY = "dependency"
+ORDER = "order"
+DEPENDENCY_HELP = (
+    "dependency(name=None, depends=[], scope='module'): pytest-dependency's marker; "
+    "pytest-depgraph runs this test after the tests it depends on and skips it unless they "
+    "passed (pytest-dependency itself is not installed)."
+)
+ORDER_HELP = (
+    "order(index=None, before=None, after=None): pytest-order's marker; pytest-depgraph runs "
+    "this test after the tests in after= and before the tests in before= (pytest-order itself "
+    "is not installed)."
+)
+#: origin kind (and edge-count key) of the edges between pytest-order's ordinal groups: they
+#: order, they do not make tests one group (shards ignore them)
+ORDINAL = "ordinal"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """pytest-dependency's options, when it is installed, and ``--depgraph-strict``."""
+
+    automark: bool = False
+    ignore_unknown: bool = False
+    #: ``--depgraph-strict``: a name that matches no test is an error, not a warning
+    strict: bool = False
+
+
+def loaded_plugin(config: pytest.Config, module: str) -> Any:
+    """The loaded plugin module called ``module`` (or one of its submodules), or None."""
+    for plugin in config.pluginmanager.get_plugins():
+        name = getattr(plugin, "__name__", "")
+        if isinstance(name, str) and (name == module or name.startswith(module + ".")):
+            return plugin
+    return None
+
+
+def marker_names(items: Iterable[pytest.Item]) -> set[str]:
+    """Names of every mark on the items and their parents; each node is looked at once.
+
+    O(items): the tests of one module or class are consecutive, so most items only compare
+    their parent with the previous item's."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    last: Any = None
+    for item in items:
+        for mark in item.own_markers:
+            names.add(mark.name)
+        node: Any = item.parent
+        if node is last:
+            continue
+        last = node
+        while node is not None and id(node) not in seen:
+            seen.add(id(node))
+            for mark in node.own_markers:
+                names.add(mark.name)
+            node = node.parent
+    return names

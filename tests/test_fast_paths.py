@@ -1,0 +1,156 @@
+"""The collection's shortcuts give what the full build gives, as a user sees it: a suite
+without declarations, markers read once per definition, the string-only marker, imported
+copies of a test."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import names
+
+PLAIN = """
+import pytest
+
+def test_one():
+    pass
+
+@pytest.mark.parametrize("x", [1, 2])
+def test_two(x):
+    pass
+
+class TestThree:
+    def test_three(self):
+        pass
+"""
+
+
+def test_a_suite_without_declarations_selects_draws_and_runs_on_xdist(
+    pytester: pytest.Pytester,
+) -> None:
+    """Nothing declared: -k and node ids select as in plain pytest, the DOT file shows the
+    selected tests without edges, and a run on two workers passes (the controller compares
+    the workers' plans) -- the build takes its shortcut in each of these processes."""
+    pytester.makepyfile(test_plain=PLAIN, test_other="def test_four():\n    pass\n")
+    out = pytester.path / "g.dot"
+    selected = pytester.runpytest("-v", "-k", "two or three", f"--depgraph-dot={out}")
+    selected.assert_outcomes(passed=3)
+    assert names(selected) == ["test_two[1]", "test_two[2]", "test_three"]
+    text = out.read_text()
+    assert '"test_plain.py::test_two[1]"' in text
+    assert '"test_plain.py::TestThree::test_three"' in text
+    assert "test_one" not in text and "->" not in text
+    by_id = pytester.runpytest("-v", "test_plain.py::test_two", "--depgraph-timings")
+    by_id.assert_outcomes(passed=2)
+    by_id.stdout.fnmatch_lines(["*depgraph timings: 2 tests, 0 edges after reduction: resolve *"])
+    parallel = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-k", "not one")
+    parallel.assert_outcomes(passed=4)
+    assert "error" not in parallel.stdout.str().lower()
+
+
+def test_parametrized_instances_share_the_marker_and_keep_their_own(
+    pytester: pytest.Pytester,
+) -> None:
+    """The marker of a parametrized function is read once for its instances, each still
+    gets the edge; a mark given to one instance with pytest.param stays that instance's."""
+    pytester.makepyfile(
+        test_p="""
+        import pytest
+
+        @pytest.mark.depends_on("test_base")
+        @pytest.mark.parametrize("x", [
+            1, pytest.param(2, marks=pytest.mark.depends_on("test_other")), 3,
+        ])
+        def test_p(x):
+            pass
+
+        def test_other():
+            assert 0
+
+        def test_base():
+            pass
+        """
+    )
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=3, failed=1, skipped=1)
+    assert names(result) == ["test_other", "test_base", "test_p[1]", "test_p[2]", "test_p[3]"]
+    result.stdout.fnmatch_lines(
+        ["*test_p.py::test_p[[]2[]] SKIPPED (depgraph: upstream test_p.py::test_o*"]
+    )
+
+
+def test_markers_beside_the_string_only_marker_keep_their_meaning(
+    pytester: pytest.Pytester,
+) -> None:
+    """A marker with a function target, one with on_failure='run' and a bad one, beside the
+    usual names-only markers: each is validated and resolved as before."""
+    pytester.makepyfile(
+        test_m="""
+        import pytest
+
+        def test_a():
+            assert 0
+
+        @pytest.mark.depends_on(test_a)
+        def test_by_object():
+            pass
+
+        @pytest.mark.depends_on("test_a", on_failure="run")
+        def test_order_only():
+            pass
+
+        @pytest.mark.depends_on("test_a")
+        def test_by_name():
+            pass
+
+        class TestC:
+            @pytest.mark.depends_on("test_a", "")
+            def test_bad(self):
+                pass
+        """
+    )
+    result = pytester.runpytest("-v")
+    result.stdout.fnmatch_lines([
+        "*test_m.py:*: an empty string is not a target; name a test or a file",
+        "*(@pytest.mark.depends_on, declared for test_m.py::TestC::test_bad)*",
+    ])
+    result = pytester.runpytest("-v", "--continue-on-collection-errors")
+    result.assert_outcomes(failed=1, passed=1, skipped=2, errors=2)
+    text = result.stdout.str()
+    assert "test_m.py::test_by_object SKIPPED" in text
+    assert "test_m.py::test_by_name SKIPPED" in text
+    assert "test_m.py::test_order_only PASSED" in text
+
+
+def test_imported_copy_warned_only_when_a_test_depends_on_it(pytester: pytest.Pytester) -> None:
+    """A test function imported into another module is warned about when something depends
+    on a copy of it; an import nobody depends on, and a method inherited from another
+    module's class, are not."""
+    pytester.makepyfile(
+        test_base="""
+        def test_create():
+            pass
+
+        def test_unused():
+            pass
+
+        class TestBase:
+            def test_method(self):
+                pass
+        """,
+        test_user="""
+        import pytest
+        from test_base import test_create, test_unused, TestBase
+
+        class TestChild(TestBase):
+            pass
+
+        @pytest.mark.depends_on(test_create, "TestChild::test_method")
+        def test_login():
+            pass
+        """,
+    )
+    result = pytester.runpytest("-v", "-W", "always::pytest.PytestWarning")
+    result.assert_outcomes(passed=8)
+    text = result.stdout.str()
+    assert text.count("imported into") == 1
+    assert "test_create is a test of test_base imported into test_user" in text
