@@ -3,14 +3,20 @@ worker leaving, queueing; and the xdist adapter in front of it, on fake worker n
 
 from __future__ import annotations
 
+import random
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_depgraph.core.dispatch import Dispatcher, priorities, weights, width
-from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.graph import Graph, Kind, Origin, stable_topological_order
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.walker import Skip
 
 from .fake_workers import FakeNode, complete, controller_config, running, start
+from .graph_strategies import PROPERTIES, Drawn, dags
+from .test_walker import oracle
 
 R, A = Kind.REQUIRES, Kind.AFTER
 M = Origin("marker")
@@ -134,3 +140,207 @@ def test_the_adapter_sends_what_the_dispatcher_hands_out(pytester: pytest.Pytest
     complete(scheduler, gw0)
     complete(scheduler, gw1)
     assert scheduler.tests_finished
+
+
+# -- queueing: a worker holds more than the test it runs ------------------------------------
+
+
+def queued(graph: Graph, seconds: float | None, workers: int = 2, **kw: object) -> Dispatcher:
+    """A dispatcher that may queue (hold 16), the tests' previous durations all ``seconds``."""
+    size = graph.size
+    known = {} if seconds is None else dict.fromkeys(range(size), seconds)
+    weight = weights(known, size, size)
+    dispatcher = Dispatcher(graph, priority=priorities(graph, weight), weight=weight,
+                            hold=16, durations=known, **kw)  # type: ignore[arg-type]
+    for w in range(workers):
+        dispatcher.add_worker(f"w{w}")
+    return dispatcher
+
+
+def test_short_tests_go_out_in_batches_and_the_bound_counts_only_running_ones() -> None:
+    dispatcher = queued(Graph(40), 0.001, limit=2)
+    given = dict(dispatcher.assign())
+    assert [len(given["w0"]), len(given["w1"])] == [16, 16]
+    assert dispatcher.running == 2 and dispatcher.in_flight == 32
+    for node in given["w0"][:14]:  # topped up only once it holds two: one message
+        dispatcher.complete("w0", node, True, 0.001)
+        if len(dispatcher.held("w0")) > 3:
+            assert dispatcher.assign(first="w0") == []
+    assert dispatcher.assign(first="w0") == [("w0", [32, 33, 34, 35, 36, 37, 38, 39])]
+
+
+def test_a_long_test_gets_one_test_queued_behind_it_while_more_is_ready_than_taken() -> None:
+    dispatcher = queued(Graph(5), 1.0)
+    assert dispatcher.assign() == [("w0", [0, 2]), ("w1", [1, 3])]
+    dispatcher.complete("w0", 0, True, 1.0)
+    # one ready test for two workers: it waits for the first one idle, not behind a test
+    assert dispatcher.assign(first="w0") == []
+    dispatcher.complete("w0", 2, True, 1.0)
+    assert dispatcher.assign(first="w0") == [("w0", [4])]
+
+
+def test_nothing_waits_behind_a_test_that_releases_more_urgent_work() -> None:
+    """0 -> 1 -> 2 is the critical path; the short tests 3..8 never queue behind 0 or 1, so
+    each step of the chain starts the moment its dependency finished."""
+    graph = make(9, [(1, 0, R), (2, 1, R)])
+    known = {0: 1.0, 1: 1.0, 2: 1.0, **dict.fromkeys(range(3, 9), 0.001)}
+    weight = weights(known, 9, 9)
+    dispatcher = Dispatcher(graph, priority=priorities(graph, weight), weight=weight,
+                            hold=16, durations=known)
+    dispatcher.add_worker("w0")
+    dispatcher.add_worker("w1")
+    given = dict(dispatcher.assign())
+    assert given["w0"] == [0] and given["w1"][0] == 3
+    dispatcher.complete("w0", 0, True, 1.0)
+    assert dispatcher.assign(first="w0") == [("w0", [1])]
+
+
+def test_nothing_of_another_class_queues_inside_a_chain() -> None:
+    """A1 -> A2 in one class: a test of class B queued between them would tear the class
+    fixture down; the worker continues A's chain instead."""
+    graph = make(4, [(1, 0, R)])
+    dispatcher = queued(graph, 0.001, workers=1, group=[0, 0, 1, 1])
+    assert dispatcher.assign() == [("w0", [0])]
+    dispatcher.complete("w0", 0, True, 0.001)
+    assert dispatcher.assign(first="w0") == [("w0", [1, 2, 3])]
+
+
+def test_a_unit_goes_out_whole_and_a_required_test_inside_it_is_not_queued_early() -> None:
+    """A --dist unit is a pinned group chained by ordering edges: its tests queue behind each
+    other on one worker, whatever the earlier ones do. 3 requires 2 (a real dependency): it is
+    sent only once 2 passed."""
+    graph = make(5, [(1, 0, A), (2, 1, A), (3, 2, A), (3, 2, R), (4, 3, A)])
+    dispatcher = queued(graph, 0.001, workers=2, pinned=[[0, 1, 2, 3, 4]])
+    assert dispatcher.assign() == [("w0", [0, 1, 2])]
+    step = dispatcher.complete("w0", 0, False, 0.001)  # an ordering edge: 1 runs anyway
+    assert step.skipped == [] and dispatcher.assign(first="w0") == []
+    dispatcher.complete("w0", 1, True, 0.001)
+    dispatcher.complete("w0", 2, False, 0.001)
+    assert dict(dispatcher.skipped) == {3: 2}
+    assert dispatcher.assign(first="w0") == [("w0", [4])]
+
+
+def test_a_worker_that_dies_gives_back_what_it_had_queued() -> None:
+    graph = make(5, [(1, 0, A), (2, 1, A)])
+    dispatcher = queued(graph, 0.001, workers=1, pinned=[[0, 1, 2]])
+    assert dispatcher.assign() == [("w0", [0, 1, 2, 3, 4])]
+    assert dispatcher.remove_worker("w0") == 0
+    dispatcher.finish(0, False)
+    assert not dispatcher.finished
+    dispatcher.add_worker("w1")
+    assert dispatcher.assign() == [("w1", [1, 2, 3, 4])]
+
+
+def test_the_adapter_fails_the_crashed_test_and_sends_its_queue_elsewhere(
+    pytester: pytest.Pytester,
+) -> None:
+    nodeids = [f"t.py::t{i}" for i in range(6)]
+    graph = make(6, [(5, 0, R)])
+    plan = Plan(nodeids=nodeids, locations=[], graph=graph, group=list(range(6)), item_count=6)
+    scheduler, (gw0, gw1) = start(pytester, plan, "load")
+    assert (gw0.sent, gw1.sent) == ([0, 2], [1, 3])
+    assert scheduler.remove_node(gw0) == "t.py::t0"
+    assert scheduler.skips == {"t.py::t5": "t.py::t0"}
+    complete(scheduler, gw1)
+    assert sorted(gw1.sent) == [1, 2, 3, 4]
+    while not scheduler.tests_finished:
+        complete(scheduler, gw1)
+    assert sorted(gw1.sent) == [1, 2, 3, 4]
+
+
+@settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 3))
+@given(dags(max_size=120), st.integers(0, 2**32 - 1))
+def test_random_queued_walks_run_every_test_once_after_its_dependencies(
+    drawn: Drawn, seed: int
+) -> None:
+    """Workers that hold up to 16 tests, run them in order, fail some and die: a test runs
+    only once everything it waits for finished (and never after a failed requirement), a
+    pinned group stays on one live worker, no more than the bound run, nothing stalls, and
+    the skips are the oracle's."""
+    graph = drawn.graph
+    size = graph.size
+    rng = random.Random(seed)
+    order = stable_topological_order(graph)
+    pinned: list[list[int]] = []
+    if rng.random() < 0.5:  # units chained by ordering edges in serial order, as the plan does
+        label = [rng.randrange(-2, 3) for _ in range(size)]
+        pinned = [g for g in ([v for v in order if label[v] == u] for u in range(3)) if len(g) > 1]
+        for group in pinned:
+            for before, after in zip(group, group[1:]):
+                graph.add_edge(after, before, A, Origin("pin"))
+    known = {v: rng.choice([0.0005, 0.002, 0.3]) for v in range(size) if rng.random() < 0.7}
+    weight = weights(known, size, size)
+    limit = rng.choice([None, 1, 2, 3])
+    dispatcher = Dispatcher(
+        graph, priority=priorities(graph, weight), weight=weight,
+        group=[rng.randrange(3) for _ in range(size)], limit=limit, pinned=pinned, hold=16,
+        durations=known,
+    )
+    failing = {v for v in range(size) if rng.random() < 0.1}
+    deps: dict[int, list[tuple[int, Kind]]] = {v: [] for v in range(size)}
+    for u, v, kind in graph.triples():
+        deps[u].append((v, kind))
+    pin_of = {v: g for g, members in enumerate(pinned) for v in members}
+    owner: dict[int, object] = {}
+    queues: dict[object, list[int]] = {}
+    finished: dict[int, bool] = {}  # node -> satisfied
+    ran: list[int] = []
+    fresh = 0
+
+    def add() -> None:
+        nonlocal fresh
+        name = f"w{fresh}"
+        fresh += 1
+        queues[name] = []
+        dispatcher.add_worker(name)
+
+    def hand_out(first: object = None) -> None:
+        for worker, nodes in dispatcher.assign(first):
+            queues[worker].extend(nodes)
+        assert limit is None or sum(1 for q in queues.values() if q) <= limit
+        for worker, queue in queues.items():
+            assert list(dispatcher.held(worker)) == queue
+            if queue:
+                begin(worker, queue[0])
+
+    def begin(worker: object, node: int) -> None:
+        if node in ran:
+            return
+        for d, kind in deps[node]:
+            assert d in finished, f"{node} runs before {d} finished"
+            assert kind is A or finished[d], f"{node} runs after {d} failed"
+        group = pin_of.get(node)
+        if group is not None:
+            assert owner.get(group, worker) == worker, "a pinned group moved to another worker"
+            owner[group] = worker
+        ran.append(node)
+
+    for _ in range(rng.randint(1, 4)):
+        add()
+    hand_out()
+    while not dispatcher.finished:
+        busy = [w for w, q in queues.items() if q]
+        assert busy, "stalled"
+        worker = rng.choice(busy)
+        node = queues[worker][0]
+        if rng.random() < 0.03:  # the worker dies in its test; a new one replaces it
+            assert dispatcher.remove_worker(worker) == node
+            del queues[worker]
+            owner = {g: w for g, w in owner.items() if w != worker}
+            step = dispatcher.finish(node, False)
+            finished[node] = False
+            add()
+        else:
+            queues[worker].pop(0)
+            satisfied = node not in failing
+            step = dispatcher.complete(worker, node, satisfied, known.get(node, 0.001))
+            finished[node] = satisfied
+        for skip in step.skipped:
+            finished[skip.node] = False
+        for group, members in enumerate(pinned):
+            if all(m in finished for m in members):
+                owner.pop(group, None)
+        hand_out(worker)
+    assert sorted(finished) == list(range(size))
+    assert len(ran) == len(set(ran)) == size - len(dispatcher.skipped)
+    assert set(dispatcher.skipped) == oracle(graph, {v for v in ran if not finished[v]}, set())

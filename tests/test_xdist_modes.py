@@ -234,15 +234,15 @@ def test_loadfile_units_run_whole_on_one_worker_after_what_they_need(
     """test_a.py needs test_b1 (for test_a2 only): all of test_a.py waits for it, then runs
     on one worker in file order; test_b.py runs whole on the other."""
     scheduler, (gw0, gw1) = start(pytester, unit_plan(FILES, [(1, 3)]), "loadfile")
-    assert (gw0.sent, gw1.sent) == ([3], [])   # test_a1 is held back with its unit
+    # test_b.py goes out whole, in one message; test_a1 is held back with its unit
+    assert (gw0.sent, gw1.sent) == ([3, 4], [])
     assert complete(scheduler, gw0) == 3
-    assert (gw0.sent, gw1.sent) == ([3, 4], [0])
+    assert (gw0.sent, gw1.sent) == ([3, 4], [0, 1, 2])   # the idle worker takes test_a.py
     complete(scheduler, gw0)
-    assert gw0.sent == [3, 4]   # idle: the rest of test_a.py is bound to gw1
+    assert gw0.sent == [3, 4]
     complete(scheduler, gw1)
     complete(scheduler, gw1)
     complete(scheduler, gw1)
-    assert (gw0.sent, gw1.sent) == ([3, 4], [0, 1, 2])
     assert scheduler.tests_finished
 
 
@@ -263,9 +263,9 @@ def test_loadscope_units_are_classes_else_modules(pytester: pytest.Pytester) -> 
                "test_c.py::test_g"]
     # test_g needs test_1: the module unit (test_f, test_g) waits for the class's first test
     scheduler, (gw0, gw1) = start(pytester, unit_plan(nodeids, [(3, 0)]), "loadscope")
-    assert (gw0.sent, gw1.sent) == ([0], [])
+    assert (gw0.sent, gw1.sent) == ([0, 1], [])
     complete(scheduler, gw0)
-    assert (gw0.sent, gw1.sent) == ([0, 1], [2])
+    assert (gw0.sent, gw1.sent) == ([0, 1], [2, 3])
     assert scheduler.plan is not None and scheduler.plan.pinned == [[0, 1], [2, 3]]
 
 

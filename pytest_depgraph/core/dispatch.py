@@ -41,7 +41,7 @@ REFILL_AT = 2
 #: more than one test is queued behind a running one only while the tests a worker holds are
 #: expected to take less than this together (seconds): then a round trip per test would cost
 #: a noticeable share of the run, and committing the tests early costs little
-QUEUE_SECONDS = 0.02
+QUEUE_SECONDS = 0.05
 
 _NOBODY = object()
 
@@ -131,6 +131,14 @@ class Dispatcher:
                     raise ValueError(f"pinned node {v} outside the graph or in two groups")
                 self._pin[v] = g
             self._pin_left.append(len(members))
+        # continues[v]: v has a dependent in its own group or pinned group, so a test of
+        # another one queued behind v would tear down the fixtures that chain shares
+        self._continues = bytearray(size)
+        for dependent, dependency, _ in graph.triples():
+            if (group is not None and group[dependent] == group[dependency]) or (
+                dependency in self._pin and self._pin.get(dependent) == self._pin[dependency]
+            ):
+                self._continues[dependency] = 1
         # workers: what each holds (the first runs, the rest wait behind it), in the order
         # they were added; who holds a node; the group each ran last; the tests its last test
         # made ready (the chain it may continue)
@@ -139,6 +147,8 @@ class Dispatcher:
         self._owner: dict[int, Hashable] = {}
         self._busy = 0  # workers (or anonymous starts) holding a node: the running ones
         self._last_group: dict[Hashable, int] = {}
+        #: nodes started behind the test they wait for (a unit's next test), not yet finished
+        self._early: set[int] = set()
         self._chain: dict[Hashable, list[int]] = {}
         # this run's seconds per test, for the expected duration of tests without one
         self._seen_total = 0.0
@@ -222,6 +232,11 @@ class Dispatcher:
         """What ``worker`` holds, the one it runs first."""
         return tuple(self._workers.get(worker, ()))
 
+    def running_on(self, worker: Hashable) -> int | None:
+        """The test ``worker`` runs now (the first it holds); None when it holds none."""
+        held = self._workers.get(worker)
+        return held[0] if held else None
+
     def remove_worker(self, worker: Hashable) -> int | None:
         """``worker`` left (finished or died): release its pinned groups, put the tests queued
         behind its running one back among the ready ones, and return the running one (None
@@ -237,15 +252,18 @@ class Dispatcher:
         running = held.popleft()
         for node in held:  # never began: another worker takes them
             del self._owner[node]
+            self._early.discard(node)
             self.walk.unstart(node)
-            self._place(node)
+            if self.walk.is_ready(node):
+                self._place(node)
         return running
 
     def complete(self, worker: Hashable, node: int, satisfied: bool, seconds: float = 0.0) -> Step:
         """``worker`` finished ``node`` in ``seconds``: say what became ready and what skips.
         The tests ``node`` made ready in ``worker``'s group are the chain it continues at the
         next :meth:`assign`."""
-        self._seen_total += seconds
+        # clipped: a few slow outliers (a loaded machine) must not hide that tests are short
+        self._seen_total += min(seconds, QUEUE_SECONDS)
         self._seen += 1
         step = self.finish(node, satisfied)
         last = self._last_group.get(worker)
@@ -294,7 +312,7 @@ class Dispatcher:
         """Queue tests behind the running ones, one per worker per round (priority spreads)."""
         workers = self._workers
         candidates = [w for w in order if 0 < len(workers[w]) <= REFILL_AT]
-        while candidates and self.walk.ready_count:
+        while candidates:
             still = []
             for worker in candidates:
                 node = self._queueable(worker, len(order))
@@ -308,7 +326,20 @@ class Dispatcher:
     def _queueable(self, worker: Hashable, workers: int) -> int | None:
         """The best test to queue behind what ``worker`` holds, started; None if none may."""
         held = self._workers[worker]
-        if len(held) >= self._hold or not self.walk.ready_count:
+        if len(held) >= self._hold:
+            return None
+        last = held[-1]
+        group = self._pin.get(last)
+        if group is not None:
+            # the next test of its pinned group (a --dist unit) waits for ``last`` alone, by
+            # an ordering edge: it runs behind it, on this worker, whatever ``last`` does
+            for follower in self.walk.early(last):
+                if self._pin.get(follower) == group:
+                    self.walk.start_early(follower, last)
+                    self._early.add(follower)
+                    self._hand(follower, worker)
+                    return follower
+        if not self.walk.ready_count:
             return None
         expected = 0.0
         for v in held:
@@ -322,22 +353,34 @@ class Dispatcher:
         # there is more ready than the workers take (else an idle worker may want it soon)
         if not short and (len(held) >= 2 or self.walk.ready_count < workers):
             return None
-        bar = max(self._after[v] for v in held)
-        node = None
+        node: int | None = None
         for candidate in self._chain.get(worker, ()):
             if self.may_start(candidate, worker):
                 node = candidate
                 break
         if node is None:
+            if self._continues[last]:
+                return None  # its chain goes on once it finished: nothing in between
             node = self._peek(self._last_group.get(worker), worker)
-        if node is None or -self._key[node] < bar:
-            return None
+        if node is None or -self._key[node] < self._bar(held):
+            return None  # it would hold back something more urgent
         self._take(node, worker)
         return node
 
+    def _bar(self, held: deque[int]) -> float:
+        """The most urgent priority the tests ``held`` can make ready once they finished (a
+        test whose follower is queued behind it already made its chain's way)."""
+        bar = float("-inf")
+        following = None
+        for v in reversed(held):
+            if following not in self._early:
+                bar = max(bar, self._after[v])
+            following = v
+        return bar
+
     def _expected(self, node: int) -> float | None:
-        """The expected seconds of ``node``: the previous run's, else this run's mean so far;
-        None before anything is known."""
+        """The expected seconds of ``node``: the previous run's, else this run's mean so far
+        (each duration counted up to :data:`QUEUE_SECONDS`); None before anything is known."""
         known = self._known.get(node)
         if known is not None:
             return known
@@ -390,6 +433,7 @@ class Dispatcher:
         """Record the outcome of a started node; say what became ready (best first) and what
         skips. O(k log n) for the k nodes resolved by this event."""
         step = self.walk.finish(node, satisfied)
+        self._early.discard(node)
         worker = self._owner.pop(node, _NOBODY)
         held = self._workers.get(worker) if worker is not _NOBODY else None
         if held is not None:
@@ -455,8 +499,12 @@ class Dispatcher:
         return heap[0][1]
 
     def _take(self, node: int, worker: Hashable) -> None:
-        """Start ``node`` as the last one ``worker`` holds."""
+        """Start ready ``node`` as the last one ``worker`` holds."""
         self.walk.start(node)
+        self._hand(node, worker)
+
+    def _hand(self, node: int, worker: Hashable) -> None:
+        """``worker`` holds the started ``node`` last."""
         self._owner[node] = worker
         if worker is None:
             self._busy += 1

@@ -133,13 +133,38 @@ class Walker:
         self._in_flight += 1
         self._ready_count -= 1
 
+    def early(self, node: int) -> list[int]:
+        """The nodes that wait only for ``node`` (started), through an AFTER edge, and that no
+        unsatisfied dependency holds back: they will be ready once ``node`` finished, whatever
+        its outcome. A caller that runs them after ``node`` in one queue may start them now
+        (:meth:`start_early`). O(AFTER-dependents of ``node``)."""
+        if self._state[node] != _STARTED:
+            return []
+        state, waiting, cause = self._state, self._waiting, self._cause
+        return [
+            u for u in self._after_dependents[node]
+            if waiting[u] == 1 and state[u] == _WAITING and cause[u] is None
+        ]
+
+    def start_early(self, node: int, after: int) -> None:
+        """Start ``node`` before ``after`` finished, to run behind it (see :meth:`early`).
+        ValueError if ``node`` does not wait for ``after`` alone. O(AFTER-dependents)."""
+        if node not in self.early(after):
+            raise ValueError(f"node {node} does not wait for {after} alone")
+        self._state[node] = _STARTED
+        self._in_flight += 1
+
     def unstart(self, node: int) -> None:
-        """A started node that never began (its worker left first) is ready again. O(1)."""
+        """A started node that never began (its worker left first) waits again: it is ready
+        again, or waits for the dependency it was started early behind. O(1)."""
         if not 0 <= node < self._size or self._state[node] != _STARTED:
             raise ValueError(f"node {node} is not running")
-        self._state[node] = _READY
         self._in_flight -= 1
-        self._ready_count += 1
+        if self._waiting[node]:
+            self._state[node] = _WAITING
+        else:
+            self._state[node] = _READY
+            self._ready_count += 1
 
     def finish(self, node: int, satisfied: bool) -> Step:
         """Record the outcome of a started node; say what became ready and what skips.

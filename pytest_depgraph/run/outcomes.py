@@ -7,7 +7,6 @@ folds the reports of each test, from whichever process ran it, into one outcome 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
@@ -39,13 +38,16 @@ _WORDS = {
 SYNTHETIC = "_depgraph_synthetic"
 
 
-@dataclass
 class _Phases:
-    outcome: str = PASSED
-    finished: bool = False
-    duration: float = 0.0
-    #: a report of a phase that really ran arrived (not only an outcome set by this plugin)
-    ran: bool = False
+    """One test's folded outcome (a plain class with slots: one is made per test)."""
+
+    __slots__ = ("duration", "outcome", "ran")
+
+    def __init__(self, outcome: str = PASSED) -> None:
+        self.outcome = outcome
+        self.duration = 0.0
+        #: a report of a phase that really ran arrived (not only an outcome set by this plugin)
+        self.ran = False
 
 
 class OutcomeRecorder:
@@ -61,31 +63,36 @@ class OutcomeRecorder:
         attempt starts the outcome afresh, so a test that passes on a rerun is satisfied.
         Durations add up over all attempts: that is the time the test took.
         """
-        phases = self._by_nodeid.get(report.nodeid)
+        nodeid = report.nodeid
+        phases = self._by_nodeid.get(nodeid)
         if phases is None:
-            phases = self._by_nodeid[report.nodeid] = _Phases()
-        if report.outcome not in ("passed", "failed", "skipped"):
-            # e.g. "rerun" from pytest-rerunfailures: this attempt does not count
-            phases.duration += report.duration
-            return
-        synthetic = getattr(report, SYNTHETIC, False)
-        if report.when == "setup" and phases.ran and not synthetic:
-            phases.outcome, phases.finished = PASSED, False  # a new attempt: the last decides
+            phases = self._by_nodeid[nodeid] = _Phases()
+        outcome, when = report.outcome, report.when
         phases.duration += report.duration
+        if outcome == "passed" and phases.outcome == PASSED:
+            phases.ran = True  # the common case: a phase passed in a test that passed so far
+            return
+        if outcome not in ("passed", "failed", "skipped"):
+            return  # e.g. "rerun" from pytest-rerunfailures: this attempt does not count
+        synthetic = getattr(report, SYNTHETIC, False)
+        if when == "setup" and phases.ran and not synthetic:
+            phases.outcome = PASSED  # a new attempt: the last decides
         if synthetic:
             phases.outcome = UPSTREAM
-        elif report.failed:
-            phases.outcome = FAILED if report.when == "call" else _worse(phases.outcome, ERROR)
-        elif report.skipped and phases.outcome == PASSED:
+        elif outcome == "failed":
+            phases.outcome = FAILED if when == "call" else _worse(phases.outcome, ERROR)
+        elif outcome == "skipped" and phases.outcome == PASSED:
             phases.outcome = XFAILED if hasattr(report, "wasxfail") else SKIPPED
-        if report.when == "teardown":
-            phases.finished = True
         if phases.outcome != UPSTREAM:
             phases.ran = True
 
     def mark(self, nodeid: str, outcome: str) -> None:
         """Set an outcome that no report carries (a crashed worker, a test never started)."""
-        self._by_nodeid.setdefault(nodeid, _Phases()).outcome = outcome
+        phases = self._by_nodeid.get(nodeid)
+        if phases is None:
+            self._by_nodeid[nodeid] = _Phases(outcome)
+        else:
+            phases.outcome = outcome
 
     def outcome(self, nodeid: str) -> str:
         """The folded outcome; NOT_RUN for a test with no report."""

@@ -43,7 +43,7 @@ from pytest_depgraph.run.outcomes import FAILED, SYNTHETIC, OutcomeRecorder, ski
 from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
 
 #: most tests one worker holds (the one it runs and those queued behind it)
-HOLD = 1
+HOLD = dispatch.MAX_HOLD
 
 
 class DepGraphScheduling:
@@ -235,17 +235,17 @@ class WalkScheduling:
         self._seconds[item_index] = duration
         self._last_done = time.perf_counter()
         dispatcher = self.dispatcher
-        assert dispatcher is not None and dispatcher.held(node)[:1] == (item_index,), (
+        assert dispatcher is not None and dispatcher.running_on(node) == item_index, (
             node, item_index
         )
         satisfied = self.recorder.satisfied(self._nodeid(item_index))
         step = dispatcher.complete(node, item_index, satisfied, duration)
-        if self._stopping():
+        if self._stopping():  # once per event
             return
         if step.skipped:
             self._report_skips(step.skipped)
         # this worker first: the tests that just became ready are often its own mates
-        self._dispatch(first=node)
+        self._send(first=node)
 
     def mark_test_pending(self, item: str) -> None:
         """Re-queue a crashed test (pytest-rerunfailures): not possible in a dependency walk.
@@ -287,7 +287,7 @@ class WalkScheduling:
         step = dispatcher.finish(index, satisfied=False)
         if not self._stopping():
             self._report_skips(step.skipped)
-        self._dispatch()
+            self._send()
         return nodeid
 
     # -- after the run ---------------------------------------------------------------------
@@ -441,11 +441,15 @@ class WalkScheduling:
             getattr(dsession, "shouldstop", False) or getattr(dsession, "shuttingdown", False)
         )
 
-    def _dispatch(self, first: Any = None) -> None:
+    def _dispatch(self) -> None:
+        """Send the tests the dispatcher hands out, unless the run is stopping."""
+        if self.dispatcher is not None and not self._stopping():
+            self._send()
+
+    def _send(self, first: Any = None) -> None:
         """Send the tests the dispatcher hands out (``first`` worker first)."""
         dispatcher, plan = self.dispatcher, self.plan
-        if dispatcher is None or plan is None or self._stopping():
-            return
+        assert dispatcher is not None and plan is not None
         for known in self.workers:
             if known.shutting_down:
                 dispatcher.retire(known)
