@@ -16,12 +16,20 @@ def test_loadfile_units_wait_for_their_dependencies_and_skips_stay_on_the_contro
     pytester: pytest.Pytester,
 ) -> None:
     """--dist loadfile: each file runs whole on one worker, in its order (module state is
-    shared), and only once the tests it depends on in other files finished."""
+    shared), and only once the tests it depends on in other files finished. A file goes out
+    in one batch: its module fixture is set up once, and its teardown error is reported."""
     pytester.makeconftest(TIMING_CONFTEST)
     pytester.makepyfile(
         test_one="""
-        import time
+        import os, time
         import pytest
+
+        @pytest.fixture(scope="module", autouse=True)
+        def resource():
+            with open(os.path.join(os.path.dirname(__file__), "setups.log"), "a") as log:
+                log.write("setup\\n")
+            yield
+            raise RuntimeError("module teardown failed")
 
         def test_create():
             time.sleep(0.5)
@@ -47,8 +55,11 @@ def test_loadfile_units_wait_for_their_dependencies_and_skips_stay_on_the_contro
         """,
     )
     result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "--dist", "loadfile", "-rs")
-    result.assert_outcomes(failed=1, skipped=1, passed=3)
+    result.assert_outcomes(failed=1, skipped=1, passed=3, errors=1)
     result.stdout.fnmatch_lines(["*depgraph: upstream test_one.py::test_broken failed*"])
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_broken*", "*module teardown failed"])
+    assert (pytester.path / "setups.log").read_text() == "setup\n"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "cannot honour" not in result.stdout.str()
     ran = times(pytester)
     assert ran["test_elsewhere"][0] >= ran["test_create"][1], ran
