@@ -8,9 +8,8 @@ what is ready, which ready test goes to which worker, what must be skipped -- is
   collection; all plans must agree, or nothing runs;
 * the dispatcher's choices go to the workers as ``runtests`` commands, several tests each
   (with the values the tests may read, :mod:`pytest_depgraph.run.channel_values`); a
-  worker's completion goes back
-  to the dispatcher with the test's outcome, and the tests that will never run are reported
-  skipped here, on the controller, naming their root cause;
+  worker's completion goes back to the dispatcher with the test's outcome, and the tests
+  that will never run are reported skipped here, on the controller, naming their root cause;
 * a worker that dies fails the test it ran; its pinned groups go on elsewhere;
 * with ``--dist loadfile``, ``loadscope`` or ``loadgroup`` each of xdist's work units is a
   pinned group (:mod:`pytest_depgraph.core.units`);
