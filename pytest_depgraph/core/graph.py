@@ -261,12 +261,13 @@ class Graph:
             raise ValueError(
                 f"edge {dependents[bad]} -> {dependencies[bad]} outside a graph of {size} nodes"
             )
-        keys = dict(zip([u * size + d for u, d in zip(dependents, dependencies)], range(count)))
-        if len(keys) == count:
-            # no pair declared twice (the usual case): the arrays are the graph as they are
+        if len(set(map(int.__add__, map(size.__mul__, dependents), dependencies))) == count:
+            # no pair declared twice (the usual case): the arrays are the graph as they are,
+            # and the pair -> edge table (a dict entry and two ints per edge) waits until a
+            # look-up or an added edge needs it
             graph._dependent, graph._dependency = dependents, dependencies
             graph._kinds, graph._origin, graph._table = kinds, origins, table
-            graph._keys, graph._table_ids, graph._live = keys, None, count
+            graph._keys, graph._table_ids, graph._live = None, None, count
             return graph
         graph._table = table
         graph._table_ids = {id(origin): i for i, origin in enumerate(table)}
@@ -289,7 +290,7 @@ class Graph:
             size = self.size
             # every edge, so that a pair's latest edge wins, as in add_edges
             keys = self._keys = dict(
-                zip([u * size + d for u, d in zip(self._dependent, self._dependency)],
+                zip(map(int.__add__, map(size.__mul__, self._dependent), self._dependency),
                     range(len(self._kinds)))
             )
         return keys
@@ -381,6 +382,29 @@ class Graph:
                     us.append(dependent)
             lists = self._lists_cache = (dependencies, dependents)
         return lists
+
+    def _keys_of(self, flags: bytes | bytearray | None = None) -> Iterator[int]:
+        """``dependent * size + dependency`` of each live edge (whose flag is set), in order.
+        O(E), in C."""
+        ids = self._live_ids()
+        src, dst = self._dependent, self._dependency
+        if not isinstance(ids, range):
+            src = array("i", map(src.__getitem__, ids))
+            dst = array("i", map(dst.__getitem__, ids))
+            if flags is not None:
+                flags = bytes(map(flags.__getitem__, ids))
+        if flags is not None:
+            return map(int.__add__, map(self.size.__mul__, compress(src, flags)),
+                       compress(dst, flags))
+        return map(int.__add__, map(self.size.__mul__, src), dst)
+
+    def edges_keyed(self, keys: Iterable[int]) -> list[int]:
+        """The numbers of the live edges keyed ``dependent * size + dependency`` in ``keys``,
+        in declaration order, without the pair -> edge table. O(E), in C."""
+        wanted = set(keys)
+        if not wanted:
+            return []
+        return list(compress(self._live_ids(), map(wanted.__contains__, self._keys_of())))
 
     def _edge(self, e: int) -> Edge:
         return Edge(
@@ -805,10 +829,11 @@ def transitive_reduction(graph: Graph, order: Sequence[int] | None = None) -> Gr
     if order is None:
         order = _topological_order(graph)
     dependencies = graph._lists()[0]
-    keys, kinds = graph._key_index(), graph._kinds
     position = [0] * size
     for i, v in enumerate(order):
         position[v] = i
+    # edges are keyed ``dependent * size + dependency`` here; the AFTER ones are few
+    after = set(graph._keys_of(graph._kinds))
     readers = _closure_readers(graph, order)
     live_from = _live_from(graph, order, position)
     # closure[v]: v and every node reachable from it, as bits ``position - offset[v]``;
@@ -846,24 +871,24 @@ def transitive_reduction(graph: Graph, order: Sequence[int] | None = None) -> Gr
                     closure[d] >>= shift
                     closure_req[d] >>= shift
             p = position[d] - low
-            e = keys[base + d]
-            if kinds[e]:  # AFTER
+            key = base + d
+            if key in after:
                 if reach >> p & 1:
-                    removed.append(e)
+                    removed.append(key)
                 else:
                     if same:
                         reach_req, same = reach, False
                     reach |= closure[d]
             elif same and pure[d]:
                 if reach >> p & 1:
-                    removed.append(e)
+                    removed.append(key)
                 else:
                     reach |= closure[d]
             else:
                 if same:
                     reach_req, same = reach, False
                 if reach_req >> p & 1:
-                    removed.append(e)
+                    removed.append(key)
                 else:
                     reach_req |= closure_req[d]
                     if not reach >> p & 1:
@@ -880,7 +905,7 @@ def transitive_reduction(graph: Graph, order: Sequence[int] | None = None) -> Gr
             else:
                 closure[v] = reach | bit
                 closure_req[v] = reach_req | bit
-    return graph.without_edges(removed)
+    return graph.without_edges(graph.edges_keyed(removed))
 
 
 def critical_path(
