@@ -29,7 +29,7 @@ from pytest_depgraph.core.graph import (
     strongly_connected_components,
     transitive_reduction,
 )
-from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.core.plan import Plan, edges_by_origin, graph_edges_by_origin
 
 from .graph_strategies import PROPERTIES, Drawn, dags, reachable
 
@@ -515,6 +515,11 @@ def _check_adjacency(graph: Graph) -> None:
         assert graph.edge(e.dependent, e.dependency) == e
         assert graph.kind(e.dependent, e.dependency) is e.kind
     assert graph.requiring() == {e.dependent for e in graph.edges() if e.kind is R}
+    assert graph_edges_by_origin(graph) == edges_by_origin(graph.origins())
+    assert graph.edges_keyed(k * graph.size + k for k in range(graph.size)) == []
+    assert graph.edges_keyed(
+        e.dependent * graph.size + e.dependency for e in graph.edges()
+    ) == list(graph._live_ids())
 
 
 @settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 5))

@@ -38,7 +38,7 @@ from pytest_depgraph.collect.selection import uncollected_file
 from pytest_depgraph.core import graph as dag
 from pytest_depgraph.core import safe
 from pytest_depgraph.core.graph import Graph, Kind, Origin
-from pytest_depgraph.core.plan import Plan, edges_by_origin
+from pytest_depgraph.core.plan import Plan, graph_edges_by_origin
 
 if TYPE_CHECKING:
     from _pytest.nodes import Node
@@ -443,7 +443,8 @@ def _used_definitions(name: str, definitions: Sequence[object]) -> list[object]:
 
 def _scope_of(nodeid: str) -> str:
     """``f.py::C::t[x]`` -> ``f.py::C``; ``f.py::t`` -> ``f.py``."""
-    return nodeid.split("[", 1)[0].rpartition("::")[0] or nodeid
+    name = nodeid.split("[", 1)[0] if "[" in nodeid else nodeid
+    return name.rpartition("::")[0] or nodeid
 
 
 def _module_of(nodeid: str) -> str:
@@ -566,6 +567,8 @@ def _build(
     dependents, dependencies, kinds = array("i"), array("i"), bytearray()
     origin_of = array("i")
     table: list[Origin] = []
+    add_dependent, add_dependency = dependents.append, dependencies.append
+    add_kind, add_origin = kinds.append, origin_of.append
     queue = deque(selected_positions)
     collected_ids = builder.nodeids
     while queue:
@@ -595,10 +598,10 @@ def _build(
                             queue.append(match)
                         else:
                             external.append(match)
-                    dependents.append(position)
-                    dependencies.append(match)
-                    kinds.append(kind)
-                    origin_of.append(o)
+                    add_dependent(position)
+                    add_dependency(match)
+                    add_kind(kind)
+                    add_origin(o)
 
     # number the tests in the order pytest and the other plugins left them (--ff, randomisers,
     # pytest-order); the stable sort only ever moves a test down, so each pulled-in dependency
@@ -627,7 +630,8 @@ def _build(
             if number[position] >= 0:
                 broken.setdefault(number[position], problem.message)
     nodeids = [collected_ids[p] for p in numbered]
-    for cycle in dag.find_cycles(graph):
+    kahn: list[int] = []
+    for cycle in dag.find_cycles(graph, kahn):
         problem = Problem(
             cycle_message(cycle, nodeids, verbosity), _module_of(nodeids[cycle[0].dependent])
         )
@@ -650,8 +654,11 @@ def _build(
     for new, old in enumerate(final):
         new_id[old] = new
     lap("order")
-    # (its own breadth-first order keeps the closures shorter than the serial order would)
-    reduced = dag.transitive_reduction(acyclic)
+    # in Kahn's breadth-first order (it keeps the closures shorter than the serial order
+    # would); the graph's, found with its cycles, is acyclic's when no edge went or came
+    reduced = dag.transitive_reduction(
+        acyclic, kahn if not broken and acyclic.edge_count == graph.edge_count else None
+    )
     removed_edges = acyclic.edge_count - reduced.edge_count
     # pytest-order's ordinal groups, tied for parallel runs by AFTER edges that follow this
     # order (so the serial order stays as it is). Added after the reduction: they tie every
@@ -673,7 +680,7 @@ def _build(
         errors=[p.message for p in problems],
         broken={new_id[n]: message for n, message in broken.items()},
         edge_counts={
-            **edges_by_origin(graph.origins()),
+            **graph_edges_by_origin(graph),
             **pins.counts(),
             **({compat.ORDINAL: ordinal} if ordinal else {}),
         },

@@ -686,15 +686,18 @@ def _shortest_loop(graph: Graph, start: int, members: set[int]) -> list[int]:
     raise AssertionError("a strongly connected component without a loop")  # pragma: no cover
 
 
-def find_cycles(graph: Graph) -> list[list[Edge]]:
+def find_cycles(graph: Graph, kahn: list[int] | None = None) -> list[list[Edge]]:
     """One concrete loop per component of more than one node, and one per self loop. O(V + E).
 
     A component's loop starts at its smallest node and is a shortest loop (of two or more
     nodes) through it: ``loop[i].dependency == loop[i + 1].dependent`` and the last edge
     returns to the first node. Loops are sorted by first node, then length (a self loop
-    before its component's loop). An acyclic graph costs one Kahn pass.
+    before its component's loop). An acyclic graph costs one Kahn pass; ``kahn``, when given,
+    receives the order of that pass (a topological order when there is no cycle).
     """
-    _, unplaced = _kahn_order(graph)
+    order, unplaced = _kahn_order(graph)
+    if kahn is not None:
+        kahn[:] = order
     if not unplaced:
         return []
     loops = [[loop] for loop in map(graph.edge, unplaced, unplaced) if loop is not None]

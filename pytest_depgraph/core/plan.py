@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from array import array
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -201,4 +202,15 @@ def edges_by_origin(origins: Iterable[Origin]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for origin in origins:
         counts[origin.kind] = counts.get(origin.kind, 0) + 1
+    return counts
+
+
+def graph_edges_by_origin(graph: Graph) -> dict[str, int]:
+    """:func:`edges_by_origin` of a graph's edges: counted per declaration (in C), then
+    per kind."""
+    table, origin_of = graph.origin_indexes()
+    counts: dict[str, int] = {}
+    for index, count in Counter(origin_of).items():
+        kind = table[index].kind
+        counts[kind] = counts.get(kind, 0) + count
     return counts
