@@ -184,55 +184,113 @@ class Graph:
         the position of the pair's first declaration. Self loops are kept so they can be
         reported. O(1).
         """
-        self.add_edges(((dependent, dependency, kind, origin),))
+        # add_edges for one edge, without its set-up (a graph built edge by edge pays it once
+        # per edge)
+        if self._shared:
+            self._unshare()
+        size = self.size
+        if not (0 <= dependent < size and 0 <= dependency < size):
+            raise ValueError(f"edge {dependent} -> {dependency} outside a graph of {size} nodes")
+        keys = self._keys if self._keys is not None else self._key_index()
+        key = dependent * size + dependency
+        e = keys.get(key)
+        kinds, keep = self._kinds, self._keep
+        if e is not None and (keep is None or keep[e]):
+            if kind == Kind.REQUIRES and kinds[e]:
+                kinds[e] = 0
+                self._origin[e] = self._index_of(origin)
+            return
+        table_ids = self._table_ids
+        o = table_ids.get(id(origin)) if table_ids is not None else None
+        if o is None:
+            o = self._index_of(origin)
+        keys[key] = len(kinds)
+        kinds.append(kind)
+        self._dependent.append(dependent)
+        self._dependency.append(dependency)
+        self._origin.append(o)
+        if keep is not None:
+            keep.append(1)
+        self._live += 1
+        lists = self._lists_cache
+        if lists is not None:
+            outs, ins = lists
+            ds = outs[dependent]
+            if ds is _NO_EDGES:
+                outs[dependent] = [dependency]
+            else:
+                ds.append(dependency)
+            us = ins[dependency]
+            if us is _NO_EDGES:
+                ins[dependency] = [dependent]
+            else:
+                us.append(dependent)
+
+    def _index_of(self, origin: Origin) -> int:
+        """The index of ``origin`` in the table, added if new. O(1)."""
+        table_ids = self._table_ids if self._table_ids is not None else self._origin_ids()
+        index = table_ids.get(id(origin))
+        if index is None:
+            index = table_ids[id(origin)] = len(self._table)
+            self._table.append(origin)
+        return index
 
     def add_edges(self, edges: Iterable[tuple[int, int, Kind, Origin]]) -> None:
         """:meth:`add_edge` for each edge in turn, with the look-ups made once. O(E)."""
         if self._shared:
             self._unshare()
         size = self.size
-        keys, table_ids = self._key_index(), self._origin_ids()
-        dependents, dependencies = self._dependent, self._dependency
+        keys = self._keys if self._keys is not None else self._key_index()
+        table_ids = self._table_ids if self._table_ids is not None else self._origin_ids()
+        add_dependent, add_dependency = self._dependent.append, self._dependency.append
         kinds, origins, table, keep = self._kinds, self._origin, self._table, self._keep
+        add_kind, add_origin = kinds.append, origins.append
         lists = self._lists_cache
-        for dependent, dependency, kind, origin in edges:
-            if not (0 <= dependent < size and 0 <= dependency < size):
-                raise ValueError(
-                    f"edge {dependent} -> {dependency} outside a graph of {size} nodes"
-                )
-            key = dependent * size + dependency
-            e = keys.get(key)
-            if e is not None and (keep is None or keep[e]):
-                if kind == Kind.REQUIRES and kinds[e]:
-                    o = table_ids.get(id(origin))
-                    if o is None:
-                        o = table_ids[id(origin)] = len(table)
+        outs, ins = lists if lists is not None else (None, None)
+        # the last origin's index: edges of one declaration come together
+        last: Origin | None = None
+        o = -1
+        count = first = len(kinds)
+        try:
+            for dependent, dependency, kind, origin in edges:
+                if not (0 <= dependent < size and 0 <= dependency < size):
+                    raise ValueError(
+                        f"edge {dependent} -> {dependency} outside a graph of {size} nodes"
+                    )
+                key = dependent * size + dependency
+                e = keys.get(key)
+                if e is not None and (keep is None or keep[e]):
+                    if kind == Kind.REQUIRES and kinds[e]:
+                        kinds[e] = 0
+                        origins[e] = self._index_of(origin)
+                    continue
+                if origin is not last:
+                    found = table_ids.get(id(origin))
+                    if found is None:
+                        found = table_ids[id(origin)] = len(table)
                         table.append(origin)
-                    kinds[e] = 0
-                    origins[e] = o
-                continue
-            o = table_ids.get(id(origin))
-            if o is None:
-                o = table_ids[id(origin)] = len(table)
-                table.append(origin)
-            keys[key] = len(kinds)
-            dependents.append(dependent)
-            dependencies.append(dependency)
-            kinds.append(kind)
-            origins.append(o)
-            if keep is not None:
-                keep.append(1)
-            self._live += 1
-            if lists is not None:
-                for adjacency, node, other in (
-                    (lists[0], dependent, dependency), (lists[1], dependency, dependent)
-                ):
-                    found = adjacency[node]
-                    if found is _NO_EDGES:
-                        adjacency[node] = [other]
+                    last, o = origin, found
+                add_kind(kind)
+                add_dependent(dependent)
+                add_dependency(dependency)
+                add_origin(o)
+                keys[key] = count
+                count += 1
+                if keep is not None:
+                    keep.append(1)
+                if outs is not None and ins is not None:
+                    ds = outs[dependent]
+                    if ds is _NO_EDGES:
+                        outs[dependent] = [dependency]
                     else:
-                        found.append(other)
-
+                        ds.append(dependency)
+                    us = ins[dependency]
+                    if us is _NO_EDGES:
+                        ins[dependency] = [dependent]
+                    else:
+                        us.append(dependent)
+        finally:
+            self._live += count - first
     @classmethod
     def from_arrays(
         cls,
@@ -404,7 +462,23 @@ class Graph:
         wanted = set(keys)
         if not wanted:
             return []
-        return list(compress(self._live_ids(), map(wanted.__contains__, self._keys_of())))
+        table = self._keys
+        if table is not None:
+            found = [table.get(key) for key in wanted]
+            keep = self._keep
+            return sorted(
+                e for e in found if e is not None and (keep is None or keep[e])
+            )
+        # the few candidate edges by their dependent first (in C), then their pairs
+        size = self.size
+        owners = {key // size for key in wanted}
+        ids = self._live_ids()
+        src, dst = self._dependent, self._dependency
+        owner_of = src if isinstance(ids, range) else map(src.__getitem__, ids)
+        return [
+            e for e in compress(ids, map(owners.__contains__, owner_of))
+            if src[e] * size + dst[e] in wanted
+        ]
 
     def _edge(self, e: int) -> Edge:
         return Edge(
