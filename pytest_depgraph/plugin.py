@@ -23,7 +23,6 @@ from pytest_depgraph.collect.markers import (
 )
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.options import add_options, dot_option, read_settings
-from pytest_depgraph.output import report
 from pytest_depgraph.run import dependency_runtime
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import (
@@ -210,20 +209,38 @@ class _Collection:
 
 def _warn_imported_targets(plan: Plan, items: list[pytest.Item]) -> None:
     """A test function imported into another module to be named as a target is collected
-    there as well and runs twice; warn at the importing module, once per copy. O(E)."""
-    warned: set[str] = set()
-    for edge in plan.graph.edges():
-        if edge.dependency >= len(items):
+    there as well and runs twice; warn at the importing module, once per copy.
+
+    O(items) attribute reads, each module's name read once; the edges are looked at only
+    when a test's function was defined in another module than the one it is collected in."""
+    if not plan.graph.edge_count:
+        return
+    copies: set[int] = set()
+    module_of: dict[int, str | None] = {}  # id(parent) -> name of the module collected in
+    for n, item in enumerate(items):
+        defined_in = getattr(getattr(item, "function", None), "__module__", None)
+        if defined_in is None:
             continue
-        item = items[edge.dependency]
-        function = getattr(item, "function", None)
-        module = getattr(getattr(item, "module", None), "__name__", None)
-        defined_in = getattr(function, "__module__", None)
-        if module is None or defined_in in (None, module) or item.nodeid in warned:
+        parent = id(item.parent)
+        module = module_of.get(parent, "")
+        if module == "":
+            module = module_of[parent] = getattr(getattr(item, "module", None), "__name__", None)
+        if module is None or defined_in == module:
             continue
         if getattr(item, "cls", None) is not None:
             continue  # a method inherited from a class of another module: usual and harmless
-        warned.add(item.nodeid)
+        copies.add(n)
+    if not copies:
+        return
+    warned: set[int] = set()
+    for _dependent, dependency, _kind in plan.graph.triples():
+        if dependency not in copies or dependency in warned:
+            continue
+        warned.add(dependency)
+        item = items[dependency]
+        function = getattr(item, "function", None)
+        defined_in = getattr(function, "__module__", None)
+        module = module_of[id(item.parent)]
         name = getattr(function, "__name__", item.name)
         original = next((other.nodeid for other in items if other is not item
                          and getattr(other, "function", None) is function),
@@ -316,7 +333,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     state = find_session_state(config)
     if state is None or state.plan is None or role(config).is_worker:
         return
-    report.summary(terminalreporter, state.plan, state.recorder, state.skips)
+    plan = state.plan
+    if not (plan.graph.edge_count or plan.errors or state.skips or plan.shard):
+        return  # nothing to say (pytest as usual): the summary's module is not even loaded
+    from pytest_depgraph.output import report
+
+    report.summary(terminalreporter, plan, state.recorder, state.skips)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -104,3 +104,17 @@ def test_class_qualified_name_from_a_nested_class() -> None:
     ids = ["t.py::TestOuter::TestInner::test_in", "t.py::TestOuter::test_out"]
     index = TargetIndex(ids, [None] * 2, [None] * 2)
     assert index.resolve("TestInner::test_in", "t.py::TestOuter::test_out") == [0]
+
+
+def test_the_tables_made_on_demand_hold_every_boundary_prefix() -> None:
+    """The prefixes with ``::`` and the paths, each table made when first needed, answer as
+    one table of every boundary prefix would (odd ids included)."""
+    ids = [*IDS, "a/b.py::t[x::y]", "c.py[p]", "d.py::C::::t", "e.py::C::t[1]", "e.py::C::t[2]"]
+    full: dict[str, list[int]] = {}
+    for node, nodeid in enumerate(ids):
+        for prefix in boundary_prefixes(nodeid):
+            full.setdefault(prefix, []).append(node)
+    index = TargetIndex(ids, [None] * len(ids), [None] * len(ids))
+    for prefix, nodes in full.items():
+        assert index._prefixes(prefix) == nodes, prefix
+    assert index._prefixes("e.py::C::t[") is None and index._prefixes("nowhere.py") is None

@@ -84,6 +84,8 @@ class _Builder(Context):
         #: applied in this process
         self._decorated = declarations_made()
         self._fixtures: bool | None = None
+        #: names of the fixtures that declare (None: unknown, look at every fixture)
+        self._declaring: set[str] | None = None
         self.compat = compat.reader(self, compat_settings or compat.Settings(), marked)
 
     def declares_nothing(self) -> bool:
@@ -98,48 +100,57 @@ class _Builder(Context):
     # -- declarations ------------------------------------------------------------------------
 
     def sources(self, position: int) -> Sequence[Source]:
-        """Every dependency declaration that applies to one item (a shared empty sequence
-        when there is none: the usual case)."""
-        found: list[Source] = []
+        """Every dependency declaration that applies to one item (shared, read-only: a
+        definition's cached sources when it alone declares, one empty sequence when nothing
+        does -- the usual cases)."""
+        found: list[Sequence[Source]] = []
         if self._markers:
             item = self.collected[position]
+            function: object = None
             for mark in item.own_markers:
-                if mark.name == MARKER:
-                    # a test function's marker is shared by its parametrized instances (and
-                    # by the subclasses that inherit the test): validated once
-                    key = (id(safe.attr(item, "function") or item), id(mark))
-                    cached = self._mark_sources.get(key)
-                    if cached is None:
-                        cached = self._mark_sources[key] = self._marker_sources(
-                            item, mark, position
-                        )
-                    found += self._note(cached, position)
-            for node, mark in self._inherited_marks(item):
+                if mark.name != MARKER:
+                    continue
+                if function is None:
+                    function = safe.attr(item, "function") or item
+                # a test function's marker is shared by its parametrized instances (and by
+                # the subclasses that inherit the test): validated once
+                key = (id(function), id(mark))
+                cached = self._mark_sources.get(key)
+                if cached is None:
+                    cached = self._mark_sources[key] = self._marker_sources(item, mark, position)
+                found.append(self._note(cached, position))
+            parent = item.parent
+            inherited = self._parent_marks.get(id(parent))
+            if inherited is None:
+                inherited = self._inherited_marks(item)
+            for node, mark in inherited:
                 # a class or module marker is one Mark shared by all its tests
                 key = (id(node), id(mark))
                 cached = self._mark_sources.get(key)
                 if cached is None:
                     cached = self._mark_sources[key] = self._marker_sources(node, mark, position)
-                found += self._note(cached, position)
+                found.append(self._note(cached, position))
         if self._decorated:
             # pytest_depgraph.depends_on written on a test function or class works like the
             # marker
             owners = ((self.functions[position], False), (self.classes[position], True))
-            for owner, inherited in owners:
+            for owner, inherited_owner in owners:
                 if owner is None:
                     continue
                 cached = self._declared.get(id(owner))
                 if cached is None:
                     cached = self._declared[id(owner)] = self._decorator_sources(
-                        owner, inherited, position
+                        owner, inherited_owner, position
                     )
                 if cached is not _NOTHING:
-                    found += self._note(cached, position)
+                    found.append(self._note(cached, position))
         if self._fixtures_declare():
-            found += self._fixture_declarations(position)
+            found.append(self._fixture_declarations(position))
         if self.compat is not None:
-            found += self.compat.sources(position)
-        return found or _NO_SOURCES
+            found.append(list(self.compat.sources(position)))
+        if len(found) == 1:
+            return found[0]
+        return [source for sources in found for source in sources] if found else _NO_SOURCES
 
     def _inherited_marks(self, item: pytest.Item) -> list[tuple[Node, pytest.Mark]]:
         """``depends_on`` marks of the item's parents, closest first, each parent's found
@@ -147,18 +158,17 @@ class _Builder(Context):
         parent = item.parent
         if parent is None:
             return []
-        inherited = self._parent_marks.get(id(parent))
-        if inherited is None:
-            inherited = self._parent_marks[id(parent)] = list(
-                parent.iter_markers_with_node(name=MARKER)
-            )
+        inherited = self._parent_marks[id(parent)] = list(
+            parent.iter_markers_with_node(name=MARKER)
+        )
         return inherited
 
     @staticmethod
     def _note(cached: _Found, position: int) -> Sequence[Source]:
         sources, problems = cached
-        for problem in problems:
-            problem.items.add(position)
+        if problems:
+            for problem in problems:
+                problem.items.add(position)
         return sources
 
     def _fixtures_declare(self) -> bool:
@@ -166,40 +176,49 @@ class _Builder(Context):
         which is an error); found once, from the session's fixture definitions when pytest's
         table of them is readable."""
         if self._fixtures is None:
-            self._fixtures = self._any_fixture_declaration()
+            self._declaring = self._declaring_fixtures()
+            self._fixtures = self._declaring is None or bool(self._declaring)
         return self._fixtures
 
-    def _any_fixture_declaration(self) -> bool:
+    def _declaring_fixtures(self) -> set[str] | None:
+        """Names of the fixtures some definition of which declares dependencies or carries
+        the marker; None when pytest's table of definitions cannot be read (then every
+        test's fixtures are looked at)."""
         if not self.collected:
-            return False
+            return set()
         definitions = _fixture_definitions(self.collected[0])
         if definitions is None:
-            return True  # pytest's table is not readable: look at every test's fixtures
+            return None
         decorated = self._decorated
-        for definition in definitions:
+        names: set[str] = set()
+        for name, definition in definitions:
+            if name in names:
+                continue
             func = safe.attr(definition, "func")
-            if decorated and declarations_of(func):
-                return True
-            if any(m.name == MARKER for m in own_marks(func)):
-                return True
             holder = _fixture_object(func)
-            if holder is not None and any(m.name == MARKER for m in own_marks(holder)):
-                return True
-        return False
+            if (
+                (decorated and declarations_of(func))
+                or any(m.name == MARKER for m in own_marks(func))
+                or (holder is not None and any(m.name == MARKER for m in own_marks(holder)))
+            ):
+                names.add(name)
+        return names
 
     def _marker_sources(self, node: Node, mark: pytest.Mark, position: int) -> _Found:
         # the file:line is looked up only if a message or the DOT file shows it
         origin = Origin("marker", partial(self.locator.mark, node, mark))
         inherited = not isinstance(node, pytest.Item)
-        label = f"@pytest.mark.{MARKER}"
         args = mark.args
-        if args and not mark.kwargs and all(
-            type(target) is str and target and not target.isspace() for target in args
-        ):
-            # the usual marker, names only: valid as it is (what validate() would say)
-            return [Source(Declaration(args, Kind.REQUIRES, ""), origin, label, inherited)], ()
+        if args and not mark.kwargs:
+            for target in args:
+                if type(target) is not str or not target or target.isspace():
+                    break
+            else:
+                # the usual marker, names only: valid as it is (what validate() would say)
+                declaration = Declaration(args, Kind.REQUIRES, "")
+                return [Source(declaration, origin, _MARKER_LABEL, inherited)], ()
         raw = RawDeclaration(args, mark.kwargs, "")
-        return self._validated(raw, origin, label, position, inherited)
+        return self._validated(raw, origin, _MARKER_LABEL, position, inherited)
 
     def _decorator_sources(self, owner: object, inherited: bool, position: int) -> _Found:
         declared = declarations_of(owner)
@@ -225,7 +244,13 @@ class _Builder(Context):
         if cached is None:
             sources: list[Source] = []
             problems: list[Problem] = []
-            for name in info.names_closure:
+            closure = info.names_closure
+            declaring = self._declaring
+            if declaring is not None and declaring.isdisjoint(closure):
+                closure = ()  # no fixture it uses declares: the usual test
+            for name in closure:
+                if declaring is not None and name not in declaring:
+                    continue
                 for fixturedef in _used_definitions(name, info.name2fixturedefs.get(name, ())):
                     key = (id(fixturedef), name)
                     if key not in self._fixture_sources:
@@ -399,23 +424,24 @@ SELF_ADVICE_INHERITED = (
 _Found = tuple[Sequence[Source], Sequence[Problem]]
 #: the shared result of the many definitions that declare nothing
 _NO_SOURCES: Sequence[Source] = ()
+_MARKER_LABEL = f"@pytest.mark.{MARKER}"
 _NOTHING: _Found = ((), ())
 
 
-def _fixture_definitions(item: pytest.Item) -> list[object] | None:
-    """Every fixture definition of the session, from pytest's private tables (None when
-    they cannot be read: another pytest version)."""
+def _fixture_definitions(item: pytest.Item) -> list[tuple[str, object]] | None:
+    """Every fixture definition of the session with its name, from pytest's private tables
+    (None when they cannot be read: another pytest version)."""
     manager = safe.attr(safe.attr(item, "session"), "_fixturemanager")
     flat = safe.attr(manager, "_arg2fixturedefs")  # pytest < 9: name -> definitions
     if isinstance(flat, dict):
-        return [d for defs in flat.values() for d in defs]
+        return [(name, d) for name, defs in flat.items() for d in defs]
     by_node = safe.attr(manager, "_arg2node2fixturedefs")  # pytest >= 9: name -> node -> ...
     if not isinstance(by_node, dict):
         return None
     # (and the deprecated table of definitions registered by node id)
     tables = [by_node, safe.attr(manager, "_arg2nodeid2fixturedefs") or {}]
-    return [d for table in tables for nodes in table.values() for defs in nodes.values()
-            for d in defs]
+    return [(name, d) for table in tables for name, nodes in table.items()
+            for defs in nodes.values() for d in defs]
 
 
 def _fixture_object(func: object) -> object:

@@ -91,7 +91,10 @@ class Context:
         """The targets' index, made when the first target is resolved (a suite without
         dependencies never needs it)."""
         if self._index is None:
-            self._index = TargetIndex(self.nodeids, self.functions, self.classes)
+            # the functions and classes are read only if a target is one
+            self._index = TargetIndex(
+                self.nodeids, lambda: self.functions, lambda: self.classes
+            )
         return self._index
 
     def problem(self, message: str, report_nodeid: str) -> Problem:

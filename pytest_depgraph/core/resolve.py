@@ -12,6 +12,7 @@ import difflib
 import posixpath
 import types
 from collections.abc import Iterator, Sequence
+from typing import Callable, Optional, Union
 
 
 def boundary_prefixes(nodeid: str) -> list[str]:
@@ -41,75 +42,151 @@ def boundary_prefixes(nodeid: str) -> list[str]:
     return prefixes
 
 
+def _name_prefixes(nodeid: str) -> list[str]:
+    """The boundary prefixes of ``nodeid`` that hold ``::`` (those of
+    :func:`boundary_prefixes` but the folders and the file), without cutting the path."""
+    bracket = nodeid.find("[")
+    base = nodeid if bracket < 0 else nodeid[:bracket]
+    end = base.find("::")
+    prefixes: list[str] = []
+    if end >= 0:
+        while True:  # as base.split("::"): each separator after the previous one
+            end = base.find("::", end + 2)
+            if end < 0:
+                prefixes.append(base)
+                break
+            prefixes.append(base[:end])
+    if bracket >= 0:
+        prefixes.append(nodeid)
+    return prefixes
+
+
 def is_path_qualified(target: str) -> bool:
     """Whether a target string is matched against node ids (rule 1) rather than names (2)."""
     return "::" in target or target.endswith((".py", "/"))
 
 
-class TargetIndex:
-    """Node ids indexed by boundary prefix, plus test functions and classes by identity."""
+#: the functions or classes of the nodes, or what makes them when first needed
+Objects = Union[Sequence[Optional[object]], Callable[[], Sequence[Optional[object]]]]
 
-    def __init__(
-        self,
-        nodeids: Sequence[str],
-        functions: Sequence[object | None],
-        classes: Sequence[object | None],
-    ) -> None:
+
+class TargetIndex:
+    """Node ids indexed by boundary prefix, plus test functions and classes by identity.
+
+    Each table is made when the first target that needs it is resolved: the prefixes that
+    hold ``::`` (a test, its parametrized instances, a class: what nearly every target names),
+    the paths (a file or folder: only for a target naming one), the objects (only for a
+    function or class target). A suite whose targets are test names never indexes its files.
+    """
+
+    def __init__(self, nodeids: Sequence[str], functions: Objects, classes: Objects) -> None:
         self.nodeids = list(nodeids)
-        self._by_prefix: dict[str, list[int]] = {}
-        self._by_function: dict[int, list[int]] = {}
-        self._by_class: dict[int, list[int]] = {}
-        for node, nodeid in enumerate(nodeids):
-            for prefix in boundary_prefixes(nodeid):
-                self._by_prefix.setdefault(prefix, []).append(node)
-        for node, function in enumerate(functions):
-            if function is not None:
-                self._by_function.setdefault(id(function), []).append(node)
-        for node, cls in enumerate(classes):
-            if cls is not None:
-                self._by_class.setdefault(id(cls), []).append(node)
-        # keep the objects alive so their ids stay unique while the index exists
-        self._objects = [*functions, *classes]
+        #: prefixes with ``::`` (and node ids with ``[``) -> nodes; None until needed
+        self._by_name: dict[str, list[int]] | None = None
+        #: prefixes without ``::``: folders, files (and such node ids with ``[``) -> nodes
+        self._by_path: dict[str, list[int]] | None = None
+        self._functions = functions
+        self._classes = classes
+        self._by_object: tuple[dict[int, list[int]], dict[int, list[int]]] | None = None
         self._contexts: dict[str, tuple[str, list[str]]] = {}
         self._files: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
         self._last_names: list[str] | None = None
+
+    def _prefixes(self, key: str) -> list[int] | None:
+        """The nodes under the boundary prefix ``key`` (None: none)."""
+        if "::" in key:
+            by_name = self._by_name
+            if by_name is None:
+                by_name = self._by_name = self._index(with_names=True)
+            return by_name.get(key)
+        by_path = self._by_path
+        if by_path is None:
+            by_path = self._by_path = self._index(with_names=False)
+        return by_path.get(key)
+
+    def _index(self, with_names: bool) -> dict[str, list[int]]:
+        """The boundary prefixes (:func:`boundary_prefixes`) with ``::`` (``with_names``) or
+        those without, each with its nodes in order. O(total length of the node ids)."""
+        table: dict[str, list[int]] = {}
+        prefixes_of = _name_prefixes if with_names else boundary_prefixes
+        for node, nodeid in enumerate(self.nodeids):
+            for prefix in prefixes_of(nodeid):
+                if ("::" in prefix) is with_names:
+                    found = table.get(prefix)
+                    if found is None:
+                        table[prefix] = [node]
+                    else:
+                        found.append(node)
+        return table
+
+    def _objects(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+        if self._by_object is None:
+            functions = self._functions() if callable(self._functions) else self._functions
+            classes = self._classes() if callable(self._classes) else self._classes
+            by_function: dict[int, list[int]] = {}
+            by_class: dict[int, list[int]] = {}
+            for node, function in enumerate(functions):
+                if function is not None:
+                    by_function.setdefault(id(function), []).append(node)
+            for node, cls in enumerate(classes):
+                if cls is not None:
+                    by_class.setdefault(id(cls), []).append(node)
+            # keep the objects alive so their ids stay unique while the index exists
+            self._functions, self._classes = list(functions), list(classes)
+            self._by_object = (by_function, by_class)
+        return self._by_object
 
     def resolve(self, target: object, nodeid: str) -> Sequence[int]:
         """Nodes a target names, for a declaration on (or inherited by) test ``nodeid``.
 
         An empty sequence means no match. The result is shared: do not change it.
         """
+        if type(target) is str:
+            return self._resolve_string(target.strip(), nodeid)
         if issubclass(type(target), str):
             # a str subclass's own methods are never called
             return self._resolve_string(str.__str__(target).strip(), nodeid)
         # a target is any object: it is looked up by identity, never asked anything but a
         # method's function
         function = target.__func__ if type(target) is types.MethodType else target
-        return self._by_function.get(id(function)) or self._by_class.get(id(target)) or ()
+        by_function, by_class = self._objects()
+        return by_function.get(id(function)) or by_class.get(id(target)) or ()
 
     def _resolve_string(self, target: str, nodeid: str) -> Sequence[int]:
-        by_prefix = self._by_prefix
         context = self._contexts.get(nodeid)
         if context is None:
             context = self._contexts[nodeid] = _split(nodeid)
         module, scopes = context
+        by_name = self._by_name
+        if by_name is None:
+            by_name = self._by_name = self._index(with_names=True)
         # the usual cases first: a node id from the rootdir, a file beside the test's own, a
         # name in the test's own module
-        if is_path_qualified(target):
-            found = by_prefix.get(target)
+        if "::" in target:
+            found = by_name.get(target)
             if found:
                 return found
             directory = module.rpartition("/")[0]
             if directory:
-                found = by_prefix.get(f"{directory}/{target}")
+                found = by_name.get(f"{directory}/{target}")
+                if found:
+                    return found
+        elif target.endswith((".py", "/")):
+            found = self._prefixes(target)
+            if found:
+                return found
+            directory = module.rpartition("/")[0]
+            if directory:
+                found = self._prefixes(f"{directory}/{target}")
                 if found:
                     return found
         elif not scopes:
-            found = by_prefix.get(f"{module}::{target}")
+            found = by_name.get(f"{module}::{target}")
             if found:
                 return found
+        lookup = self._prefixes
         for candidate in self._candidates(target, nodeid):
-            found = by_prefix.get(candidate)
+            found = lookup(candidate)
             if found:
                 return found
         return ()
@@ -148,7 +225,7 @@ class TargetIndex:
         if directory and not path.startswith("/"):
             tried.append(_normalize(f"{directory}/{path}"))
         for candidate in tried:
-            if candidate in self._by_prefix or candidate.rstrip("/") + "/" in self._by_prefix:
+            if self._prefixes(candidate) or self._prefixes(candidate.rstrip("/") + "/"):
                 return ""
         return path
 
@@ -203,7 +280,12 @@ class TargetIndex:
         files; made once, when the first suggestion is asked for. O(prefixes)."""
         if self._files is None:
             names: dict[str, list[str]] = {}
-            for prefix in self._by_prefix:
+            # every prefix, in the order of its first node (as one table would hold them)
+            prefixes = sorted(
+                {**self._index(with_names=False), **self._index(with_names=True)}.items(),
+                key=lambda entry: entry[1][0],
+            )
+            for prefix, _nodes in prefixes:
                 file, sep, rest = prefix.partition("::")
                 if sep:
                     names.setdefault(file, []).append(rest)
