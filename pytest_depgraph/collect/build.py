@@ -186,7 +186,7 @@ class _Builder(Context):
         test's fixtures are looked at)."""
         if not self.collected:
             return set()
-        definitions = _fixture_definitions(self.collected[0])
+        definitions = self.fixture_definitions()
         if definitions is None:
             return None
         decorated = self._decorated
@@ -426,22 +426,6 @@ _Found = tuple[Sequence[Source], Sequence[Problem]]
 _NO_SOURCES: Sequence[Source] = ()
 _MARKER_LABEL = f"@pytest.mark.{MARKER}"
 _NOTHING: _Found = ((), ())
-
-
-def _fixture_definitions(item: pytest.Item) -> list[tuple[str, object]] | None:
-    """Every fixture definition of the session with its name, from pytest's private tables
-    (None when they cannot be read: another pytest version)."""
-    manager = safe.attr(safe.attr(item, "session"), "_fixturemanager")
-    flat = safe.attr(manager, "_arg2fixturedefs")  # pytest < 9: name -> definitions
-    if isinstance(flat, dict):
-        return [(name, d) for name, defs in flat.items() for d in defs]
-    by_node = safe.attr(manager, "_arg2node2fixturedefs")  # pytest >= 9: name -> node -> ...
-    if not isinstance(by_node, dict):
-        return None
-    # (and the deprecated table of definitions registered by node id)
-    tables = [by_node, safe.attr(manager, "_arg2nodeid2fixturedefs") or {}]
-    return [(name, d) for table in tables for name, nodes in table.items()
-            for defs in nodes.values() for d in defs]
 
 
 def _fixture_object(func: object) -> object:

@@ -53,6 +53,7 @@ class Context:
         self._functions: list[object | None] | None = None
         self._classes: list[object | None] | None = None
         self._index: TargetIndex | None = None
+        self._definitions: list[tuple[str, object]] | bool | None = False
         self.problems = Problems(verbosity)
         # the lazy file:line of every marker origin holds the locator, not the context: the
         # context and its indexes are garbage once the plan is built
@@ -97,6 +98,31 @@ class Context:
             )
         return self._index
 
+    def fixture_definitions(self) -> list[tuple[str, object]] | None:
+        """Every fixture definition of the session with its name, read once from pytest's
+        private tables (None when they cannot be read: another pytest version)."""
+        if self._definitions is False:
+            self._definitions = (
+                _fixture_definitions(self.collected[0]) if self.collected else []
+            )
+        return self._definitions  # type: ignore[return-value]
+
     def problem(self, message: str, report_nodeid: str) -> Problem:
         """The problem with this message, made once however many tests share it."""
         return self.problems.add(message, report_nodeid)
+
+
+def _fixture_definitions(item: pytest.Item) -> list[tuple[str, object]] | None:
+    """Every fixture definition of the session with its name, from pytest's private tables
+    (None when they cannot be read: another pytest version)."""
+    manager = safe.attr(safe.attr(item, "session"), "_fixturemanager")
+    flat = safe.attr(manager, "_arg2fixturedefs")  # pytest < 9: name -> definitions
+    if isinstance(flat, dict):
+        return [(name, d) for name, defs in flat.items() for d in defs]
+    by_node = safe.attr(manager, "_arg2node2fixturedefs")  # pytest >= 9: name -> node -> ...
+    if not isinstance(by_node, dict):
+        return None
+    # (and the deprecated table of definitions registered by node id)
+    tables = [by_node, safe.attr(manager, "_arg2nodeid2fixturedefs") or {}]
+    return [(name, d) for table in tables for name, nodes in table.items()
+            for defs in nodes.values() for d in defs]

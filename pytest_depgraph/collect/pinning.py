@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_depgraph.collect.context import Context
+from pytest_depgraph.core import safe
 from pytest_depgraph.core.graph import PIN, Graph, Kind, Origin
 
 _SCOPES = ("module", "class")
@@ -169,7 +170,14 @@ def _computed_modules(
 
 def _any_shared(builder: Context) -> bool:
     """Whether any test uses a module- or class-scoped fixture that can pin (else no edge
-    can pin). O(V)."""
+    can pin). O(fixture definitions) when the session defines no such fixture at all, else
+    O(V)."""
+    definitions = builder.fixture_definitions()
+    if definitions is not None and not any(
+        safe.attr(definition, "scope") in _SCOPES and not _plugin_private(builder, name, definition)
+        for name, definition in definitions
+    ):
+        return False
     seen: set[int] = set()
     for item in builder.collected:
         info = getattr(item, "_fixtureinfo", None)
