@@ -111,14 +111,17 @@ class _Builder(Context):
                 if mark.name != MARKER:
                     continue
                 if function is None:
-                    function = safe.attr(item, "function") or item
+                    function = _function_of(item)
                 # a test function's marker is shared by its parametrized instances (and by
                 # the subclasses that inherit the test): validated once
                 key = (id(function), id(mark))
                 cached = self._mark_sources.get(key)
                 if cached is None:
                     cached = self._mark_sources[key] = self._marker_sources(item, mark, position)
-                found.append(self._note(cached, position))
+                sources, problems = cached
+                for problem in problems:
+                    problem.items.add(position)
+                found.append(sources)
             parent = item.parent
             inherited = self._parent_marks.get(id(parent))
             if inherited is None:
@@ -426,6 +429,19 @@ _Found = tuple[Sequence[Source], Sequence[Problem]]
 _NO_SOURCES: Sequence[Source] = ()
 _MARKER_LABEL = f"@pytest.mark.{MARKER}"
 _NOTHING: _Found = ((), ())
+
+
+#: pytest's ``Function.function``: what :func:`_function_of` computes itself
+_FUNCTION = pytest.Function.__dict__.get("function")
+
+
+def _function_of(item: pytest.Item) -> object:
+    """``item.function or item``: for pytest's own ``Function.function`` read from
+    ``item.obj`` without the exception pytest raises and catches for a plain function."""
+    if getattr(type(item), "function", None) is _FUNCTION and _FUNCTION is not None:
+        obj = safe.attr(item, "obj")
+        return safe.attr(obj, "__func__") or obj or item
+    return safe.attr(item, "function") or item
 
 
 def _fixture_object(func: object) -> object:
