@@ -14,6 +14,7 @@ import pytest
 from pytest_depgraph.collect import compat, selection
 from pytest_depgraph.collect.build import Result as BuildResult
 from pytest_depgraph.collect.build import build
+from pytest_depgraph.collect.context import function_of
 from pytest_depgraph.collect.markers import (
     MARKER,
     MARKER_HELP,
@@ -21,6 +22,7 @@ from pytest_depgraph.collect.markers import (
     stray_marker,
     uninstall_marker,
 )
+from pytest_depgraph.core import safe
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.options import add_options, dot_option, read_settings
 from pytest_depgraph.run import dependency_runtime
@@ -218,7 +220,7 @@ def _warn_imported_targets(plan: Plan, items: list[pytest.Item]) -> None:
     copies: set[int] = set()
     module_of: dict[int, str | None] = {}  # id(parent) -> name of the module collected in
     for n, item in enumerate(items):
-        defined_in = getattr(getattr(item, "function", None), "__module__", None)
+        defined_in = safe.text_attr(function_of(item), "__module__") or None
         if defined_in is None:
             continue
         parent = id(item.parent)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_depgraph.collect import compat, pinning
-from pytest_depgraph.collect.context import Context, Source
+from pytest_depgraph.collect.context import Context, Source, function_of
 from pytest_depgraph.collect.locate import own_marks
 from pytest_depgraph.collect.markers import (
     MARKER,
@@ -111,7 +111,7 @@ class _Builder(Context):
                 if mark.name != MARKER:
                     continue
                 if function is None:
-                    function = _function_of(item)
+                    function = function_of(item) or item
                 # a test function's marker is shared by its parametrized instances (and by
                 # the subclasses that inherit the test): validated once
                 key = (id(function), id(mark))
@@ -429,19 +429,6 @@ _Found = tuple[Sequence[Source], Sequence[Problem]]
 _NO_SOURCES: Sequence[Source] = ()
 _MARKER_LABEL = f"@pytest.mark.{MARKER}"
 _NOTHING: _Found = ((), ())
-
-
-#: pytest's ``Function.function``: what :func:`_function_of` computes itself
-_FUNCTION = pytest.Function.__dict__.get("function")
-
-
-def _function_of(item: pytest.Item) -> object:
-    """``item.function or item``: for pytest's own ``Function.function`` read from
-    ``item.obj`` without the exception pytest raises and catches for a plain function."""
-    if getattr(type(item), "function", None) is _FUNCTION and _FUNCTION is not None:
-        obj = safe.attr(item, "obj")
-        return safe.attr(obj, "__func__") or obj or item
-    return safe.attr(item, "function") or item
 
 
 def _fixture_object(func: object) -> object:

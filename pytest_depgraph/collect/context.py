@@ -126,3 +126,17 @@ def _fixture_definitions(item: pytest.Item) -> list[tuple[str, object]] | None:
     tables = [by_node, safe.attr(manager, "_arg2nodeid2fixturedefs") or {}]
     return [(name, d) for table in tables for name, nodes in table.items()
             for defs in nodes.values() for d in defs]
+
+
+#: pytest's ``Function.function``, which :func:`function_of` reads without calling
+_FUNCTION = pytest.Function.__dict__.get("function")
+
+
+def function_of(item: pytest.Item) -> object:
+    """``item.function`` (None when it has none). For pytest's own ``Function.function``
+    read from ``item.obj``, without the exception pytest raises and catches for every plain
+    function."""
+    if _FUNCTION is not None and getattr(type(item), "function", None) is _FUNCTION:
+        obj = safe.attr(item, "obj")
+        return safe.attr(obj, "__func__") or obj
+    return safe.attr(item, "function")
