@@ -50,8 +50,7 @@ class Context:
         self.rootpath = rootpath
         self.nodeids = [item.nodeid for item in self.collected]
         self._position: dict[pytest.Item, int] | None = None
-        self._functions: list[object | None] | None = None
-        self._classes: list[object | None] | None = None
+        self._objects = _Objects(self.collected)
         self._index: TargetIndex | None = None
         self._definitions: list[tuple[str, object]] | bool | None = False
         self.problems = Problems(verbosity)
@@ -72,30 +71,22 @@ class Context:
     @property
     def functions(self) -> list[object | None]:
         """The test function of each item (None for an item without one)."""
-        if self._functions is None:
-            self._functions = [safe.attr(item, "function") for item in self.collected]
-        return self._functions
+        return self._objects.functions()
 
     @property
     def classes(self) -> list[object | None]:
         """The test class of each item (None outside a class)."""
-        if self._classes is None:
-            # pytest computes item.cls by walking up the tree: once per item is enough
-            self._classes = [
-                None if isinstance(item.parent, pytest.Module) else safe.attr(item, "cls")
-                for item in self.collected
-            ]
-        return self._classes
+        return self._objects.classes()
 
     @property
     def index(self) -> TargetIndex:
         """The targets' index, made when the first target is resolved (a suite without
         dependencies never needs it)."""
         if self._index is None:
-            # the functions and classes are read only if a target is one
-            self._index = TargetIndex(
-                self.nodeids, lambda: self.functions, lambda: self.classes
-            )
+            # the functions and classes are read only if a target is one (the index holds
+            # the tables, not the context: no reference cycle keeps the context alive)
+            objects = self._objects
+            self._index = TargetIndex(self.nodeids, objects.functions, objects.classes)
         return self._index
 
     def fixture_definitions(self) -> list[tuple[str, object]] | None:
@@ -140,3 +131,26 @@ def function_of(item: pytest.Item) -> object:
         obj = safe.attr(item, "obj")
         return safe.attr(obj, "__func__") or obj
     return safe.attr(item, "function")
+
+
+class _Objects:
+    """The test function and class of every item, each list made when first asked for."""
+
+    def __init__(self, collected: list[pytest.Item]) -> None:
+        self._collected = collected
+        self._functions: list[object | None] | None = None
+        self._classes: list[object | None] | None = None
+
+    def functions(self) -> list[object | None]:
+        if self._functions is None:
+            self._functions = [function_of(item) for item in self._collected]
+        return self._functions
+
+    def classes(self) -> list[object | None]:
+        if self._classes is None:
+            # pytest computes item.cls by walking up the tree: once per item is enough
+            self._classes = [
+                None if isinstance(item.parent, pytest.Module) else safe.attr(item, "cls")
+                for item in self._collected
+            ]
+        return self._classes
