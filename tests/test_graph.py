@@ -492,26 +492,25 @@ def test_critical_path_on_large_graphs(drawn: Drawn, rng: random.Random) -> None
 # -- storage: flat edge arrays, derived graphs, the plan's JSON ----------------------------
 
 
-def _lists_from_edges(graph: Graph) -> tuple[list[list[int]], list[list[int]]]:
-    out: list[list[int]] = [[] for _ in range(graph.size)]
-    into: list[list[int]] = [[] for _ in range(graph.size)]
-    for e in graph.edges():
-        out[e.dependent].append(e.dependency)
-        into[e.dependency].append(e.dependent)
-    return out, into
-
-
 def _check_adjacency(graph: Graph) -> None:
-    out, into = _lists_from_edges(graph)
-    assert [graph.dependency_ids(v) for v in range(graph.size)] == out
-    assert [graph.dependent_ids(v) for v in range(graph.size)] == into
-    assert list(graph.triples()) == [(e.dependent, e.dependency, e.kind) for e in graph.edges()]
-    assert list(graph.origins()) == [e.origin for e in graph.edges()]
-    assert graph.edge_count == len(graph.edges())
-    for v in range(graph.size):
-        assert graph.dependencies(v) == [e for e in graph.edges() if e.dependent == v]
-        assert graph.dependents(v) == [e for e in graph.edges() if e.dependency == v]
-    for e in graph.edges():
+    edges = graph.edges()
+    out: list[list[Edge]] = [[] for _ in range(graph.size)]
+    into: list[list[Edge]] = [[] for _ in range(graph.size)]
+    for e in edges:
+        out[e.dependent].append(e)
+        into[e.dependency].append(e)
+    assert [graph.dependencies(v) for v in range(graph.size)] == out
+    assert [graph.dependents(v) for v in range(graph.size)] == into
+    assert [graph.dependency_ids(v) for v in range(graph.size)] == [
+        [e.dependency for e in es] for es in out
+    ]
+    assert [graph.dependent_ids(v) for v in range(graph.size)] == [
+        [e.dependent for e in es] for es in into
+    ]
+    assert list(graph.triples()) == [(e.dependent, e.dependency, e.kind) for e in edges]
+    assert list(graph.origins()) == [e.origin for e in edges]
+    assert graph.edge_count == len(edges)
+    for e in edges:
         assert graph.edge(e.dependent, e.dependency) == e
         assert graph.kind(e.dependent, e.dependency) is e.kind
     assert graph.requiring() == {e.dependent for e in graph.edges() if e.kind is R}
