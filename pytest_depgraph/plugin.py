@@ -348,6 +348,8 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     # a bare @pytest.mark.depends_on above a wrapping decorator left the marker in the test's
     # place: put the test back, as pytest's own marker would have left it (its marker names
     # no target, which is reported), instead of losing it
+    if not issubclass(type(obj), pytest.MarkDecorator):
+        return None  # called for every name of every test module: the usual case, inline
     inner = stray_marker(name, obj)
     if inner is None:
         return None
