@@ -16,6 +16,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from types import FunctionType
 from typing import TYPE_CHECKING
 
 import pytest
@@ -24,6 +25,7 @@ from pytest_depgraph.collect import compat, pinning
 from pytest_depgraph.collect.context import Context, Source, function_of
 from pytest_depgraph.collect.locate import own_marks
 from pytest_depgraph.collect.markers import (
+    ATTRIBUTE,
     MARKER,
     Declaration,
     DeclarationError,
@@ -139,6 +141,10 @@ class _Builder(Context):
             owners = ((self.functions[position], False), (self.classes[position], True))
             for owner, inherited_owner in owners:
                 if owner is None:
+                    continue
+                if type(owner) is FunctionType and _UNDECLARED.isdisjoint(owner.__dict__):
+                    # a plain function carries or wraps a declaration only in its own
+                    # attributes: the usual test function, answered without reading them
                     continue
                 cached = self._declared.get(id(owner))
                 if cached is None:
@@ -428,6 +434,8 @@ _Found = tuple[Sequence[Source], Sequence[Problem]]
 #: the shared result of the many definitions that declare nothing
 _NO_SOURCES: Sequence[Source] = ()
 _MARKER_LABEL = f"@pytest.mark.{MARKER}"
+#: the attributes through which :func:`declarations_of` finds a function's declarations
+_UNDECLARED = frozenset((ATTRIBUTE, "_fixture_function", "__wrapped__"))
 _NOTHING: _Found = ((), ())
 
 
