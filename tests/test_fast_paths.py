@@ -154,3 +154,43 @@ def test_imported_copy_warned_only_when_a_test_depends_on_it(pytester: pytest.Py
     text = result.stdout.str()
     assert text.count("imported into") == 1
     assert "test_create is a test of test_base imported into test_user" in text
+
+
+def test_decorator_found_through_wrappers_and_base_classes(pytester: pytest.Pytester) -> None:
+    """Test functions without attributes are passed over quickly; one whose @depends_on
+    sits on what it wraps, or was copied onto it by functools.wraps, and a class that
+    inherits a decorated base, still declare."""
+    pytester.makepyfile(
+        test_w="""
+        import functools
+        from pytest_depgraph import depends_on
+
+        def wrap(f):
+            @functools.wraps(f)
+            def wrapper(*a, **k):
+                return f(*a, **k)
+            return wrapper
+
+        def test_plain():
+            pass
+
+        @wrap
+        @depends_on("test_base")
+        def test_copied():
+            pass
+
+        @depends_on("test_base")
+        class Base:
+            pass
+
+        class TestChild(Base):
+            def test_inherits(self):
+                pass
+
+        def test_base():
+            assert 0
+        """
+    )
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=1, failed=1, skipped=2)
+    assert names(result) == ["test_plain", "test_base", "test_copied", "test_inherits"]
