@@ -226,7 +226,8 @@ class Dispatcher:
 
     def retire(self, worker: Hashable) -> None:
         """``worker`` gets no more tests (it shuts down); it finishes what it holds."""
-        self._retired.add(worker)
+        if worker in self._workers:
+            self._retired.add(worker)
 
     def held(self, worker: Hashable) -> Sequence[int]:
         """What ``worker`` holds, the one it runs first."""
@@ -286,7 +287,15 @@ class Dispatcher:
         * for a third test and more: the tests the worker holds are expected to take less than
           :data:`QUEUE_SECONDS` together (the previous run's durations, else this run's mean);
         * the worker holds at most :data:`REFILL_AT` tests: it is topped up in one go.
+
+        After ``first`` finished a test and still holds more than that while every worker
+        holds something, there is nothing to decide (most events of a run of short tests).
         """
+        workers = self._workers
+        if first is not None and len(workers.get(first, ())) > REFILL_AT and all(
+            held or w in self._retired for w, held in workers.items()
+        ):
+            return []
         order = [w for w in self._workers if w not in self._retired]
         if first in self._workers and first not in self._retired:
             order.remove(first)
