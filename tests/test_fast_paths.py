@@ -194,3 +194,44 @@ def test_decorator_found_through_wrappers_and_base_classes(pytester: pytest.Pyte
     result = pytester.runpytest("-v")
     result.assert_outcomes(passed=1, failed=1, skipped=2)
     assert names(result) == ["test_plain", "test_base", "test_copied", "test_inherits"]
+
+
+def test_one_marker_object_on_several_functions_applies_to_each(
+    pytester: pytest.Pytester,
+) -> None:
+    """A marker kept in a variable and put on several tests is one Mark object: it is cached
+    per function, so each test gets its edge and its own place in messages."""
+    pytester.makepyfile(
+        test_s="""
+        import pytest
+
+        needs_a = pytest.mark.depends_on("test_a")
+        needs_nothing = pytest.mark.depends_on("test_gone")
+
+        def test_a():
+            assert 0
+
+        @needs_a
+        def test_b():
+            pass
+
+        @needs_a
+        def test_c():
+            pass
+
+        @needs_nothing
+        def test_d():
+            pass
+
+        @needs_nothing
+        def test_e():
+            pass
+        """
+    )
+    result = pytester.runpytest("-v", "--continue-on-collection-errors")
+    result.assert_outcomes(failed=1, skipped=2, errors=3)
+    result.stdout.fnmatch_lines([
+        "depgraph: test_s.py:17: target 'test_gone' matches no collected test (*::test_d).",
+        "  1 more declaration names the same target:",
+        "    test_s.py:21: target 'test_gone' (*test_s.py::test_e)",
+    ])

@@ -74,6 +74,8 @@ class _Builder(Context):
         self.ignored: Collection[str] = ()
         self._fixture_sources: dict[tuple[int, str], _Found] = {}
         self._mark_sources: dict[tuple[int, int], _Found] = {}
+        #: id(mark) -> (the function it is on, what it declares), for a test's own marks
+        self._own_marks: dict[int, tuple[object, _Found]] = {}
         self._parent_marks: dict[int, list[tuple[Node, pytest.Mark]]] = {}
         self._closure_sources: dict[int, _Found] = {}
         #: what ``depends_on`` written on a test function or class declares, by id
@@ -115,11 +117,23 @@ class _Builder(Context):
                 if function is None:
                     function = function_of(item) or item
                 # a test function's marker is shared by its parametrized instances (and by
-                # the subclasses that inherit the test): validated once
-                key = (id(function), id(mark))
-                cached = self._mark_sources.get(key)
-                if cached is None:
-                    cached = self._mark_sources[key] = self._marker_sources(item, mark, position)
+                # the subclasses that inherit the test): validated once per (function, mark).
+                # By the mark alone first (no key tuple per marker); a Mark object shared by
+                # several functions keeps the others under the pair
+                own = self._own_marks.get(id(mark))
+                if own is not None and own[0] is function:
+                    cached = own[1]
+                else:
+                    key = (id(function), id(mark))
+                    found_pair = self._mark_sources.get(key) if own is not None else None
+                    if found_pair is not None:
+                        cached = found_pair
+                    else:
+                        cached = self._marker_sources(item, mark, position)
+                        if own is None:
+                            self._own_marks[id(mark)] = (function, cached)
+                        else:
+                            self._mark_sources[key] = cached
                 sources, problems = cached
                 for problem in problems:
                     problem.items.add(position)
@@ -131,10 +145,10 @@ class _Builder(Context):
             for node, mark in inherited:
                 # a class or module marker is one Mark shared by all its tests
                 key = (id(node), id(mark))
-                cached = self._mark_sources.get(key)
-                if cached is None:
-                    cached = self._mark_sources[key] = self._marker_sources(node, mark, position)
-                found.append(self._note(cached, position))
+                shared = self._mark_sources.get(key)
+                if shared is None:
+                    shared = self._mark_sources[key] = self._marker_sources(node, mark, position)
+                found.append(self._note(shared, position))
         if self._decorated:
             # pytest_depgraph.depends_on written on a test function or class works like the
             # marker
@@ -146,13 +160,13 @@ class _Builder(Context):
                     # a plain function carries or wraps a declaration only in its own
                     # attributes: the usual test function, answered without reading them
                     continue
-                cached = self._declared.get(id(owner))
-                if cached is None:
-                    cached = self._declared[id(owner)] = self._decorator_sources(
+                declared = self._declared.get(id(owner))
+                if declared is None:
+                    declared = self._declared[id(owner)] = self._decorator_sources(
                         owner, inherited_owner, position
                     )
-                if cached is not _NOTHING:
-                    found.append(self._note(cached, position))
+                if declared is not _NOTHING:
+                    found.append(self._note(declared, position))
         if self._fixtures_declare():
             found.append(self._fixture_declarations(position))
         if self.compat is not None:

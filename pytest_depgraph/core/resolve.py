@@ -89,6 +89,8 @@ class TargetIndex:
         self._classes = classes
         self._by_object: tuple[dict[int, list[int]], dict[int, list[int]]] | None = None
         self._contexts: dict[str, tuple[str, list[str]]] = {}
+        #: one context per class or module, shared by the node ids in it
+        self._scopes: dict[str, tuple[str, list[str]]] = {}
         self._files: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
         self._last_names: list[str] | None = None
 
@@ -155,7 +157,7 @@ class TargetIndex:
     def _resolve_string(self, target: str, nodeid: str) -> Sequence[int]:
         context = self._contexts.get(nodeid)
         if context is None:
-            context = self._contexts[nodeid] = _split(nodeid)
+            context = self._contexts[nodeid] = self._context_of(nodeid)
         module, scopes = context
         by_name = self._by_name
         if by_name is None:
@@ -191,11 +193,23 @@ class TargetIndex:
                 return found
         return ()
 
+    def _context_of(self, nodeid: str) -> tuple[str, list[str]]:
+        """:func:`_split` of ``nodeid``, one tuple per class or module (a node id's context
+        is its module and classes: the part before its last ``::``)."""
+        base = nodeid.split("[", 1)[0]
+        scope = base.rpartition("::")[0]
+        if not scope:
+            return _split(nodeid)  # a node id without a class or module part (rare)
+        context = self._scopes.get(scope)
+        if context is None:
+            context = self._scopes[scope] = _split(nodeid)
+        return context
+
     def _candidates(self, target: str, nodeid: str) -> Iterator[str]:
         """Where ``target`` may point, in the documented order (generated lazily)."""
         context = self._contexts.get(nodeid)
         if context is None:
-            context = self._contexts[nodeid] = _split(nodeid)
+            context = self._contexts[nodeid] = self._context_of(nodeid)
         module, scopes = context
         if is_path_qualified(target):
             normal = _normalize(target)
@@ -272,7 +286,7 @@ class TargetIndex:
     def _context(self, nodeid: str) -> tuple[str, list[str]]:
         context = self._contexts.get(nodeid)
         if context is None:
-            context = self._contexts[nodeid] = _split(nodeid)
+            context = self._contexts[nodeid] = self._context_of(nodeid)
         return context
 
     def _suggestion_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
