@@ -431,11 +431,13 @@ class Graph:
             dependents: list[list[int]] = [_NO_EDGES] * size
             ids = self._live_ids()
             src, dst = self._dependent, self._dependency
-            pairs = (
-                zip(src, dst) if isinstance(ids, range)
-                else zip(map(src.__getitem__, ids), map(dst.__getitem__, ids))
-            )
-            for dependent, dependency in pairs:
+            if not isinstance(ids, range):
+                src = array("i", map(src.__getitem__, ids))
+                dst = array("i", map(dst.__getitem__, ids))
+            # one int object per node, shared by the lists (an array makes a new one per
+            # read: two per edge, 28 bytes each, for as long as the lists live)
+            node = list(range(size)).__getitem__
+            for dependent, dependency in zip(map(node, src), map(node, dst)):
                 ds = dependencies[dependent]
                 if ds is _NO_EDGES:
                     dependencies[dependent] = [dependency]
