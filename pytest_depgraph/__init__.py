@@ -6,13 +6,35 @@ The public surface is small: :func:`depends_on` (for fixtures), :func:`output_fi
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
 from pytest_depgraph.collect.markers import depends_on
-from pytest_depgraph.values import DepGraph, output_fixture
+
+if TYPE_CHECKING:
+    from pytest_depgraph.values import DepGraph, output_fixture
 
 __all__ = ["DepGraph", "depends_on", "output_fixture"]
-try:
-    __version__ = version("pytest-depgraph")
-except PackageNotFoundError:  # pragma: no cover - run from a source tree that is not installed
-    __version__ = "0+unknown"
+
+#: the version is read from the installed metadata when first asked for, and the values'
+#: module imported when first named: every pytest process imports this package, most of
+#: them never need either
+__version__: str
+
+
+def __getattr__(name: str) -> object:
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("pytest-depgraph")
+        except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
+            found = "0+unknown"
+        globals()["__version__"] = found
+        return found
+    if name in ("DepGraph", "output_fixture"):
+        from pytest_depgraph import values
+
+        found_value: object = getattr(values, name)
+        globals()[name] = found_value
+        return found_value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,6 +8,7 @@ import re
 import warnings
 from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -33,7 +34,9 @@ from pytest_depgraph.run.state import (
     session_state,
     start_session_state,
 )
-from pytest_depgraph.values import DepGraph, outputs_of
+
+if TYPE_CHECKING:
+    from pytest_depgraph.values import DepGraph
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -74,6 +77,8 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def depgraph(request: pytest.FixtureRequest) -> DepGraph:
     """Publish values from this test; read the values of the tests it depends on."""
+    from pytest_depgraph.values import DepGraph, outputs_of  # only a test that uses it
+
     return DepGraph(outputs_of(request))
 
 
@@ -343,12 +348,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     report.summary(terminalreporter, plan, state.recorder, state.skips)
 
 
+#: read once: the hook below runs for every name of every test module
+_MARK_DECORATOR = pytest.MarkDecorator
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> object:
     # a bare @pytest.mark.depends_on above a wrapping decorator left the marker in the test's
     # place: put the test back, as pytest's own marker would have left it (its marker names
     # no target, which is reported), instead of losing it
-    if not issubclass(type(obj), pytest.MarkDecorator):
+    if not issubclass(type(obj), _MARK_DECORATOR):
         return None  # called for every name of every test module: the usual case, inline
     inner = stray_marker(name, obj)
     if inner is None:

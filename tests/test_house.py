@@ -91,3 +91,29 @@ def test_the_public_surface_is_typed_and_patches_nothing_on_import() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_loading_the_plugin_imports_only_what_every_session_needs() -> None:
+    """Every pytest process loads the plugin: what only some runs need (values between tests,
+    pickling, close-name suggestions, pinning, the walk's timeline, the installed version) is
+    imported when first used, and still there when asked for."""
+    code = (
+        "import sys, pytest, pytest_depgraph.plugin\n"
+        "late = ['pytest_depgraph.values', 'pickle', 'difflib', 'pytest_depgraph.collect.pinning',"
+        " 'pytest_depgraph.core.timeline']\n"
+        "assert not [m for m in late if m in sys.modules], [m for m in late if m in sys.modules]\n"
+        "import pytest_depgraph as p\n"
+        "assert 'DepGraph' not in vars(p) and '__version__' not in vars(p)\n"
+        "from pytest_depgraph import DepGraph, output_fixture\n"
+        "from pytest_depgraph.values import DepGraph as D, output_fixture as o\n"
+        "assert (DepGraph, output_fixture) == (D, o)\n"
+        "assert isinstance(p.__version__, str) and p.__version__, p.__version__\n"
+        "try:\n"
+        "    p.nothing\n"
+        "except AttributeError as error:\n"
+        "    assert 'nothing' in str(error)\n"
+        "else:\n"
+        "    raise AssertionError('no AttributeError')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_depgraph.collect import compat, pinning
+from pytest_depgraph.collect import compat
 from pytest_depgraph.collect.context import Context, Source, function_of
 from pytest_depgraph.collect.locate import own_marks
 from pytest_depgraph.collect.markers import (
@@ -680,6 +680,8 @@ def _build(
     lap("validate")
     order = dag.stable_topological_order(acyclic)
     # tests that must share a worker, chained in this order (AFTER edges added to acyclic)
+    from pytest_depgraph.collect import pinning  # a session without declarations never pins
+
     pins = pinning.pin(builder, run, acyclic, order, broken, compat.computed_sites(builder.compat))
     run_order = [n for n in order if n < len(run)]
     # external nodes go last: they never run, and nothing in the run waits on their position

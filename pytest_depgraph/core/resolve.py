@@ -8,7 +8,6 @@ target is a few dictionary look-ups instead of a scan over every test.
 
 from __future__ import annotations
 
-import difflib
 import posixpath
 import types
 from collections.abc import Iterator, Sequence
@@ -253,6 +252,8 @@ class TargetIndex:
         """
         if not isinstance(target, str) or len(target) > _SUGGEST_LIMIT:
             return []  # difflib indexes every character of the target: not for a megabyte
+        import difflib  # only a target that matches nothing needs it
+
         target = target.strip()
         module, _ = self._context(nodeid)
         own = nodeid.split("[", 1)[0]
@@ -328,6 +329,8 @@ class TargetIndex:
         same = by_basename.get(base, [])
         if same:
             return sorted(same)[:limit]
+        import difflib
+
         close = difflib.get_close_matches(base, list(by_basename), n=limit)
         return [file for name in close for file in sorted(by_basename[name])][:limit]
 

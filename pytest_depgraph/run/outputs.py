@@ -11,7 +11,6 @@ written to disk, so values never leak into another run.
 from __future__ import annotations
 
 import inspect
-import pickle
 import threading
 from collections.abc import Sequence
 from typing import Any, Callable, Protocol
@@ -110,6 +109,8 @@ class Outputs:
         nodeid = item.nodeid
         _check_name(f"depgraph: {nodeid}: depgraph.publish({_shown(name)}, ...)", name)
         assert isinstance(name, str)
+        import pickle  # only a test that publishes a value needs it
+
         try:
             data = pickle.dumps(value)
         except Exception as error:  # pickling raises many types
@@ -246,6 +247,8 @@ def _is_target(target: object) -> bool:
 
 
 def _unpickle(reader: str, producer: str, name: str, data: bytes) -> object:
+    import pickle
+
     try:
         return pickle.loads(data)
     except Exception as error:  # unpickling runs arbitrary code: anything can be raised

@@ -8,18 +8,20 @@ the values between tests, and on the xdist controller the scheduler and its walk
 from __future__ import annotations
 
 from dataclasses import InitVar, dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
 from pytest_depgraph.collect.compat import Settings as CompatSettings
-from pytest_depgraph.collect.selection import NodeIdSelection
-from pytest_depgraph.core.plan import Plan, ShardInfo
-from pytest_depgraph.core.timeline import WalkStats
 from pytest_depgraph.options import Settings
 from pytest_depgraph.run.channel_values import Relay
 from pytest_depgraph.run.outcomes import OutcomeRecorder
 from pytest_depgraph.run.outputs import Outputs
+
+if TYPE_CHECKING:  # types only: the timeline is the controller's, at the end of a walk
+    from pytest_depgraph.collect.selection import NodeIdSelection
+    from pytest_depgraph.core.plan import Plan, ShardInfo
+    from pytest_depgraph.core.timeline import WalkStats
 
 
 class Walking(Protocol):
