@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # types only: the timeline is the controller's, at the end of
 
 class Walking(Protocol):
     """What the session's hooks read from the xdist scheduler
-    (:class:`~pytest_depgraph.run.scheduler.DepGraphScheduling`), named here without importing
+    (:class:`~pytest_depgraph.run.scheduler.WalkScheduling`), named here without importing
     it: it imports xdist's scheduling modules, which only a controller that walks needs."""
 
     #: how many collection errors the workers' plans hold (the run stops on any)
