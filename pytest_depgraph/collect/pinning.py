@@ -127,8 +127,9 @@ def pin(
         if len(group) < 2:
             continue
         origin = next(why[n] for n in group if n in why)
-        for before, after in zip(group, group[1:]):
-            graph.add_edge(after, before, Kind.AFTER, origin)
+        graph.add_edges(
+            (after, before, Kind.AFTER, origin) for before, after in zip(group, group[1:])
+        )
         pins.groups.append(group)
     pins.groups.sort(key=lambda group: rank[group[0]])
     pins.edges = graph.edge_count - edges

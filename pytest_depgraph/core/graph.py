@@ -192,47 +192,7 @@ class Graph:
         the position of the pair's first declaration. Self loops are kept so they can be
         reported. O(1).
         """
-        # add_edges for one edge, without its set-up (a graph built edge by edge pays it once
-        # per edge)
-        if self._shared:
-            self._unshare()
-        size = self.size
-        if not (0 <= dependent < size and 0 <= dependency < size):
-            raise ValueError(f"edge {dependent} -> {dependency} outside a graph of {size} nodes")
-        keys = self._keys if self._keys is not None else self._key_index()
-        key = dependent * size + dependency
-        e = keys.get(key)
-        kinds, keep = self._kinds, self._keep
-        if e is not None and (keep is None or keep[e]):
-            if kind == Kind.REQUIRES and kinds[e]:
-                kinds[e] = 0
-                self._origin[e] = self._index_of(origin)
-            return
-        table_ids = self._table_ids
-        o = table_ids.get(id(origin)) if table_ids is not None else None
-        if o is None:
-            o = self._index_of(origin)
-        keys[key] = len(kinds)
-        kinds.append(kind)
-        self._dependent.append(dependent)
-        self._dependency.append(dependency)
-        self._origin.append(o)
-        if keep is not None:
-            keep.append(1)
-        self._live += 1
-        lists = self._lists_cache
-        if lists is not None:
-            outs, ins = lists
-            ds = outs[dependent]
-            if ds is _NO_EDGES:
-                outs[dependent] = [dependency]
-            else:
-                ds.append(dependency)
-            us = ins[dependency]
-            if us is _NO_EDGES:
-                ins[dependency] = [dependent]
-            else:
-                us.append(dependent)
+        self.add_edges(((dependent, dependency, kind, origin),))
 
     def _index_of(self, origin: Origin) -> int:
         """The index of ``origin`` in the table, added if new. O(1)."""
