@@ -16,17 +16,7 @@ from pytest_depgraph.core.walker import Skip
 
 from .fake_workers import FakeNode, complete, controller_config, running, start
 from .graph_strategies import PROPERTIES, Drawn, dags
-from .test_walker import oracle
-
-R, A = Kind.REQUIRES, Kind.AFTER
-M = Origin("marker")
-
-
-def make(size: int, edges: list[tuple[int, int, Kind]]) -> Graph:
-    graph = Graph(size)
-    for dependent, dependency, kind in edges:
-        graph.add_edge(dependent, dependency, kind, M)
-    return graph
+from .test_walker import A, R, make, oracle
 
 
 def test_a_worker_continues_the_chain_of_its_group_before_better_work() -> None:

@@ -7,17 +7,18 @@ each a message for a person that names the test, the file and line, and what to 
 
 from __future__ import annotations
 
+import functools
 import gc
 import operator
 import time
 from array import array
 from collections import deque
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import FunctionType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pytest
 
@@ -523,6 +524,27 @@ def _without_declarations(
     return Result(items=items, plan=plan, problems=[])
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _without_cyclic_gc(function: _F) -> _F:
+    """``function`` with the cyclic garbage collector paused while it runs (and restored as
+    it was)."""
+
+    @functools.wraps(function)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return cast(_F, paused)
+
+
+@_without_cyclic_gc
 def build(
     collected: Sequence[pytest.Item],
     selected: Sequence[pytest.Item],
@@ -543,39 +565,6 @@ def build(
     collector is paused meanwhile: the build makes many small objects and no cycles, and each
     full collection would walk every collected item of the session.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _build(
-            collected,
-            selected,
-            rootpath,
-            pull_dependencies=pull_dependencies,
-            with_locations=with_locations,
-            keep_unreduced=keep_unreduced,
-            verbosity=verbosity,
-            ignore_unselected=ignore_unselected,
-            ignored_files=ignored_files,
-            compat_settings=compat_settings,
-        )
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _build(
-    collected: Sequence[pytest.Item],
-    selected: Sequence[pytest.Item],
-    rootpath: Path,
-    *,
-    pull_dependencies: bool,
-    with_locations: bool,
-    keep_unreduced: bool = False,
-    verbosity: int = 0,
-    ignore_unselected: bool = False,
-    ignored_files: Collection[str] = (),
-    compat_settings: compat.Settings | None = None,
-) -> Result:
     clock = time.perf_counter()
     timings: dict[str, float] = {}
 
