@@ -4,6 +4,8 @@ copies of a test."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from .conftest import names
@@ -235,3 +237,82 @@ def test_one_marker_object_on_several_functions_applies_to_each(
         "  1 more declaration names the same target:",
         "    test_s.py:21: target 'test_gone' (*test_s.py::test_e)",
     ])
+
+
+def _edges(dot: str) -> list[str]:
+    """The DOT file's edges between tests, without their tooltips, sorted."""
+    return sorted(
+        re.sub(r'tooltip = "[^"]*"(, )?', "", line).strip()
+        for line in dot.splitlines() if "->" in line and "legend" not in line
+    )
+
+
+def test_definitions_and_scopes_read_once_give_each_item_its_edges(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a definition declares is read once for its instances, and a declaration resolved
+    once per class or module: a class inherited into another module resolves its markers
+    there, an instance keeps its own mark, and the edges are the same when another plugin
+    interleaves the tests (no instance or class consecutive any more)."""
+    pytester.makepyfile(
+        test_base="""
+        import pytest
+
+        def test_first():
+            pass
+
+        @pytest.mark.depends_on("test_first", on_failure="run")
+        class TestBase:
+            def test_helper(self):
+                pass
+
+            @pytest.mark.depends_on("test_helper")
+            @pytest.mark.parametrize("x", [
+                1, pytest.param(2, marks=pytest.mark.depends_on("test_base.py::test_other")), 3,
+            ])
+            def test_p(self, x):
+                pass
+
+        @pytest.mark.depends_on("test_first")
+        def test_other():
+            pass
+        """,
+        test_sub="""
+        import test_base
+
+        def test_first():
+            pass
+
+        class TestSub(test_base.TestBase):
+            def test_helper(self):
+                pass
+        """,
+    )
+    pytester.makeconftest(
+        """
+        import os
+
+        def pytest_collection_modifyitems(items):
+            if os.environ.get("INTERLEAVE"):
+                items[:] = items[::2] + items[1::2]
+        """
+    )
+    pytester.runpytest("--depgraph-dot=plain.dot").assert_outcomes(passed=11)
+    monkeypatch.setenv("INTERLEAVE", "1")
+    pytester.runpytest("--depgraph-dot=mixed.dot").assert_outcomes(passed=11)
+    edges = _edges((pytester.path / "plain.dot").read_text())
+    assert edges == _edges((pytester.path / "mixed.dot").read_text())
+    assert edges == [
+        '"test_base.py::TestBase::test_helper" -> "test_base.py::test_first" '
+        '[style = "dashed"];',
+        '"test_base.py::TestBase::test_p[1]" -> "test_base.py::TestBase::test_helper" [];',
+        '"test_base.py::TestBase::test_p[2]" -> "test_base.py::TestBase::test_helper" [];',
+        '"test_base.py::TestBase::test_p[2]" -> "test_base.py::test_other" [];',
+        '"test_base.py::TestBase::test_p[3]" -> "test_base.py::TestBase::test_helper" [];',
+        '"test_base.py::test_other" -> "test_base.py::test_first" [];',
+        '"test_sub.py::TestSub::test_helper" -> "test_sub.py::test_first" [style = "dashed"];',
+        '"test_sub.py::TestSub::test_p[1]" -> "test_sub.py::TestSub::test_helper" [];',
+        '"test_sub.py::TestSub::test_p[2]" -> "test_base.py::test_other" [];',
+        '"test_sub.py::TestSub::test_p[2]" -> "test_sub.py::TestSub::test_helper" [];',
+        '"test_sub.py::TestSub::test_p[3]" -> "test_sub.py::TestSub::test_helper" [];',
+    ]

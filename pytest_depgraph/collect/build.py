@@ -13,7 +13,7 @@ import operator
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -24,7 +24,7 @@ import pytest
 
 from pytest_depgraph.collect import compat
 from pytest_depgraph.collect.context import Context, Source, function_of
-from pytest_depgraph.collect.locate import own_marks
+from pytest_depgraph.collect.locate import MarkOrigin, own_marks
 from pytest_depgraph.collect.markers import (
     ATTRIBUTE,
     MARKER,
@@ -77,6 +77,8 @@ class _Builder(Context):
         self._mark_sources: dict[tuple[int, int], _Found] = {}
         #: id(mark) -> (the function it is on, what it declares), for a test's own marks
         self._own_marks: dict[int, tuple[object, _Found]] = {}
+        #: the definition of the previous item read (see :meth:`sources`)
+        self._definition = _Definition(None, None)
         self._parent_marks: dict[int, list[tuple[Node, pytest.Mark]]] = {}
         self._closure_sources: dict[int, _Found] = {}
         #: what ``depends_on`` written on a test function or class declares, by id
@@ -107,65 +109,110 @@ class _Builder(Context):
     def sources(self, position: int) -> Sequence[Source]:
         """Every dependency declaration that applies to one item (shared, read-only: a
         definition's cached sources when it alone declares, one empty sequence when nothing
-        does -- the usual cases)."""
+        does -- the usual cases).
+
+        What a test's definition declares (its parents' markers, ``@depends_on`` on it or its
+        class, its fixtures' declarations) is read once per definition and shared by its
+        parametrized instances; only the item's own marks are read per item
+        (``pytest.param(..., marks=...)`` gives an instance marks of its own)."""
+        item = self.collected[position]
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            return self._item_sources(item, position)  # not a pytest function: on its own
+        # pytest makes one fixture info per definition, shared by its instances, which it
+        # collects one after the other: the previous item's definition is the one to reuse
+        definition = self._definition
+        if definition.info is not info or definition.parent is not item.parent:
+            definition = self._definition = _Definition(info, item.parent)
         found: list[Sequence[Source]] = []
         if self._markers:
-            item = self.collected[position]
-            function: object = None
             for mark in item.own_markers:
-                if mark.name != MARKER:
-                    continue
-                if function is None:
-                    function = function_of(item) or item
-                # a test function's marker is shared by its parametrized instances (and by
-                # the subclasses that inherit the test): validated once per (function, mark).
-                # By the mark alone first (no key tuple per marker); a Mark object shared by
-                # several functions keeps the others under the pair
-                own = self._own_marks.get(id(mark))
-                if own is not None and own[0] is function:
-                    cached = own[1]
+                if mark.name == MARKER:
+                    found.append(self._own_mark_sources(item, mark, position, definition))
+        shared = definition.found
+        if shared is None:
+            shared = definition.found = self._definition_sources(item, position, definition)
+        sources, problems = shared
+        if sources:
+            found.append(sources)
+        for problem in problems:
+            problem.items.add(position)
+        if self.compat is not None:
+            found.append(list(self.compat.sources(position)))
+        if len(found) == 1:
+            return found[0]
+        return [source for sources in found for source in sources] if found else _NO_SOURCES
+
+    def _own_mark_sources(
+        self, item: pytest.Item, mark: pytest.Mark, position: int, definition: _Definition | None
+    ) -> Sequence[Source]:
+        """What one of the item's own ``depends_on`` marks declares, validated once per
+        (function, mark): a test function's marker is shared by its parametrized instances
+        and by the subclasses that inherit the test."""
+        function = _function(item, definition) or item
+        # by the mark alone first (no key tuple per marker); a Mark object shared by several
+        # functions keeps the others under the pair
+        own = self._own_marks.get(id(mark))
+        if own is not None and own[0] is function:
+            cached = own[1]
+        else:
+            key = (id(function), id(mark))
+            found_pair = self._mark_sources.get(key) if own is not None else None
+            if found_pair is not None:
+                cached = found_pair
+            else:
+                cached = self._marker_sources(item, mark, position)
+                if own is None:
+                    self._own_marks[id(mark)] = (function, cached)
                 else:
-                    key = (id(function), id(mark))
-                    found_pair = self._mark_sources.get(key) if own is not None else None
-                    if found_pair is not None:
-                        cached = found_pair
-                    else:
-                        cached = self._marker_sources(item, mark, position)
-                        if own is None:
-                            self._own_marks[id(mark)] = (function, cached)
-                        else:
-                            self._mark_sources[key] = cached
-                sources, problems = cached
-                for problem in problems:
-                    problem.items.add(position)
-                found.append(sources)
-            parent = item.parent
-            inherited = self._parent_marks.get(id(parent))
-            if inherited is None:
-                inherited = self._inherited_marks(item)
-            for node, mark in inherited:
-                # a class or module marker is one Mark shared by all its tests
-                key = (id(node), id(mark))
-                shared = self._mark_sources.get(key)
-                if shared is None:
-                    shared = self._mark_sources[key] = self._marker_sources(node, mark, position)
+                    self._mark_sources[key] = cached
+        sources, problems = cached
+        for problem in problems:
+            problem.items.add(position)
+        return sources
+
+    def _definition_sources(
+        self, item: pytest.Item, position: int, definition: _Definition
+    ) -> _Found:
+        """What applies to every item of ``item``'s definition, in the order
+        :meth:`_item_sources` finds it: its parents' ``depends_on`` marks, ``@depends_on`` on
+        its function and class, its fixtures' declarations."""
+        found: list[Sequence[Source]] = []
+        problems: list[Problem] = []
+        if self._markers:
+            for shared in self._inherited_sources(item, position):
+                found.append(shared[0])
+                problems += shared[1]
+        if self._decorated:
+            owners = ((_function(item, definition), False), (_class_of(item), True))
+            for owner, inherited_owner in owners:
+                declared = self._declared_on(owner, inherited_owner, position)
+                if declared is not _NOTHING:
+                    found.append(declared[0])
+                    problems += declared[1]
+        if self._fixtures_declare():
+            closure = self._closure_found(position)
+            found.append(closure[0])
+            problems += closure[1]
+        sources = [source for sources in found for source in sources]
+        return (sources, problems) if sources or problems else _NOTHING
+
+    def _item_sources(self, item: pytest.Item, position: int) -> Sequence[Source]:
+        """:meth:`sources` of an item that is not a pytest function (no fixture info to
+        share): everything read for the item itself."""
+        found: list[Sequence[Source]] = []
+        if self._markers:
+            for mark in item.own_markers:
+                if mark.name == MARKER:
+                    found.append(self._own_mark_sources(item, mark, position, None))
+            for shared in self._inherited_sources(item, position):
                 found.append(self._note(shared, position))
         if self._decorated:
             # pytest_depgraph.depends_on written on a test function or class works like the
             # marker
             owners = ((self.functions[position], False), (self.classes[position], True))
             for owner, inherited_owner in owners:
-                if owner is None:
-                    continue
-                if type(owner) is FunctionType and _UNDECLARED.isdisjoint(owner.__dict__):
-                    # a plain function carries or wraps a declaration only in its own
-                    # attributes: the usual test function, answered without reading them
-                    continue
-                declared = self._declared.get(id(owner))
-                if declared is None:
-                    declared = self._declared[id(owner)] = self._decorator_sources(
-                        owner, inherited_owner, position
-                    )
+                declared = self._declared_on(owner, inherited_owner, position)
                 if declared is not _NOTHING:
                     found.append(self._note(declared, position))
         if self._fixtures_declare():
@@ -175,6 +222,35 @@ class _Builder(Context):
         if len(found) == 1:
             return found[0]
         return [source for sources in found for source in sources] if found else _NO_SOURCES
+
+    def _inherited_sources(self, item: pytest.Item, position: int) -> Iterator[_Found]:
+        """What the ``depends_on`` marks of the item's parents declare, closest first."""
+        parent = item.parent
+        inherited = self._parent_marks.get(id(parent))
+        if inherited is None:
+            inherited = self._inherited_marks(item)
+        for node, mark in inherited:
+            # a class or module marker is one Mark shared by all its tests
+            key = (id(node), id(mark))
+            shared = self._mark_sources.get(key)
+            if shared is None:
+                shared = self._mark_sources[key] = self._marker_sources(node, mark, position)
+            yield shared
+
+    def _declared_on(self, owner: object, inherited: bool, position: int) -> _Found:
+        """What ``@depends_on`` written on a test function or class declares."""
+        if owner is None:
+            return _NOTHING
+        if type(owner) is FunctionType and _UNDECLARED.isdisjoint(owner.__dict__):
+            # a plain function carries or wraps a declaration only in its own attributes:
+            # the usual test function, answered without reading them
+            return _NOTHING
+        declared = self._declared.get(id(owner))
+        if declared is None:
+            declared = self._declared[id(owner)] = self._decorator_sources(
+                owner, inherited, position
+            )
+        return declared
 
     def _inherited_marks(self, item: pytest.Item) -> list[tuple[Node, pytest.Mark]]:
         """``depends_on`` marks of the item's parents, closest first, each parent's found
@@ -230,7 +306,7 @@ class _Builder(Context):
 
     def _marker_sources(self, node: Node, mark: pytest.Mark, position: int) -> _Found:
         # the file:line is looked up only if a message or the DOT file shows it
-        origin = Origin("marker", partial(self.locator.mark, node, mark))
+        origin = MarkOrigin(self.locator, node, mark)
         inherited = not isinstance(node, pytest.Item)
         args = mark.args
         if args and not mark.kwargs:
@@ -260,9 +336,13 @@ class _Builder(Context):
         return sources, problems
 
     def _fixture_declarations(self, position: int) -> Sequence[Source]:
+        return self._note(self._closure_found(position), position)
+
+    def _closure_found(self, position: int) -> _Found:
+        """What the fixtures a test uses declare, read once per fixture closure."""
         info = getattr(self.collected[position], "_fixtureinfo", None)
         if info is None:
-            return _NO_SOURCES
+            return _NOTHING
         # one closure per test function, shared by its parametrized instances
         cached = self._closure_sources.get(id(info))
         if cached is None:
@@ -285,7 +365,7 @@ class _Builder(Context):
             cached = self._closure_sources[id(info)] = (
                 (sources, problems) if sources or problems else _NOTHING
             )
-        return self._note(cached, position)
+        return cached
 
     def _fixture_sources_of(self, fixturedef: object, name: str) -> _Found:
         func = safe.attr(fixturedef, "func")
@@ -454,6 +534,39 @@ _UNDECLARED = frozenset((ATTRIBUTE, "_fixture_function", "__wrapped__"))
 _NOTHING: _Found = ((), ())
 
 
+class _Definition:
+    """What is known of one test definition (one pytest fixture info): shared by its
+    parametrized instances."""
+
+    __slots__ = ("found", "function", "info", "parent")
+
+    def __init__(self, info: object, parent: object) -> None:
+        self.info = info
+        self.parent = parent
+        #: ``function_of(item)`` of its items; _UNKNOWN until read
+        self.function: object = _UNKNOWN
+        #: what its parents, its function and class and its fixtures declare; None until read
+        self.found: _Found | None = None
+
+
+_UNKNOWN = object()
+
+
+def _function(item: pytest.Item, definition: _Definition | None) -> object:
+    """``function_of(item)``, read once per definition."""
+    if definition is None:
+        return function_of(item)
+    function = definition.function
+    if function is _UNKNOWN:
+        function = definition.function = function_of(item)
+    return function
+
+
+def _class_of(item: pytest.Item) -> object:
+    """The test class of an item (None outside a class), as :attr:`Context.classes` has it."""
+    return None if isinstance(item.parent, pytest.Module) else safe.attr(item, "cls")
+
+
 def _fixture_object(func: object) -> object:
     """What ``@pytest.fixture`` returned for ``func`` (its module attribute), which holds the
     marks written above ``@pytest.fixture``: pytest 8 keeps them there and ignores them with
@@ -595,16 +708,28 @@ def build(
     add_kind, add_origin = kinds.append, origin_of.append
     queue = deque(selected_positions)
     collected_ids = builder.nodeids
+    # every collected test runs (the usual case): no test to pull in, none outside the run
+    everything = len(in_run) == len(collected_ids)
+    # how each source resolves in the current scope (a class or module, whose tests pytest
+    # collects one after another; a target resolves against the test's scope): a marker
+    # shared by a class's tests or by a test's parametrized instances is resolved once
+    scope = ""
+    in_scope: dict[int, _Resolved] = {}
     while queue:
         position = queue.popleft()
+        sources = builder.sources(position)
+        if not sources:
+            continue
         nodeid = collected_ids[position]
-        for source in builder.sources(position):
-            declaration, resolved = source.declaration, source.resolved
-            kind = declaration.kind
-            o = len(table)
-            table.append(source.origin)
-            for target in declaration.targets if resolved is None else (None,):
-                matches = builder.index.resolve(target, nodeid) if resolved is None else resolved
+        current = _resolution_scope(nodeid)
+        if current != scope:
+            scope, in_scope = current, {}
+        for source in sources:
+            found = in_scope.get(id(source))
+            if found is None:
+                found = in_scope[id(source)] = _resolve_source(builder, source, nodeid, table)
+            _, o, kind, targets = found
+            for target, matches in targets:
                 if not matches:
                     builder.unresolved(source, target, position)
                     continue
@@ -612,9 +737,16 @@ def build(
                     # the test itself, or a class or file that contains it
                     builder.self_reference(source, target, position)
                     continue
+                if everything:
+                    for match in matches:
+                        add_dependent(position)
+                        add_dependency(match)
+                        add_kind(kind)
+                        add_origin(o)
+                    continue
                 for match in matches:
                     if match not in in_run:
-                        if kind is Kind.AFTER or ignore_unselected:
+                        if kind == _AFTER or ignore_unselected:
                             continue  # ordering against a test that does not run: nothing to do
                         if pull_dependencies:
                             in_run.add(match)
@@ -721,6 +853,34 @@ def build(
     return Result(
         items=items, plan=plan, problems=problems, timings=timings, unreduced=unreduced
     )
+
+
+#: a source as resolved in one scope: the source (kept, so that its id stays its own), its
+#: origin's index in the table, its kind, and each target with the positions it matches
+_Resolved = tuple[Source, int, int, list[tuple[object, Sequence[int]]]]
+_AFTER = int(Kind.AFTER)
+
+
+def _resolution_scope(nodeid: str) -> str:
+    """What a target's resolution depends on in ``nodeid``: its module and classes (the
+    part before its last ``::``), or the id itself when it has none."""
+    base = nodeid.partition("[")[0]
+    return base.rpartition("::")[0] or base
+
+
+def _resolve_source(
+    builder: _Builder, source: Source, nodeid: str, table: list[Origin]
+) -> _Resolved:
+    """``source`` resolved for the test ``nodeid`` (and the other tests of its scope); its
+    origin gets an entry in ``table``, shared by the edges of all of them."""
+    o = len(table)
+    table.append(source.origin)
+    resolved = source.resolved
+    if resolved is not None:
+        return source, o, int(source.declaration.kind), [(None, resolved)]
+    resolve = builder.index.resolve
+    targets = [(target, resolve(target, nodeid)) for target in source.declaration.targets]
+    return source, o, int(source.declaration.kind), targets
 
 
 def _with_pulled_in(

@@ -17,6 +17,7 @@ import pytest
 
 from pytest_depgraph.collect.markers import MARKER
 from pytest_depgraph.core import safe
+from pytest_depgraph.core.graph import Origin
 
 if TYPE_CHECKING:
     from _pytest.nodes import Node
@@ -96,6 +97,33 @@ class Locator:
                     found.append(first)
         self._mark_lines[key] = found
         return found
+
+
+class MarkOrigin(Origin):
+    """The origin of a marker's edges, whose ``file:line`` is found when first read.
+
+    One object per marker (the plan keeps it, and the cyclic GC walks it): it holds what
+    :meth:`Locator.mark` needs, and drops it once the place is known.
+    """
+
+    __slots__ = ("_locator", "_mark", "_node")
+
+    def __init__(self, locator: Locator, node: Node, mark: pytest.Mark) -> None:
+        super().__init__("marker")
+        self._locator: Locator | None = locator
+        self._node: Node | None = node
+        self._mark: pytest.Mark | None = mark
+
+    @property
+    def where(self) -> str:
+        """``tests/test_net.py:14``, where the marker was written (see :meth:`Locator.mark`)."""
+        locator, node, mark = self._locator, self._node, self._mark
+        if locator is not None and node is not None and mark is not None:
+            self._where = locator.mark(node, mark)
+            self._locator = self._node = self._mark = None
+        where = self._where
+        assert isinstance(where, str)
+        return where
 
 
 def own_marks(obj: object) -> list[pytest.Mark]:
