@@ -79,6 +79,10 @@ class _Builder(Context):
         self._own_marks: dict[int, tuple[object, _Found]] = {}
         #: the definition of the previous item read (see :meth:`sources`)
         self._definition = _Definition(None, None)
+        #: id(parent) -> what the depends_on marks of a test's parents declare
+        self._inherited_by_parent: dict[int, _Found] = {}
+        #: id(parent) -> what @depends_on on the tests' class declares
+        self._class_by_parent: dict[int, _Found] = {}
         self._parent_marks: dict[int, list[tuple[Node, pytest.Mark]]] = {}
         self._closure_sources: dict[int, _Found] = {}
         #: what ``depends_on`` written on a test function or class declares, by id
@@ -124,78 +128,110 @@ class _Builder(Context):
         definition = self._definition
         if definition.info is not info or definition.parent is not item.parent:
             definition = self._definition = _Definition(info, item.parent)
-        found: list[Sequence[Source]] = []
+        own: Sequence[Source] | None = None
         if self._markers:
             for mark in item.own_markers:
-                if mark.name == MARKER:
-                    found.append(self._own_mark_sources(item, mark, position, definition))
+                if mark.name != MARKER:
+                    continue
+                function = definition.function
+                if function is _UNKNOWN:
+                    function = definition.function = function_of(item)
+                # by the mark alone first (no key tuple per marker); a Mark object shared by
+                # several functions keeps the others under the pair
+                entry = self._own_marks.get(id(mark))
+                if entry is not None and entry[0] is (function or item):
+                    cached = entry[1]
+                else:
+                    cached = self._own_mark_found(item, mark, position, function or item, entry)
+                sources, problems = cached
+                for problem in problems:
+                    problem.items.add(position)
+                own = sources if own is None else [*own, *sources]
         shared = definition.found
         if shared is None:
-            shared = definition.found = self._definition_sources(item, position, definition)
+            shared = definition.found = self._definition_sources(item, info, position, definition)
         sources, problems = shared
-        if sources:
-            found.append(sources)
         for problem in problems:
             problem.items.add(position)
         if self.compat is not None:
-            found.append(list(self.compat.sources(position)))
-        if len(found) == 1:
-            return found[0]
-        return [source for sources in found for source in sources] if found else _NO_SOURCES
+            sources = [*sources, *self.compat.sources(position)]
+        if not sources:
+            return _NO_SOURCES if own is None else own
+        return sources if own is None else [*own, *sources]
 
-    def _own_mark_sources(
-        self, item: pytest.Item, mark: pytest.Mark, position: int, definition: _Definition | None
-    ) -> Sequence[Source]:
+    def _own_mark_found(
+        self, item: pytest.Item, mark: pytest.Mark, position: int, function: object,
+        entry: tuple[object, _Found] | None,
+    ) -> _Found:
         """What one of the item's own ``depends_on`` marks declares, validated once per
         (function, mark): a test function's marker is shared by its parametrized instances
-        and by the subclasses that inherit the test."""
-        function = _function(item, definition) or item
-        # by the mark alone first (no key tuple per marker); a Mark object shared by several
-        # functions keeps the others under the pair
-        own = self._own_marks.get(id(mark))
-        if own is not None and own[0] is function:
-            cached = own[1]
+        and by the subclasses that inherit the test. ``entry``: what the mark is known for."""
+        key = (id(function), id(mark))
+        found_pair = self._mark_sources.get(key) if entry is not None else None
+        if found_pair is not None:
+            return found_pair
+        cached = self._marker_sources(item, mark, position)
+        if entry is None:
+            self._own_marks[id(mark)] = (function, cached)
         else:
-            key = (id(function), id(mark))
-            found_pair = self._mark_sources.get(key) if own is not None else None
-            if found_pair is not None:
-                cached = found_pair
-            else:
-                cached = self._marker_sources(item, mark, position)
-                if own is None:
-                    self._own_marks[id(mark)] = (function, cached)
-                else:
-                    self._mark_sources[key] = cached
-        sources, problems = cached
-        for problem in problems:
-            problem.items.add(position)
-        return sources
+            self._mark_sources[key] = cached
+        return cached
 
     def _definition_sources(
-        self, item: pytest.Item, position: int, definition: _Definition
+        self, item: pytest.Item, info: Any, position: int, definition: _Definition
     ) -> _Found:
         """What applies to every item of ``item``'s definition, in the order
         :meth:`_item_sources` finds it: its parents' ``depends_on`` marks, ``@depends_on`` on
         its function and class, its fixtures' declarations."""
-        found: list[Sequence[Source]] = []
-        problems: list[Problem] = []
+        parts: list[_Found] = []
         if self._markers:
-            for shared in self._inherited_sources(item, position):
-                found.append(shared[0])
-                problems += shared[1]
+            inherited = self._inherited_found(item, position)
+            if inherited is not _NOTHING:
+                parts.append(inherited)
         if self._decorated:
-            owners = ((_function(item, definition), False), (_class_of(item), True))
-            for owner, inherited_owner in owners:
-                declared = self._declared_on(owner, inherited_owner, position)
-                if declared is not _NOTHING:
-                    found.append(declared[0])
-                    problems += declared[1]
+            function = definition.function
+            if function is _UNKNOWN:
+                function = definition.function = function_of(item)
+            declared = self._declared_on(function, False, position)
+            if declared is not _NOTHING:
+                parts.append(declared)
+            declared = self._class_declared(item, position)
+            if declared is not _NOTHING:
+                parts.append(declared)
         if self._fixtures_declare():
-            closure = self._closure_found(position)
-            found.append(closure[0])
-            problems += closure[1]
-        sources = [source for sources in found for source in sources]
-        return (sources, problems) if sources or problems else _NOTHING
+            closure = self._closure_found(info)
+            if closure is not _NOTHING:
+                parts.append(closure)
+        if len(parts) < 2:
+            return parts[0] if parts else _NOTHING
+        return (
+            [source for part in parts for source in part[0]],
+            [problem for part in parts for problem in part[1]],
+        )
+
+    def _inherited_found(self, item: pytest.Item, position: int) -> _Found:
+        """What the ``depends_on`` marks of the item's parents declare, closest first; read
+        once per parent."""
+        parent = item.parent
+        found = self._inherited_by_parent.get(id(parent))
+        if found is None:
+            parts = list(self._inherited_sources(item, position))
+            found = _NOTHING if not parts else (
+                [source for part in parts for source in part[0]],
+                [problem for part in parts for problem in part[1]],
+            )
+            self._inherited_by_parent[id(parent)] = found
+        return found
+
+    def _class_declared(self, item: pytest.Item, position: int) -> _Found:
+        """What ``@depends_on`` on the item's class declares; read once per parent."""
+        parent = item.parent
+        found = self._class_by_parent.get(id(parent))
+        if found is None:
+            found = self._class_by_parent[id(parent)] = self._declared_on(
+                _class_of(item), True, position
+            )
+        return found
 
     def _item_sources(self, item: pytest.Item, position: int) -> Sequence[Source]:
         """:meth:`sources` of an item that is not a pytest function (no fixture info to
@@ -203,8 +239,15 @@ class _Builder(Context):
         found: list[Sequence[Source]] = []
         if self._markers:
             for mark in item.own_markers:
-                if mark.name == MARKER:
-                    found.append(self._own_mark_sources(item, mark, position, None))
+                if mark.name != MARKER:
+                    continue
+                function = function_of(item) or item
+                entry = self._own_marks.get(id(mark))
+                if entry is not None and entry[0] is function:
+                    cached = entry[1]
+                else:
+                    cached = self._own_mark_found(item, mark, position, function, entry)
+                found.append(self._note(cached, position))
             for shared in self._inherited_sources(item, position):
                 found.append(self._note(shared, position))
         if self._decorated:
@@ -336,13 +379,11 @@ class _Builder(Context):
         return sources, problems
 
     def _fixture_declarations(self, position: int) -> Sequence[Source]:
-        return self._note(self._closure_found(position), position)
-
-    def _closure_found(self, position: int) -> _Found:
-        """What the fixtures a test uses declare, read once per fixture closure."""
         info = getattr(self.collected[position], "_fixtureinfo", None)
-        if info is None:
-            return _NOTHING
+        return _NO_SOURCES if info is None else self._note(self._closure_found(info), position)
+
+    def _closure_found(self, info: Any) -> _Found:
+        """What the fixtures of a test (its fixture info) declare, read once per closure."""
         # one closure per test function, shared by its parametrized instances
         cached = self._closure_sources.get(id(info))
         if cached is None:
@@ -550,16 +591,6 @@ class _Definition:
 
 
 _UNKNOWN = object()
-
-
-def _function(item: pytest.Item, definition: _Definition | None) -> object:
-    """``function_of(item)``, read once per definition."""
-    if definition is None:
-        return function_of(item)
-    function = definition.function
-    if function is _UNKNOWN:
-        function = definition.function = function_of(item)
-    return function
 
 
 def _class_of(item: pytest.Item) -> object:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from types import FunctionType, MethodType
 from typing import NamedTuple
 
 import pytest
@@ -129,6 +130,11 @@ def function_of(item: pytest.Item) -> object:
     function."""
     if _FUNCTION is not None and getattr(type(item), "function", None) is _FUNCTION:
         obj = safe.attr(item, "obj")
+        if type(obj) is MethodType:
+            function: object = obj.__func__
+            return function or obj
+        if type(obj) is FunctionType and "__func__" not in obj.__dict__:
+            return obj  # a plain test function: nothing to look up
         return safe.attr(obj, "__func__") or obj
     return safe.attr(item, "function")
 

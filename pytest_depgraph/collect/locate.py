@@ -109,7 +109,10 @@ class MarkOrigin(Origin):
     __slots__ = ("_locator", "_mark", "_node")
 
     def __init__(self, locator: Locator, node: Node, mark: pytest.Mark) -> None:
-        super().__init__("marker")
+        # (Origin's own __init__ is not called: one made per marker, and this is all it does)
+        self.kind = "marker"
+        self.fixture = ""
+        self._where = ""
         self._locator: Locator | None = locator
         self._node: Node | None = node
         self._mark: pytest.Mark | None = mark

@@ -154,19 +154,20 @@ class TargetIndex:
         return by_function.get(id(function)) or by_class.get(id(target)) or ()
 
     def _resolve_string(self, target: str, nodeid: str) -> Sequence[int]:
-        context = self._contexts.get(nodeid)
-        if context is None:
-            context = self._contexts[nodeid] = self._context_of(nodeid)
-        module, scopes = context
         by_name = self._by_name
         if by_name is None:
             by_name = self._by_name = self._index(with_names=True)
         # the usual cases first: a node id from the rootdir, a file beside the test's own, a
-        # name in the test's own module
+        # name in the test's own class or module
         if "::" in target:
             found = by_name.get(target)
             if found:
                 return found
+        context = self._contexts.get(nodeid)
+        if context is None:
+            context = self._contexts[nodeid] = self._context_of(nodeid)
+        module, scopes = context
+        if "::" in target:
             directory = module.rpartition("/")[0]
             if directory:
                 found = by_name.get(f"{directory}/{target}")
@@ -181,10 +182,14 @@ class TargetIndex:
                 found = self._prefixes(f"{directory}/{target}")
                 if found:
                     return found
-        elif not scopes:
-            found = by_name.get(f"{module}::{target}")
-            if found:
-                return found
+        else:
+            # a test name: in the test's innermost class, then the enclosing ones, then its
+            # module (what _candidates gives for it)
+            for depth in range(len(scopes), -1, -1):
+                found = by_name.get("::".join([module, *scopes[:depth], target]))
+                if found:
+                    return found
+            return ()
         lookup = self._prefixes
         for candidate in self._candidates(target, nodeid):
             found = lookup(candidate)
