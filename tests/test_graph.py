@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_depgraph.core import graph as graph_module
 from pytest_depgraph.core.graph import (
     Direction,
     Edge,
@@ -384,6 +385,41 @@ def test_reduction_removes_exactly_the_redundant_edges(graph: Graph) -> None:
         assert kept == set(nx.transitive_reduction(to_nx(graph)).edges())
 
 
+def removed_pairs(graph: Graph, keys: list[int] | None) -> set[tuple[int, int]]:
+    assert keys is not None
+    return {divmod(key, graph.size) for key in keys}
+
+
+@settings(max_examples=400, deadline=None)
+@given(digraphs(acyclic=True), st.sampled_from([0, 1, 2, 5]))
+def test_both_reduction_methods_remove_exactly_the_redundant_edges(
+    graph: Graph, filter_bits: int
+) -> None:
+    # the search with a filter of a few nodes (most candidates searched), the closures
+    order = stable_topological_order(graph)
+    expected = redundant_oracle(graph)
+    assert removed_pairs(graph, graph_module._reduce_by_closures(graph, order)) == expected
+    found = graph_module._reduce_by_search(graph, order, filter_bits, budget=sys.maxsize)
+    assert removed_pairs(graph, found) == expected
+
+
+def test_reduction_falls_back_to_closures_past_the_search_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 3 -> 2 -> 1 -> 0 and 3 -> 1, 3 -> 0: deciding 3 -> 0 takes a search when 0 is not
+    # in the filter; a budget of no edge at all gives up
+    graph = make(4, [(1, 0, R), (2, 1, R), (3, 2, R), (3, 1, A), (3, 0, R)])
+    order = [0, 1, 2, 3]
+    assert graph_module._reduce_by_search(graph, order, 0, budget=0) is None
+    assert removed_pairs(graph, graph_module._reduce_by_search(graph, order, 0)) == {
+        (3, 1), (3, 0)
+    }
+    expected = transitive_reduction(graph).edges()
+    monkeypatch.setattr(graph_module, "_reduce_by_search", lambda *args: None)
+    assert transitive_reduction(graph).edges() == expected
+    assert [(e.dependent, e.dependency) for e in expected] == [(1, 0), (2, 1), (3, 2)]
+
+
 @settings(max_examples=100, deadline=None)
 @given(digraphs(max_size=40, acyclic=True))
 def test_reduction_is_idempotent_and_order_independent(graph: Graph) -> None:
@@ -555,6 +591,23 @@ def test_adjacency_equals_the_edge_list_in_every_derived_graph(
         assert graph.edges() == edges
         _check_adjacency(without)
         _check_adjacency(reduced)
+
+
+@settings(PROPERTIES)
+@given(dags(), st.sampled_from([0, 3, 40, graph_module._FILTER_BITS]), st.booleans())
+def test_search_and_closures_agree_on_large_graphs(
+    drawn: Drawn, filter_bits: int, kahn_order: bool
+) -> None:
+    # the order the build passes (Kahn's, found with the cycles) or the serial one
+    graph = drawn.graph
+    order: list[int] = []
+    find_cycles(graph, order)
+    if not kahn_order:
+        order = stable_topological_order(graph)
+    by_closures = removed_pairs(graph, graph_module._reduce_by_closures(graph, order))
+    # (without a budget: a small filter leaves many searches, which would give up)
+    found = graph_module._reduce_by_search(graph, order, filter_bits, budget=sys.maxsize)
+    assert removed_pairs(graph, found) == by_closures
 
 
 @settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 5))

@@ -863,17 +863,136 @@ def transitive_reduction(graph: Graph, order: Sequence[int] | None = None) -> Gr
     A REQUIRES edge goes only when a path of two or more REQUIRES edges implies it, an AFTER
     edge when any such path does, so both the REQUIRES-only and the any-edge reachability are
     kept. ``order`` is a topological order, dependencies first (computed when omitted).
+    Acyclic graph assumed.
+
+    Two exact methods, one result: :func:`_reduce_by_search` first (a search per candidate
+    edge, pruned by a small reachability filter: fast and small on graphs whose reach spans
+    the whole order, as random ones), and :func:`_reduce_by_closures` (bitset closures, with
+    a worst-case bound) when the searches exceed their budget.
+    """
+    if order is None:
+        order = _topological_order(graph)
+    removed = _reduce_by_search(graph, order)
+    if removed is None:
+        removed = _reduce_by_closures(graph, order)
+    return graph.without_edges(graph.edges_keyed(removed))
+
+
+#: nodes (the first ones in the order that something depends on) whose bits the filter of
+#: :func:`_reduce_by_search` keeps: 256 bytes a node
+_FILTER_BITS = 2048
+
+
+def _reduce_by_search(
+    graph: Graph, order: Sequence[int], filter_bits: int = _FILTER_BITS,
+    budget: int | None = None,
+) -> list[int] | None:
+    """The redundant edges (keyed ``dependent * size + dependency``) found by searching, or
+    None when the searches visit more than ``budget`` edges (8 per edge by default).
+
+    An edge ``v -> b`` is redundant when another dependency ``a`` of ``v`` reaches ``b``
+    (REQUIRES all the way for a REQUIRES edge). Only a dependency later in ``order`` than
+    ``b`` can, so ``v``'s dependencies are taken latest first; a depth-first search from the
+    later ones then decides, never entering a node at or before ``b`` in the order.
+
+    The searches are pruned by a necessary condition: ``a`` reaches ``b`` only if everything
+    ``b`` reaches, ``a`` reaches too. ``hub[x]`` holds, for the first ``filter_bits`` nodes
+    in the order that something depends on (the ones most reached), whether ``x`` is or
+    reaches each; ``hub[b]`` must be inside ``hub[a]``. For such a node ``b`` itself the
+    test is exact (``b``'s own bit), so no search is needed unless the edge is REQUIRES and
+    AFTER edges exist; most other candidates fail the test at once. Memory: one
+    ``filter_bits`` int per node, shared once every filtered node is reached.
+    """
+    size = graph.size
+    if not graph._live:
+        return []
+    dependencies, dependents = graph._lists()
+    position = [0] * size
+    for i, v in enumerate(order):
+        position[v] = i
+    at = position.__getitem__
+    # each node's dependencies as positions, latest first (nodes are positions from here on)
+    deps = [
+        ds if not ds else sorted(map(at, ds), reverse=True) if len(ds) > 1 else [at(ds[0])]
+        for ds in map(dependencies.__getitem__, order)
+    ]
+    # the AFTER edges (few), keyed ``dependent * size + dependency``
+    after = {at(key // size) * size + at(key % size) for key in graph._keys_of(graph._kinds)}
+    bit = [0] * size
+    count = 0
+    for t, v in enumerate(order):
+        if count == filter_bits:
+            break
+        if dependents[v]:
+            bit[t] = 1 << count
+            count += 1
+    full = (1 << count) - 1
+    hub = [0] * size
+    seen = [0] * size  # == stamp: entered by the current search
+    stamp = visits = 0
+    limit = 8 * graph._live + 10_000 if budget is None else budget
+    removed: list[int] = []
+    for t, ds in enumerate(deps):
+        if not ds:
+            hub[t] = bit[t]
+            continue
+        reach = hub[ds[0]]
+        base = t * size
+        for i in range(1, len(ds)):
+            b = ds[i]
+            hb = hub[b]
+            if reach | hb != reach:
+                reach |= hb  # no later dependency reaches b: the edge stays
+                continue
+            requires_only = bool(after) and base + b not in after
+            if bit[b] and not requires_only:
+                found = True  # b's own bit: some later dependency reaches it
+            else:
+                stamp += 1
+                stack = []
+                for a in ds[:i]:
+                    if requires_only and base + a in after:
+                        continue
+                    ha = hub[a]
+                    if ha | hb == ha:
+                        seen[a] = stamp
+                        stack.append(a)
+                found = False
+                while stack and not found:
+                    x = stack.pop()
+                    xbase = x * size
+                    for d in deps[x]:
+                        visits += 1
+                        if d <= b:  # the rest come before b: they cannot reach it
+                            found = d == b and not (requires_only and xbase + d in after)
+                            break
+                        if seen[d] != stamp and not (requires_only and xbase + d in after):
+                            hd = hub[d]
+                            if hd | hb == hd:
+                                seen[d] = stamp
+                                stack.append(d)
+                if visits > limit:
+                    return None
+            if found:
+                removed.append(order[t] * size + order[b])
+        if bit[t]:
+            reach |= bit[t]
+        # once every filtered node is reached, one int serves every node (memory)
+        hub[t] = full if reach == full else reach
+    return removed
+
+
+def _reduce_by_closures(graph: Graph, order: Sequence[int]) -> list[int]:
+    """The redundant edges (keyed ``dependent * size + dependency``) by bitset closures.
+    O(V * E / wordsize).
 
     Closures are Python ints used as bitsets over the positions in ``order``. Each node's
     dependencies are visited latest-in-order first, so a dependency that reaches another one
     is always seen before it, and one bit test per edge decides. A closure is dropped once its
     last reader has used it, and loses the bits of nodes that can no longer be tested (see
     :func:`_live_from`), so on graphs whose edges are local in the order it stays short.
-    Acyclic graph assumed.
     """
     size = graph.size
-    if order is None:
-        order = _topological_order(graph)
     dependencies = graph._lists()[0]
     position = [0] * size
     for i, v in enumerate(order):
@@ -951,7 +1070,7 @@ def transitive_reduction(graph: Graph, order: Sequence[int] | None = None) -> Gr
             else:
                 closure[v] = reach | bit
                 closure_req[v] = reach_req | bit
-    return graph.without_edges(graph.edges_keyed(removed))
+    return removed
 
 
 def critical_path(
