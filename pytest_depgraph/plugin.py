@@ -8,6 +8,7 @@ import re
 import warnings
 from collections.abc import Generator
 from pathlib import Path
+from types import FunctionType
 from typing import TYPE_CHECKING
 
 import pytest
@@ -224,14 +225,25 @@ def _warn_imported_targets(plan: Plan, items: list[pytest.Item]) -> None:
         return
     copies: set[int] = set()
     module_of: dict[int, str | None] = {}  # id(parent) -> name of the module collected in
+    last_parent: object = object()  # (no parent yet: not even None)
+    module: str | None = None
     for n, item in enumerate(items):
-        defined_in = safe.text_attr(function_of(item), "__module__") or None
-        if defined_in is None:
+        function = function_of(item)
+        # a test function's module name is a plain attribute: read it as such (the usual
+        # case), anything else through safe
+        defined_in = function.__module__ if type(function) is FunctionType else None
+        if type(defined_in) is not str:
+            defined_in = safe.text_attr(function, "__module__")
+        if not defined_in:
             continue
-        parent = id(item.parent)
-        module = module_of.get(parent, "")
-        if module == "":
-            module = module_of[parent] = getattr(getattr(item, "module", None), "__name__", None)
+        parent = item.parent
+        if parent is not last_parent:  # a module's or class's tests come one after another
+            last_parent = parent
+            module = module_of.get(id(parent), "")
+            if module == "":
+                module = module_of[id(parent)] = getattr(
+                    getattr(item, "module", None), "__name__", None
+                )
         if module is None or defined_in == module:
             continue
         if getattr(item, "cls", None) is not None:

@@ -466,6 +466,19 @@ class _Builder(Context):
         written = None if where is None or where == origin.where else where
         return [Source(declaration, origin, label, inherited, None, written)], []
 
+    def declarations_read(self) -> None:
+        """Let go of what only reading and resolving the declarations needed: the caches
+        above, the items' positions, the targets' index (kept when a problem was found:
+        its hints may ask it again). The graph's phases that follow are the build's peak of
+        memory; whatever is asked again is read again."""
+        self._fixture_sources, self._mark_sources, self._own_marks = {}, {}, {}
+        self._definition = _Definition(None, None)
+        self._inherited_by_parent, self._class_by_parent, self._parent_marks = {}, {}, {}
+        self._closure_sources, self._declared = {}, {}
+        self._position = None
+        if not self.problems:
+            self._index = None
+
     # -- problems ----------------------------------------------------------------------------
 
     def unresolved(self, source: Source, target: object, position: int) -> None:
@@ -741,6 +754,8 @@ def build(
     collected_ids = builder.nodeids
     # every collected test runs (the usual case): no test to pull in, none outside the run
     everything = len(in_run) == len(collected_ids)
+    if everything:
+        in_run.clear()  # never asked: no test can be outside the run
     # how each source resolves in the current scope (a class or module, whose tests pytest
     # collects one after another; a target resolves against the test's scope): a marker
     # shared by a class's tests or by a test's parametrized instances is resolved once
@@ -790,6 +805,8 @@ def build(
                     add_kind(kind)
                     add_origin(o)
 
+    del in_scope
+    builder.declarations_read()
     # number the tests in the order pytest and the other plugins left them (--ff, randomisers,
     # pytest-order); the stable sort only ever moves a test down, so each pulled-in dependency
     # (it had no place in that order) is numbered just before its first dependent

@@ -214,7 +214,12 @@ class _DependsOnDecorator(pytest.MarkDecorator):
     """
 
     def __call__(self, *args: object, **kwargs: object) -> Any:
-        if self.mark.args or self.mark.kwargs or _is_bare_decoration(args, kwargs):
+        mark = self.mark
+        if args and type(args[0]) is str and not (mark.args or mark.kwargs):
+            # ``@pytest.mark.depends_on("test_a", ...)``, the usual marker: a string is never
+            # the definition being decorated (run at import, once per marker)
+            return self.with_args(*args, **kwargs)
+        if mark.args or mark.kwargs or _is_bare_decoration(args, kwargs):
             return super().__call__(*args, **kwargs)
         return self.with_args(*args, **kwargs)
 

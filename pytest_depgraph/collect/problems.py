@@ -117,6 +117,10 @@ class Problems:
             found.tests.append(nodeid)
         group.problem.items.add(position)
 
+    def __len__(self) -> int:
+        """How many problems (and groups of them) were found so far."""
+        return len(self._order)
+
     def finished(self) -> list[Problem]:
         """Every problem with its final message."""
         problems = []
