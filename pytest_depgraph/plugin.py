@@ -227,24 +227,30 @@ def _warn_imported_targets(plan: Plan, items: list[pytest.Item]) -> None:
     module_of: dict[int, str | None] = {}  # id(parent) -> name of the module collected in
     last_parent: object = object()  # (no parent yet: not even None)
     module: str | None = None
+    in_class = False
     for n, item in enumerate(items):
+        parent = item.parent
+        if parent is not last_parent:  # a module's or class's tests come one after another
+            last_parent = parent
+            # a method inherited from a class of another module: usual and harmless (the
+            # test of a class is never a copy, below)
+            in_class = isinstance(parent, pytest.Class)
+            module = None
+            if not in_class:
+                module = module_of.get(id(parent), "")
+                if module == "":
+                    module = module_of[id(parent)] = getattr(
+                        getattr(item, "module", None), "__name__", None
+                    )
+        if in_class or module is None:
+            continue
         function = function_of(item)
         # a test function's module name is a plain attribute: read it as such (the usual
         # case), anything else through safe
         defined_in = function.__module__ if type(function) is FunctionType else None
         if type(defined_in) is not str:
             defined_in = safe.text_attr(function, "__module__")
-        if not defined_in:
-            continue
-        parent = item.parent
-        if parent is not last_parent:  # a module's or class's tests come one after another
-            last_parent = parent
-            module = module_of.get(id(parent), "")
-            if module == "":
-                module = module_of[id(parent)] = getattr(
-                    getattr(item, "module", None), "__name__", None
-                )
-        if module is None or defined_in == module:
+        if not defined_in or defined_in == module:
             continue
         if getattr(item, "cls", None) is not None:
             continue  # a method inherited from a class of another module: usual and harmless

@@ -199,7 +199,7 @@ class _Builder(Context):
             if declared is not _NOTHING:
                 parts.append(declared)
         if self._fixtures_declare():
-            closure = self._closure_found(info)
+            closure = self._closure_found(info, remember=False)
             if closure is not _NOTHING:
                 parts.append(closure)
         if len(parts) < 2:
@@ -382,10 +382,11 @@ class _Builder(Context):
         info = getattr(self.collected[position], "_fixtureinfo", None)
         return _NO_SOURCES if info is None else self._note(self._closure_found(info), position)
 
-    def _closure_found(self, info: Any) -> _Found:
-        """What the fixtures of a test (its fixture info) declare, read once per closure."""
+    def _closure_found(self, info: Any, remember: bool = True) -> _Found:
+        """What the fixtures of a test (its fixture info) declare, read once per closure
+        (``remember``: kept here; the definitions :meth:`sources` reads keep their own)."""
         # one closure per test function, shared by its parametrized instances
-        cached = self._closure_sources.get(id(info))
+        cached = self._closure_sources.get(id(info)) if remember else None
         if cached is None:
             sources: list[Source] = []
             problems: list[Problem] = []
@@ -403,9 +404,9 @@ class _Builder(Context):
                     found, trouble = self._fixture_sources[key]
                     sources += found
                     problems += trouble
-            cached = self._closure_sources[id(info)] = (
-                (sources, problems) if sources or problems else _NOTHING
-            )
+            cached = (sources, problems) if sources or problems else _NOTHING
+            if remember:
+                self._closure_sources[id(info)] = cached
         return cached
 
     def _fixture_sources_of(self, fixturedef: object, name: str) -> _Found:
@@ -767,7 +768,10 @@ def build(
         if not sources:
             continue
         nodeid = collected_ids[position]
-        current = _resolution_scope(nodeid)
+        # what resolving a target depends on: the test's module and classes (the part before
+        # its last ``::``), or the id itself when it has none
+        base = nodeid if "[" not in nodeid else nodeid[: nodeid.index("[")]
+        current = base.rpartition("::")[0] or base
         if current != scope:
             scope, in_scope = current, {}
         for source in sources:
@@ -907,13 +911,6 @@ def build(
 #: origin's index in the table, its kind, and each target with the positions it matches
 _Resolved = tuple[Source, int, int, list[tuple[object, Sequence[int]]]]
 _AFTER = int(Kind.AFTER)
-
-
-def _resolution_scope(nodeid: str) -> str:
-    """What a target's resolution depends on in ``nodeid``: its module and classes (the
-    part before its last ``::``), or the id itself when it has none."""
-    base = nodeid.partition("[")[0]
-    return base.rpartition("::")[0] or base
 
 
 def _resolve_source(
