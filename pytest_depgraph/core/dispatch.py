@@ -321,10 +321,12 @@ class Dispatcher:
         """Queue tests behind the running ones, one per worker per round (priority spreads)."""
         workers = self._workers
         candidates = [w for w in order if 0 < len(workers[w]) <= REFILL_AT]
+        # per worker, what its held tests add up to, kept up to date as tests are queued
+        tallies: dict[Hashable, list[float | None]] = {w: [None, None] for w in candidates}
         while candidates:
             still = []
             for worker in candidates:
-                node = self._queueable(worker, len(order))
+                node = self._queueable(worker, len(order), tallies[worker])
                 if node is None:
                     continue
                 given.setdefault(worker, []).append(node)
@@ -332,8 +334,14 @@ class Dispatcher:
                     still.append(worker)
             candidates = still
 
-    def _queueable(self, worker: Hashable, workers: int) -> int | None:
-        """The best test to queue behind what ``worker`` holds, started; None if none may."""
+    def _queueable(
+        self, worker: Hashable, workers: int, tally: list[float | None]
+    ) -> int | None:
+        """The best test to queue behind what ``worker`` holds, started; None if none may.
+
+        ``tally``: the expected seconds of the tests it holds and their :meth:`_bar` (None:
+        not known yet); kept up to date here, so that a top-up of many tests does not add
+        up the same tests again for each."""
         held = self._workers[worker]
         if len(held) >= self._hold:
             return None
@@ -347,16 +355,20 @@ class Dispatcher:
                     self.walk.start_early(follower, last)
                     self._early.add(follower)
                     self._hand(follower, worker)
+                    tally[:] = None, None  # ``last`` made its chain's way: add up again
                     return follower
         if not self.walk.ready_count:
             return None
-        expected = 0.0
-        for v in held:
-            seconds = self._expected(v)
-            if seconds is None:
-                expected = QUEUE_SECONDS
-                break
-            expected += seconds
+        expected = tally[0]
+        if expected is None:
+            expected = 0.0
+            for v in held:
+                seconds = self._expected(v)
+                if seconds is None:
+                    expected = QUEUE_SECONDS
+                    break
+                expected += seconds
+            tally[0] = expected
         short = expected < QUEUE_SECONDS
         # beyond one queued test only short ones; one queued behind a long test only while
         # there is more ready than the workers take (else an idle worker may want it soon)
@@ -371,9 +383,17 @@ class Dispatcher:
             if self._continues[last]:
                 return None  # its chain goes on once it finished: nothing in between
             node = self._peek(self._last_group.get(worker), worker)
-        if node is None or -self._key[node] < self._bar(held):
+        if node is None:
+            return None
+        bar = tally[1]
+        if bar is None:
+            bar = tally[1] = self._bar(held)
+        if -self._key[node] < bar:
             return None  # it would hold back something more urgent
         self._take(node, worker)
+        seconds = self._expected(node)
+        tally[0] = QUEUE_SECONDS if seconds is None else expected + seconds
+        tally[1] = max(bar, self._after[node])
         return node
 
     def _bar(self, held: deque[int]) -> float:

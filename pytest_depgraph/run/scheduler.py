@@ -24,8 +24,7 @@ import json
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from xdist.remote import Producer  # type: ignore[import-untyped]
@@ -33,17 +32,18 @@ from xdist.report import report_collection_diff  # type: ignore[import-untyped]
 from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyped]
 
-from pytest_depgraph.core import dispatch, units
-from pytest_depgraph.core.dispatch import Dispatcher, Skip
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.timeline import WalkStats, walk_stats
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.durations import load_durations
 from pytest_depgraph.run.outcomes import FAILED, SYNTHETIC, OutcomeRecorder, skip_reason
 from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
 
-#: most tests one worker holds (the one it runs and those queued behind it)
-HOLD = dispatch.MAX_HOLD
+if TYPE_CHECKING:
+    from pytest_depgraph.core.dispatch import Dispatcher, Skip
+    from pytest_depgraph.core.timeline import WalkStats
+
+# The dispatch policy, the work units and the timeline are imported where the walk begins
+# (``WalkScheduling.schedule``): a plan without edges is handed to xdist without them.
 
 
 class DepGraphScheduling:
@@ -76,17 +76,21 @@ class DepGraphScheduling:
     def _priorities(self, plan: Plan) -> list[float]:
         """The walk's priorities (bench/xdist_bench.py replaces this to measure plain
         collection order)."""
+        from pytest_depgraph.core import dispatch
+
         return dispatch.priorities(plan.graph, self.walk.weights(plan))
 
 
-@dataclass
 class _Worker:
     """What the scheduler knows about one worker before it gets tests."""
 
-    collection: list[str] | None = None
-    plan_text: str | None = None
-    #: False when it collected something else than the others: it gets no test
-    usable: bool = True
+    __slots__ = ("collection", "plan_text", "usable")
+
+    def __init__(self) -> None:
+        self.collection: list[str] | None = None
+        self.plan_text: str | None = None
+        #: False when it collected something else than the others: it gets no test
+        self.usable = True
 
 
 class WalkScheduling:
@@ -197,6 +201,9 @@ class WalkScheduling:
         if self._nothing_to_walk(plan):
             self._hand_over()
             return
+        from pytest_depgraph.core import units
+        from pytest_depgraph.core.dispatch import MAX_HOLD, Dispatcher
+
         dist = str(self.config.getoption("dist", "load"))
         if dist in units.MODES:
             unit_errors = units.bind_units(plan, dist)
@@ -217,7 +224,7 @@ class WalkScheduling:
             limit=self.limit,
             unsatisfied=[*plan.broken, *plan.external],
             pinned=plan.pinned,
-            hold=HOLD,
+            hold=MAX_HOLD,
             durations=plan.durations,
         )
         self._warn(plan.warnings)
@@ -297,12 +304,16 @@ class WalkScheduling:
         plan = self.plan
         if plan is None or self.dispatcher is None or self._first_sent is None:
             return None
+        from pytest_depgraph.core.timeline import walk_stats
+
         end = self._last_done if self._last_done is not None else time.perf_counter()
         workers = min(self.limit, self.numnodes, self.useful)
         return walk_stats(plan.graph, self._seconds, end - self._first_sent, workers)
 
     def weights(self, plan: Plan) -> list[float]:
         """Each test's expected seconds (the previous run's), for the priorities."""
+        from pytest_depgraph.core import dispatch
+
         return dispatch.weights(plan.durations, plan.item_count, len(plan.nodeids))
 
     # -- internals -------------------------------------------------------------------------
@@ -413,6 +424,8 @@ class WalkScheduling:
         xdist starts every worker before any collection, so they cannot be left unstarted;
         they go before the first test is sent.
         """
+        from pytest_depgraph.core import dispatch
+
         never = {*plan.broken, *plan.external, *(s.node for s in dispatcher.initial.skipped)}
         width = dispatch.width(plan.graph, never)
         self.useful = max(1, min(self.limit, width))
