@@ -15,11 +15,14 @@
     ``-p no:depgraph --dist load``; and a 2,000-test random DAG of no-op tests (each test on 3
     random earlier ones, shuffled over 40 modules) on -n 4 against the same suite without its
     markers on ``-p no:depgraph --dist load``. Median of ``--repeat`` (5) interleaved runs:
-    wall time, CPU of every process (``/usr/bin/time``: the controller and its workers) and the
-    controller's own CPU (``time.process_time()`` at its ``pytest_unconfigure``);
+    wall time, CPU of every process (``/usr/bin/time``: the controller and its workers), the
+    controller's own CPU (``time.process_time()`` at its ``pytest_unconfigure``) and the
+    ``runtests`` commands it sent;
 (c) ``--stress``: the DAG suite 20 times on -n 4, counting ordering violations.
 
-Run: ``python bench/xdist_bench.py [--quick] [--stress] [--repeat N]`` (prints Markdown tables).
+Run: ``python bench/xdist_bench.py [--quick] [--stress] [--repeat N] [--only ROW ...]`` (prints
+Markdown tables; ROW: ``sleeping``, ``flat``, ``dag``). The no-op rows also count the ``runtests``
+commands the controller sent (xdist's ``--dist load`` sends a few large ones).
 """
 
 from __future__ import annotations
@@ -61,16 +64,35 @@ def pytest_runtest_call(item):
 '''
 
 
-# Written by the controller only (xdist workers have ``workerinput``): its CPU for the run.
+# Written by the controller only (xdist workers have ``workerinput``): its CPU for the run,
+# and how many ``runtests`` commands it sent (whatever the scheduler: counted on xdist's side).
 CONTROLLER_CPU = '''
 import os, time
+
+SENT = [0]
+
+
+def pytest_configure(config):
+    if not os.environ.get("BENCH_CONTROLLER_CPU") or hasattr(config, "workerinput"):
+        return
+    try:
+        from xdist.workermanage import WorkerController
+    except ImportError:
+        return
+    send = WorkerController.send_runtest_some
+
+    def counted(self, indices):
+        SENT[0] += 1
+        return send(self, indices)
+
+    WorkerController.send_runtest_some = counted
 
 
 def pytest_unconfigure(config):
     out = os.environ.get("BENCH_CONTROLLER_CPU")
     if out and not hasattr(config, "workerinput"):
         with open(out, "w") as f:
-            f.write(str(time.process_time()))
+            f.write(f"{time.process_time()} {SENT[0]}")
 '''
 TIME_BIN = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 
@@ -84,6 +106,8 @@ class Sample:
     controller_cpu: float  # the controller's own CPU (nan without the conftest above)
     rc: int
     output: str
+    #: ``runtests`` commands the controller sent to its workers (nan without the conftest)
+    messages: float = float("nan")
 
     @property
     def ok(self) -> bool:
@@ -117,12 +141,12 @@ def timed_run(root: Path, *args: str, env: dict[str, str] | None = None,
     except (ValueError, IndexError):
         cpu = float("nan")
     try:
-        controller = float(Path(cpu_file).read_text())
+        controller, messages = map(float, Path(cpu_file).read_text().split())
     except ValueError:
-        controller = float("nan")
+        controller = messages = float("nan")
     os.unlink(cpu_file)
     os.unlink(time_file)
-    return Sample(wall, cpu, controller, rc, output)
+    return Sample(wall, cpu, controller, rc, output, messages)
 
 
 PER_MODULE = 10
@@ -372,19 +396,20 @@ def med(values: list[float]) -> float:
 def print_samples(samples: dict[str, list[Sample]], count: int, reference: str) -> None:
     """wall / CPU / controller CPU medians and ratios against the reference mode."""
     print("| mode | wall (s) | ratio | CPU, all processes (s) | ratio | controller CPU (s) "
-          "| per test (µs) | runs ok |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| per test (µs) | runtests messages | runs ok |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     ref = [r for r in samples[reference] if r.ok]
     ref_wall, ref_cpu = med([r.wall for r in ref]), med([r.cpu for r in ref])
     for mode, runs in samples.items():
         good = [r for r in runs if r.ok]
         if not good:
-            print(f"| {mode} | failed (exit {runs[-1].rc}) | | | | | | 0/{len(runs)} |")
+            print(f"| {mode} | failed (exit {runs[-1].rc}) | | | | | | | 0/{len(runs)} |")
             continue
         wall, cpu = med([r.wall for r in good]), med([r.cpu for r in good])
         ctl = med([r.controller_cpu for r in good])
+        sent = med([r.messages for r in good])
         print(f"| {mode} | {wall:.2f} | {wall / ref_wall:.3f} | {cpu:.2f} | {cpu / ref_cpu:.3f} "
-              f"| {ctl:.2f} | {ctl / count * 1e6:.0f} | {len(good)}/{len(runs)} |")
+              f"| {ctl:.2f} | {ctl / count * 1e6:.0f} | {sent:.0f} | {len(good)}/{len(runs)} |")
 
 
 def sleeping_ratios(repeats: int) -> dict[str, list[float]]:
@@ -421,6 +446,10 @@ def stress(runs: int) -> int:
         shutil.rmtree(root, ignore_errors=True)
 
 
+#: the rows ``--only`` selects
+ROWS = ["sleeping", "flat", "dag"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -428,22 +457,30 @@ def main() -> None:
     parser.add_argument("--stress", action="store_true", help="20 runs of a DAG on -n 4")
     parser.add_argument("--repeat", type=int, default=5,
                         help="runs per mode of the no-op suites (default 5)")
+    parser.add_argument("--only", action="append", choices=ROWS,
+                        help="run only these rows (repeatable): sleeping DAGs, no-op tests "
+                             "without edges, no-op random DAG; default all")
     options = parser.parse_args()
+    rows = options.only or ROWS
 
-    # cold rows only in full runs: they show what the cache buys, not the scheduler's quality
-    modes = ["warm", "collection order", "--dist load"]
-    if not options.quick:
-        modes.insert(1, "cold")
-    print_dag_tables([chain_heavy_shape(), wide_shape(), mixed_shape()], modes)
+    if "sleeping" in rows:
+        # cold rows only in full runs: what the cache buys, not the scheduler's quality
+        modes = ["warm", "collection order", "--dist load"]
+        if not options.quick:
+            modes.insert(1, "cold")
+        print_dag_tables([chain_heavy_shape(), wide_shape(), mixed_shape()], modes)
 
     count = 500 if options.quick else 2000
     repeats = 1 if options.quick else options.repeat
-    print(f"\n{count} no-op tests without edges, -n 4, median of {repeats}, interleaved:\n")
-    print_samples(bench_flat(count, repeats), count, "--dist load (no plugin)")
-    edges, dag = bench_random_dag(count, repeats)
-    print(f"\n{count} no-op tests in a random DAG ({edges:,} edges, 40 modules), -n 4, median "
-          f"of {repeats}, interleaved:\n")
-    print_samples(dag, count, "--dist load, no markers (no plugin)")
+    if "flat" in rows:
+        print(f"\n{count} no-op tests without edges, -n 4, median of {repeats}, "
+              "interleaved:\n")
+        print_samples(bench_flat(count, repeats), count, "--dist load (no plugin)")
+    if "dag" in rows:
+        edges, dag = bench_random_dag(count, repeats)
+        print(f"\n{count} no-op tests in a random DAG ({edges:,} edges, 40 modules), -n 4, "
+              f"median of {repeats}, interleaved:\n")
+        print_samples(dag, count, "--dist load, no markers (no plugin)")
 
     if options.stress:
         print(f"\nstress: 20 runs of a 40-test DAG on -n 4: {stress(20)} ordering violations")

@@ -471,11 +471,15 @@ class WalkScheduling:
             return
         if self._first_sent is None:
             self._first_sent = time.perf_counter()
-        before_test = self._relay.before_test
+        relay = self._relay
+        # a value reaches the store before the completion of the test that published it, so
+        # what the tests given here may read is all there (or nothing is: the usual case)
+        values = bool(relay.store)
         for worker, indices in given:
             node: Any = worker
-            for index in indices:
-                before_test(node, plan, index)  # the values it may read first
+            if values:
+                for index in indices:
+                    relay.before_test(node, plan, index)  # the values it may read first
             node.send_runtest_some(indices)
 
     def _warn(self, messages: list[str]) -> None:
