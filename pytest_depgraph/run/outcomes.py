@@ -38,23 +38,18 @@ _WORDS = {
 SYNTHETIC = "_depgraph_synthetic"
 
 
-class _Phases:
-    """One test's folded outcome (a plain class with slots: one is made per test)."""
-
-    __slots__ = ("duration", "outcome", "ran")
-
-    def __init__(self, outcome: str = PASSED) -> None:
-        self.outcome = outcome
-        self.duration = 0.0
-        #: a report of a phase that really ran arrived (not only an outcome set by this plugin)
-        self.ran = False
-
-
 class OutcomeRecorder:
     """Folds setup/call/teardown reports into one outcome per node id."""
 
     def __init__(self) -> None:
-        self._by_nodeid: dict[str, _Phases] = {}
+        # Plain dicts of strings and floats, no object per test: the recorder lives as long
+        # as the session, and the cyclic GC walks every object that lives that long.
+        self._outcomes: dict[str, str] = {}
+        #: seconds of every phase reported so far (every attempt)
+        self._durations: dict[str, float] = {}
+        #: tests with an outcome but no report of a phase that really ran (only an outcome
+        #: set by :meth:`mark`, by a synthetic report or a ``rerun`` report): rare
+        self._unran: set[str] = set()
 
     def record(self, report: pytest.TestReport) -> None:
         """Take one phase report (any process); the last attempt of a re-run test decides.
@@ -64,56 +59,61 @@ class OutcomeRecorder:
         Durations add up over all attempts: that is the time the test took.
         """
         nodeid = report.nodeid
-        phases = self._by_nodeid.get(nodeid)
-        if phases is None:
-            phases = self._by_nodeid[nodeid] = _Phases()
-        outcome, when = report.outcome, report.when
-        phases.duration += report.duration
-        if outcome == "passed" and phases.outcome == PASSED:
-            phases.ran = True  # the common case: a phase passed in a test that passed so far
+        outcome = report.outcome
+        outcomes, durations, unran = self._outcomes, self._durations, self._unran
+        current = outcomes.get(nodeid)
+        durations[nodeid] = durations.get(nodeid, 0.0) + report.duration
+        if outcome == "passed" and (current is None or current == PASSED):
+            # the common case: a phase passed in a test that passed so far
+            if current is None:
+                outcomes[nodeid] = PASSED
+            elif unran:
+                unran.discard(nodeid)
             return
+        if current is None:
+            current = outcomes[nodeid] = PASSED
+            unran.add(nodeid)
         if outcome not in ("passed", "failed", "skipped"):
             return  # e.g. "rerun" from pytest-rerunfailures: this attempt does not count
         synthetic = getattr(report, SYNTHETIC, False)
-        if when == "setup" and phases.ran and not synthetic:
-            phases.outcome = PASSED  # a new attempt: the last decides
+        when = report.when
+        if when == "setup" and not synthetic and nodeid not in unran:
+            current = PASSED  # a new attempt: the last decides
         if synthetic:
-            phases.outcome = UPSTREAM
+            current = UPSTREAM
         elif outcome == "failed":
-            phases.outcome = FAILED if when == "call" else _worse(phases.outcome, ERROR)
-        elif outcome == "skipped" and phases.outcome == PASSED:
-            phases.outcome = XFAILED if hasattr(report, "wasxfail") else SKIPPED
-        if phases.outcome != UPSTREAM:
-            phases.ran = True
+            current = FAILED if when == "call" else _worse(current, ERROR)
+        elif outcome == "skipped" and current == PASSED:
+            current = XFAILED if hasattr(report, "wasxfail") else SKIPPED
+        outcomes[nodeid] = current
+        if current != UPSTREAM:
+            unran.discard(nodeid)
 
     def mark(self, nodeid: str, outcome: str) -> None:
         """Set an outcome that no report carries (a crashed worker, a test never started)."""
-        phases = self._by_nodeid.get(nodeid)
-        if phases is None:
-            self._by_nodeid[nodeid] = _Phases(outcome)
-        else:
-            phases.outcome = outcome
+        if nodeid not in self._outcomes:
+            self._unran.add(nodeid)
+        self._outcomes[nodeid] = outcome
 
     def outcome(self, nodeid: str) -> str:
         """The folded outcome; NOT_RUN for a test with no report."""
-        phases = self._by_nodeid.get(nodeid)
-        return phases.outcome if phases is not None else NOT_RUN
+        return self._outcomes.get(nodeid, NOT_RUN)
 
     def satisfied(self, nodeid: str) -> bool:
         """Whether dependents of this test may run."""
-        return self.outcome(nodeid) == PASSED
+        return self._outcomes.get(nodeid) == PASSED
 
     def duration(self, nodeid: str) -> float:
         """Seconds spent in setup, call and teardown (0.0 for a test with no report)."""
-        phases = self._by_nodeid.get(nodeid)
-        return phases.duration if phases is not None else 0.0
+        return self._durations.get(nodeid, 0.0)
 
     def durations(self) -> dict[str, float]:
         """Seconds of every test that ran (setup, call and teardown), by node id."""
-        return {nodeid: p.duration for nodeid, p in self._by_nodeid.items() if p.ran}
+        unran = self._unran
+        return {nodeid: s for nodeid, s in self._durations.items() if nodeid not in unran}
 
     def __contains__(self, nodeid: str) -> bool:
-        return nodeid in self._by_nodeid
+        return nodeid in self._outcomes
 
 
 def _worse(current: str, new: str) -> str:
