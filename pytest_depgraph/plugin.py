@@ -326,13 +326,15 @@ class _Recorder:
     """Feeds every test report of this process (controller: of every worker) to the recorder."""
 
     def __init__(self, state: SessionState, config: pytest.Config) -> None:
-        self.state = state
+        # read once: the hook runs three times a test
+        self.record = state.recorder.record
+        self.skips = state.skips
         self.config = config
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.state.recorder.record(report)
-        if report.nodeid in self.state.skips:
+        self.record(report)
+        if self.skips and report.nodeid in self.skips:
             # skipped because of an upstream failure: not passed, so --lf must run it again
             lfplugin = self.config.pluginmanager.get_plugin("lfplugin")
             lastfailed = getattr(lfplugin, "lastfailed", None)

@@ -60,6 +60,57 @@ def test_serial_reruns_the_last_attempt_decides(
     result.stdout.no_fnmatch_line("*has not run*")
 
 
+TEARDOWN_RERUN_SUITE = """
+import pathlib
+import pytest
+
+def attempt(name):
+    counter = pathlib.Path(__file__).with_name("attempts-" + name)
+    count = int(counter.read_text()) + 1 if counter.exists() else 1
+    counter.write_text(str(count))
+    return count
+
+@pytest.fixture
+def teardown_fails_once(request):
+    yield
+    if attempt(request.node.name) == 1:
+        raise RuntimeError("teardown fails the first attempt")
+
+@pytest.fixture
+def teardown_fails():
+    yield
+    raise RuntimeError("teardown fails every attempt")
+
+def test_once(teardown_fails_once):
+    pass
+
+@pytest.mark.depends_on("test_once")
+def test_after_once():
+    pass
+
+def test_always(teardown_fails):
+    pass
+
+@pytest.mark.depends_on("test_always")
+def test_after_always():
+    pass
+"""
+
+
+def test_serial_reruns_of_a_teardown_error_the_last_attempt_decides(
+    pytester: pytest.Pytester,
+) -> None:
+    """A teardown error is the last report of an attempt: the walk waits for the last one."""
+    pytester.makepyfile(test_teardown=TEARDOWN_RERUN_SUITE)
+    result = pytester.runpytest("-p", "rerunfailures", "--reruns", "1", "-rs", "-p", "no:randomly")
+    assert result.parseoutcomes() == {"passed": 5, "skipped": 1, "errors": 1, "rerun": 2}
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert skip_reasons(result) == {
+        "test_after_always": "depgraph: upstream test_teardown.py::test_always errored"
+    }
+    result.stdout.no_fnmatch_line("*has not run*")
+
+
 def test_recorder_lets_the_last_attempt_decide() -> None:
     """A rerun plugin that logs a failed attempt as failed: the next attempt starts afresh."""
 

@@ -233,3 +233,66 @@ def test_exitfirst_summary_lists_only_reported_skips(pytester: pytest.Pytester, 
     result = run("-x")
     result.assert_outcomes(failed=1)
     assert "skipped because of an upstream test" not in result.stdout.str()
+
+
+def test_an_interrupted_test_ends_the_run_cleanly(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_a(): pass
+
+        @pytest.mark.depends_on("test_a")
+        def test_b():
+            raise KeyboardInterrupt
+
+        @pytest.mark.depends_on("test_b")
+        def test_c(): pass
+        """
+    )
+    result = pytester.runpytest("-v", "-p", "no:randomly", no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert names(result) == ["test_a"]
+    result.stdout.fnmatch_lines(["*KeyboardInterrupt*"])
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+
+
+#: a plugin that moves tests after the graph was built: test_c first, test_x before test_a
+MOVING_CONFTEST = """
+def pytest_collection_finish(session):
+    items = session.items
+    by_name = {item.name: item for item in items}
+    items[:] = [by_name[n] for n in ("test_c", "test_x", "test_a", "test_b", "test_y")]
+"""
+
+
+def test_tests_moved_after_the_graph_was_built(pytester: pytest.Pytester, run) -> None:
+    """A dependent moved before its dependency skips and says why; the other moved tests run,
+    each looked up by its node id (the walk expects the plan's order)."""
+    pytester.makeconftest(MOVING_CONFTEST)
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_a(): pass
+
+        @pytest.mark.depends_on("test_a")
+        def test_b(): pass
+
+        @pytest.mark.depends_on("test_b")
+        def test_c(): pass
+
+        def test_x(): pass
+
+        @pytest.mark.depends_on("test_x")
+        def test_y(): pass
+        """
+    )
+    result = run()
+    result.assert_outcomes(passed=4, skipped=1)
+    assert names(result) == ["test_c", "test_x", "test_a", "test_b", "test_y"]
+    file = "test_tests_moved_after_the_graph_was_built.py"
+    assert skip_reasons(result) == {
+        "test_c": f"depgraph: {file}::test_b has not run (another plugin changed the order or "
+        "the selection of the tests after pytest-depgraph built the graph)"
+    }

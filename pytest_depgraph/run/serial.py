@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
-
 import pytest
 
 from pytest_depgraph.core.plan import Plan
@@ -19,6 +17,12 @@ except ImportError:  # pragma: no cover - pytest moved it
 class SerialWalk:
     """Drives a :class:`Walker` from pytest's own run loop (one process, plan order).
 
+    One hook runs per test, at the start of its setup: it tells the walker the outcome of the
+    test that ran before (all its reports are in by then, every attempt of a re-run test
+    included: pytest-rerunfailures runs them all inside one run protocol), then lets this test
+    start or skips it. A test's outcome is thus told to the walker only when the next test
+    starts, which is the first moment the walker's answer is needed.
+
     ``strict=False`` is for an xdist worker under another ``--dist`` mode: it sees only the
     tests sent to it, so a dependency it never ran does not hold a test back; dependents of a
     test that ran here and was unsatisfied are still skipped.
@@ -31,50 +35,66 @@ class SerialWalk:
         self.plan = plan
         self.recorder = recorder
         self.skips = skips
-        self.node_of = {nodeid: n for n, nodeid in enumerate(plan.nodeids[: plan.item_count])}
         self.walker = Walker(plan.graph, unsatisfied=[*plan.broken, *plan.external])
-        self.started: set[int] = set()
+        #: the node pytest most likely runs next: items run in plan order, node n is item n
+        self._next = 0
+        #: node id -> node, built only when a test does not come in plan order
+        self._node_of: dict[str, int] | None = None
+        #: the node that started last; its outcome is told to the walker when the next starts
+        self._running = -1
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        node = self.node_of.get(item.nodeid)
-        if node is None:
+        nodeids = self.plan.nodeids
+        nodeid = item.nodeid
+        running = self._running
+        if running >= 0:
+            if nodeids[running] == nodeid:
+                # another attempt of the test that is running (pytest-rerunfailures calls the
+                # whole run protocol again inside ours): it was let in once; its last attempt
+                # decides, when the next test starts
+                return
+            self._running = -1
+            self.walker.finish_quietly(running, self.recorder.satisfied(nodeids[running]))
+        node = self._next
+        if node >= self.plan.item_count or nodeids[node] != nodeid:
+            found = self._find(nodeid)
+            if found is None:
+                return
+            node = found
+        self._next = node + 1
+        if self.walker.start_if_ready(node):
+            self._running = node
             return
-        if node in self.started:
-            # another attempt of a test that is running (pytest-rerunfailures calls the whole
-            # run protocol again inside ours): it was let in once; its last attempt decides
-            return
-        if node in self.plan.broken:
-            pytest.fail(self.plan.broken[node], pytrace=False)
+        self._hold_back(item, node)
+
+    def _find(self, nodeid: str) -> int | None:
+        """The node of a test that does not come in plan order (None: not in the plan)."""
+        if self._node_of is None:
+            plan = self.plan
+            self._node_of = {n: i for i, n in enumerate(plan.nodeids[: plan.item_count])}
+        return self._node_of.get(nodeid)
+
+    def _hold_back(self, item: pytest.Item, node: int) -> None:
+        """Fail or skip a test that may not start: broken, skipped, or not ready."""
+        plan = self.plan
+        if node in plan.broken:
+            pytest.fail(plan.broken[node], pytrace=False)
         root = self.walker.root_cause(node)
         if root is not None:
             # recorded when the skip is reported, so -x runs list only what pytest reports
-            self.skips[item.nodeid] = self.plan.nodeids[root]
-            _skip(skip_reason(self.plan, self.recorder, root, node))
-        if not self.walker.is_ready(node):
-            if not self.strict:
-                return  # its dependencies run elsewhere: nothing to say about them here
-            waiting = [
-                self.plan.nodeids[e.dependency] for e in self.plan.graph.dependencies(node)
-                if self.plan.nodeids[e.dependency] not in self.recorder
-            ]
-            _skip(
-                f"depgraph: {', '.join(waiting)} has not run (another plugin changed the order "
-                "or the selection of the tests after pytest-depgraph built the graph)"
-            )
-        self.walker.start(node)
-        self.started.add(node)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(
-        self, item: pytest.Item, nextitem: pytest.Item | None
-    ) -> Generator[None, object, object]:
-        result = yield
-        node = self.node_of.get(item.nodeid)
-        if node is not None and node in self.started:
-            self.started.discard(node)
-            self.walker.finish(node, self.recorder.satisfied(item.nodeid))
-        return result
+            self.skips[item.nodeid] = plan.nodeids[root]
+            _skip(skip_reason(plan, self.recorder, root, node))
+        if not self.strict:
+            return  # its dependencies run elsewhere: nothing to say about them here
+        waiting = [
+            plan.nodeids[e.dependency] for e in plan.graph.dependencies(node)
+            if plan.nodeids[e.dependency] not in self.recorder
+        ]
+        _skip(
+            f"depgraph: {', '.join(waiting)} has not run (another plugin changed the order "
+            "or the selection of the tests after pytest-depgraph built the graph)"
+        )
 
 
 def _skip(reason: str) -> None:
