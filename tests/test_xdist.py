@@ -9,7 +9,7 @@ import pytest
 
 from pytest_depgraph.core.graph import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.run.xdist_hooks import unhonoured_message
+from pytest_depgraph.run.xdist_hooks import shows_places, unhonoured_message
 
 #: records, for every test call, "nodeid|start|end|worker" into times.log beside the suite
 TIMING_CONFTEST = """
@@ -448,3 +448,34 @@ def test_parallelism_auto_as_for_n(
     result = pytester.runpytest("-p", "xdist")
     result.assert_outcomes(passed=1)
     assert "workers" not in result.stdout.str()
+
+
+def test_workers_leave_out_where_edges_were_declared_unless_the_controller_shows_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """Finding a marker's file:line reads the source; a controller asks its workers for it
+    only when it shows it (the DOT file, the run report, --dist unit errors), and a plan
+    sent without it is the same plan but for the empty places."""
+
+    def unread() -> str:
+        raise AssertionError("read a place the controller does not show")
+
+    graph = Graph(3)
+    graph.add_edge(1, 0, Kind.REQUIRES, Origin("marker", unread))
+    graph.add_edge(2, 0, Kind.AFTER, Origin("fixture", "t.py:2", "db"))
+    plan = Plan(nodeids=["t.py::a", "t.py::b", "t.py::c"], locations=[], graph=graph,
+                group=[0, 0, 0], item_count=3)
+    data = json.loads(plan.to_json(places=False))
+    assert data["origins"] == [["marker", "", ""], ["fixture", "", "db"]]
+    again = Plan.from_json(plan.to_json(places=False))
+    assert [(e.dependent, e.dependency, e.kind) for e in again.graph.edges()] == [
+        (1, 0, Kind.REQUIRES), (2, 0, Kind.AFTER)
+    ]
+
+    def shown(*args: str) -> bool:
+        return shows_places(pytester.parseconfigure("-p", "xdist", *args))
+
+    assert not shown("--dist", "load") and not shown("--dist", "worksteal")
+    assert shown("--dist", "load", "--depgraph-dot=g.dot")
+    assert shown("--dist", "load", "--depgraph-report=r.html")
+    assert shown("--dist", "loadfile") and shown("--dist", "loadgroup")

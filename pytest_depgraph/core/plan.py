@@ -108,13 +108,17 @@ class Plan:
         """Nodes that are dependencies outside this run."""
         return range(self.item_count, len(self.nodeids))
 
-    def to_json(self) -> str:
-        """Serialise to one JSON string (cheap to send over an execnet channel)."""
+    def to_json(self, places: bool = True) -> str:
+        """Serialise to one JSON string (cheap to send over an execnet channel).
+
+        ``places=False`` leaves out where each edge was declared (an empty ``where``): finding
+        a marker's ``file:line`` reads the source, and an xdist controller shows it only in
+        the DOT file, the run report and the errors of ``--dist`` units."""
         payload: dict[str, Any] = {
             "version": PROTOCOL_VERSION,
             "nodeids": self.nodeids,
             "locations": self.locations,
-            **_edge_columns(self.graph),
+            **_edge_columns(self.graph, places),
             "group": self.group,
             "item_count": self.item_count,
             "errors": self.errors,
@@ -169,9 +173,10 @@ class Plan:
         )
 
 
-def _edge_columns(graph: Graph) -> dict[str, Any]:
+def _edge_columns(graph: Graph, places: bool = True) -> dict[str, Any]:
     """The edges as parallel columns, each edge's origin an index into the origins that
-    the edges use (one per declaration): cheap to build and parse, and small."""
+    the edges use (one per declaration): cheap to build and parse, and small. Without
+    ``places`` every origin's ``where`` is left empty (and never looked up)."""
     dependents, dependencies, kinds = graph.columns()
     table, origin_of = graph.origin_indexes()
     used = dict.fromkeys(origin_of)  # in order of first use
@@ -183,7 +188,10 @@ def _edge_columns(graph: Graph) -> dict[str, Any]:
         "dependencies": dependencies,
         "kinds": bytes(kinds).translate(_KIND_DIGITS).decode("ascii"),
         "origin_of": origin_of,
-        "origins": [[o.kind, o.where, o.fixture] for o in map(table.__getitem__, used)],
+        "origins": [
+            [o.kind, o.where if places else "", o.fixture]
+            for o in map(table.__getitem__, used)
+        ],
     }
 
 

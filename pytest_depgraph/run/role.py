@@ -13,7 +13,7 @@ import enum
 
 import pytest
 
-#: ``workerinput`` key the controller sets: {"protocol": int, "walk": bool}
+#: ``workerinput`` key the controller sets: {"protocol": int, "walk": bool, "places": bool}
 WORKERINPUT_KEY = "depgraph"
 
 

@@ -78,11 +78,12 @@ def find_interactor(config: pytest.Config) -> Any:
     raise RuntimeError(_XDIST_TOO_OLD.format(missing="a registered WorkerInteractor"))
 
 
-def send_plan(config: pytest.Config, plan: Plan | None) -> None:
-    """Send this worker's plan to the controller (before xdist's ``collectionfinish``)."""
+def send_plan(config: pytest.Config, plan: Plan | None, places: bool = True) -> None:
+    """Send this worker's plan to the controller (before xdist's ``collectionfinish``);
+    without ``places`` when the controller does not show where edges were declared."""
     find_interactor(config).sendevent(
         PLAN_EVENT,
-        plan=None if plan is None else plan.to_json(),
+        plan=None if plan is None else plan.to_json(places=places),
         protocol=PROTOCOL_VERSION,
     )
 

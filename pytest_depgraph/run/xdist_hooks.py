@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
+from pytest_depgraph.core.units import MODES as UNIT_MODES
 from pytest_depgraph.run import channel_values, durations, worker
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.role import WORKERINPUT_KEY, Role, role
@@ -50,6 +51,15 @@ def xdist_version() -> tuple[int, ...]:
         return (0,)
     numbers = re.findall(r"\d+", str(getattr(xdist, "__version__", "0")))[:3]
     return tuple(int(n) for n in numbers) or (0,)
+
+
+def shows_places(config: pytest.Config) -> bool:
+    """Whether this controller shows where edges were declared: in the DOT file, the run
+    report, or an error of a ``--dist`` unit. Otherwise its workers leave that out of their
+    plans (:meth:`~pytest_depgraph.core.plan.Plan.to_json`): it reads the source of every
+    declaration."""
+    settings = session_state(config).settings
+    return bool(settings.dot or settings.report) or config.getoption("dist", "no") in UNIT_MODES
 
 
 def walks(config: pytest.Config) -> bool:
@@ -100,6 +110,7 @@ class XdistHooks:
         node.workerinput[WORKERINPUT_KEY] = {
             "protocol": PROTOCOL_VERSION,
             "walk": walks(node.config),
+            "places": shows_places(node.config),
         }
         # xdist drops a node on an unknown event: take ours out of the stream first. This runs
         # in execnet's receiver thread, so it only stores the text; the scheduler parses it.
@@ -171,10 +182,18 @@ class XdistHooks:
         if this.sends_plan:
             if config.getoption("loadgroup", False):
                 _note_xdist_groups(config, session.items)
-            worker.send_plan(config, session_state(config).plan)
+            worker.send_plan(config, session_state(config).plan, _places_wanted(config))
         if this is Role.WALKED_WORKER:
             worker.install(config)
             channel_values.install_worker(config, session_state(config).outputs)
+
+
+def _places_wanted(config: pytest.Config) -> bool:
+    """On a worker: whether its controller shows where edges were declared (:func:`shows_places`;
+    yes when it did not say)."""
+    workerinput = getattr(config, "workerinput", None)
+    flags = workerinput.get(WORKERINPUT_KEY) if isinstance(workerinput, dict) else None
+    return not isinstance(flags, dict) or bool(flags.get("places", True))
 
 
 def _note_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
