@@ -118,3 +118,24 @@ def test_the_tables_made_on_demand_hold_every_boundary_prefix() -> None:
     for prefix, nodes in full.items():
         assert index._prefixes(prefix) == nodes, prefix
     assert index._prefixes("e.py::C::t[") is None and index._prefixes("nowhere.py") is None
+
+
+def test_resolving_a_declaration_at_once_is_resolving_each_target() -> None:
+    """resolve_all (the build's: one call per declaration, a rootdir node id looked up
+    directly) gives what resolve gives for each target, whatever its form."""
+
+    class Text(str):
+        pass
+
+    targets: list[object] = [
+        "tests/test_db.py::test_connect", " tests/test_db.py::test_connect ",
+        "test_db.py::TestMigrations::test_up", "integration/test_flow.py::test_flow",
+        "test_up", "test_query", "tests/integration/", "TestX::test_y",
+        Text("tests/test_db.py::test_connect"), "tests/test_db.py::test_gone", "nothing",
+        _index,
+    ]
+    for nodeid in (IDS[2], IDS[5], IDS[7]):
+        expected = [(t, list(_index().resolve(t, nodeid))) for t in targets]
+        found = [(t, list(m)) for t, m in _index().resolve_all(targets, nodeid)]
+        assert found == expected
+    assert [list(m) for _, m in _index().resolve_all(targets[:2], IDS[0])] == [[4], [4]]

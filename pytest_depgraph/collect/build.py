@@ -357,9 +357,11 @@ class _Builder(Context):
                 if type(target) is not str or not target or target.isspace():
                     break
             else:
-                # the usual marker, names only: valid as it is (what validate() would say)
-                declaration = Declaration(args, Kind.REQUIRES, "")
-                return [Source(declaration, origin, _MARKER_LABEL, inherited)], ()
+                # the usual marker, names only: valid as it is (what validate() would say);
+                # its tuples made in C (once per marker of the session)
+                declaration = _tuple(Declaration, (args, _REQUIRES, ""))
+                source = _tuple(Source, (declaration, origin, _MARKER_LABEL, inherited, None, None))
+                return [source], ()
         raw = RawDeclaration(args, mark.kwargs, "")
         return self._validated(raw, origin, _MARKER_LABEL, position, inherited)
 
@@ -584,6 +586,9 @@ _Found = tuple[Sequence[Source], Sequence[Problem]]
 #: the shared result of the many definitions that declare nothing
 _NO_SOURCES: Sequence[Source] = ()
 _MARKER_LABEL = f"@pytest.mark.{MARKER}"
+#: a named tuple made from all its fields, without the Python call of its ``__new__``
+_tuple = tuple.__new__
+_REQUIRES = Kind.REQUIRES
 #: the attributes through which :func:`declarations_of` finds a function's declarations
 _UNDECLARED = frozenset((ATTRIBUTE, "_fixture_function", "__wrapped__"))
 _NOTHING: _Found = ((), ())
@@ -923,8 +928,7 @@ def _resolve_source(
     resolved = source.resolved
     if resolved is not None:
         return source, o, int(source.declaration.kind), [(None, resolved)]
-    resolve = builder.index.resolve
-    targets = [(target, resolve(target, nodeid)) for target in source.declaration.targets]
+    targets = builder.index.resolve_all(source.declaration.targets, nodeid)
     return source, o, int(source.declaration.kind), targets
 
 

@@ -153,6 +153,24 @@ class TargetIndex:
         by_function, by_class = self._objects()
         return by_function.get(id(function)) or by_class.get(id(target)) or ()
 
+    def resolve_all(
+        self, targets: Sequence[object], nodeid: str
+    ) -> list[tuple[object, Sequence[int]]]:
+        """Each target with :meth:`resolve` of it, for one declaration; a node id from the
+        rootdir (what most targets of a large suite are) looked up here directly."""
+        by_name = self._by_name
+        if by_name is None:
+            by_name = self._by_name = self._index(with_names=True)
+        resolved: list[tuple[object, Sequence[int]]] = []
+        for target in targets:
+            if type(target) is str:
+                text = target.strip()
+                found = by_name.get(text) if "::" in text else None
+                resolved.append((target, found or self._resolve_string(text, nodeid)))
+            else:
+                resolved.append((target, self.resolve(target, nodeid)))
+        return resolved
+
     def _resolve_string(self, target: str, nodeid: str) -> Sequence[int]:
         by_name = self._by_name
         if by_name is None:
