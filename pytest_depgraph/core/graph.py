@@ -914,7 +914,7 @@ def _reduce_by_search(
     stamp = visits = 0
     limit = 8 * graph._live + 10_000 if budget is None else budget
     removed: list[int] = []
-    for t, ds in enumerate(deps):
+    for t, (ds, read) in enumerate(zip(deps, map(dependents.__getitem__, order))):
         if not ds:
             hub[t] = bit[t]
             continue
@@ -957,10 +957,11 @@ def _reduce_by_search(
                     return None
             if found:
                 removed.append(order[t] * size + order[b])
-        if bit[t]:
-            reach |= bit[t]
-        # once every filtered node is reached, one int serves every node (memory)
-        hub[t] = full if reach == full else reach
+        if read:  # (the filter of a node nothing depends on is never read)
+            if bit[t]:
+                reach |= bit[t]
+            # once every filtered node is reached, one int serves every node (memory)
+            hub[t] = full if reach == full else reach
     return removed
 
 
