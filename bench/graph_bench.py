@@ -1,8 +1,10 @@
 """Time each graph phase of pytest-depgraph on large synthetic graphs (SPEC section 8).
 
 Run: ``python bench/graph_bench.py`` (``--repeat N`` for another median). Prints a Markdown
-table, one row per graph, one column per phase, each the median of the runs in seconds, then
-the transitive reduction beside ``networkx.transitive_reduction`` on the 10k graph.
+table, one row per graph, one column per phase, each the median of the runs in seconds; then
+the reduction's two exact methods side by side on each graph (CPU seconds and peak memory of
+the reduction alone); then the transitive reduction beside ``networkx.transitive_reduction``
+on the 10k graph.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ import random
 import statistics
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pytest_depgraph.core import graph as graph_module
 from pytest_depgraph.core.graph import (
     Graph,
     Kind,
@@ -128,6 +132,8 @@ def main() -> None:
         ("random DAG 10k", random_dag(10_000, 3, seed=1)),
         ("random DAG 10k, ids shuffled", shuffled(random_dag(10_000, 3, seed=1), seed=3)),
         ("layered DAG 100k", layered(100, 1_000, seed=2)),
+        # rand100k's shape: every test depends on 3 random earlier ones (reach spans the order)
+        ("random DAG 100k", random_dag(100_000, 3, seed=1)),
     ]
     print(f"Python {platform.python_version()} on {platform.machine()}, median of {args.repeat}")
     print()
@@ -146,7 +152,39 @@ def main() -> None:
             + " | ".join(cells)
             + f" | **{sum(times):.3f}** | {sum(CPU):.3f} |"
         )
+    compare_methods(graphs, args.repeat)
     compare_networkx(graphs["random DAG 10k"], args.repeat)
+
+
+def compare_methods(graphs: dict[str, Graph], repeat: int) -> None:
+    """The reduction's two methods (same result) on each graph: the search that
+    ``transitive_reduction`` tries first, and the bitset closures it falls back to."""
+    print()
+    print("| reduction method (CPU s, peak MiB) | " + " | ".join(graphs) + " |")
+    print("|---|" + "---:|" * len(graphs))
+    methods: dict[str, Callable[[Graph, list[int]], list[int] | None]] = {
+        "search (`_reduce_by_search`)": graph_module._reduce_by_search,
+        "closures (`_reduce_by_closures`)": graph_module._reduce_by_closures,
+    }
+    for label, method in methods.items():
+        cells = []
+        for graph in graphs.values():
+            order: list[int] = []
+            find_cycles(graph, order)
+            cpus = []
+            for _ in range(repeat):
+                start = time.process_time()
+                method(graph, order)
+                cpus.append(time.process_time() - start)
+            tracemalloc.start()
+            found = method(graph, order)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            cells.append(
+                f"{statistics.median(cpus):.3f}, {peak / 2**20:.1f}"
+                + (" (over budget)" if found is None else "")
+            )
+        print(f"| {label} | " + " | ".join(cells) + " |")
 
 
 def compare_networkx(graph: Graph, repeat: int) -> None:

@@ -908,6 +908,8 @@ def _reduce_by_search(
         if dependents[v]:
             bit[t] = 1 << count
             count += 1
+    # every filtered node: the filters equal to it are this one int, so that the test
+    # against it is ``is`` (the usual case far enough into a layered graph)
     full = (1 << count) - 1
     hub = [0] * size
     seen = [0] * size  # == stamp: entered by the current search
@@ -936,7 +938,7 @@ def _reduce_by_search(
                     if requires_only and base + a in after:
                         continue
                     ha = hub[a]
-                    if ha | hb == ha:
+                    if ha is full or (hb is not full and ha | hb == ha):
                         seen[a] = stamp
                         stack.append(a)
                 found = False
@@ -950,7 +952,7 @@ def _reduce_by_search(
                             break
                         if seen[d] != stamp and not (requires_only and xbase + d in after):
                             hd = hub[d]
-                            if hd | hb == hd:
+                            if hd is full or (hb is not full and hd | hb == hd):
                                 seen[d] = stamp
                                 stack.append(d)
                 if visits > limit:
