@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import heapq
 from array import array
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
@@ -555,8 +555,14 @@ class Graph:
 
     def requiring(self) -> set[int]:
         """The nodes with at least one REQUIRES edge. O(E), in C."""
-        dependents, _, kinds = self.columns()
-        return set(compress(dependents, kinds.translate(_NOT)))
+        requires = bytes(self._column(self._kinds)).translate(_NOT)
+        return set(compress(self._column(self._dependent), requires))
+
+    def origin_counts(self) -> list[tuple[Origin, int]]:
+        """Each origin that has edges, with how many, in order of first use. O(E), counted
+        in C (no list of the edges' origins)."""
+        table = self._table
+        return [(table[i], n) for i, n in Counter(self._column(self._origin)).items()]
 
     def origin_indexes(self) -> tuple[list[Origin], list[int]]:
         """(one origin per declaration, the index of each edge's origin in it), in declaration

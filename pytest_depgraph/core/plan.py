@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -216,9 +215,7 @@ def edges_by_origin(origins: Iterable[Origin]) -> dict[str, int]:
 def graph_edges_by_origin(graph: Graph) -> dict[str, int]:
     """:func:`edges_by_origin` of a graph's edges: counted per declaration (in C), then
     per kind."""
-    table, origin_of = graph.origin_indexes()
     counts: dict[str, int] = {}
-    for index, count in Counter(origin_of).items():
-        kind = table[index].kind
-        counts[kind] = counts.get(kind, 0) + count
+    for origin, count in graph.origin_counts():
+        counts[origin.kind] = counts.get(origin.kind, 0) + count
     return counts
