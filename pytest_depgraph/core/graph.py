@@ -558,11 +558,11 @@ class Graph:
         requires = bytes(self._column(self._kinds)).translate(_NOT)
         return set(compress(self._column(self._dependent), requires))
 
-    def origin_counts(self) -> list[tuple[Origin, int]]:
+    def origin_counts(self) -> Iterator[tuple[Origin, int]]:
         """Each origin that has edges, with how many, in order of first use. O(E), counted
         in C (no list of the edges' origins)."""
-        table = self._table
-        return [(table[i], n) for i, n in Counter(self._column(self._origin)).items()]
+        counts = Counter(self._column(self._origin))
+        return zip(map(self._table.__getitem__, counts), counts.values())
 
     def origin_indexes(self) -> tuple[list[Origin], list[int]]:
         """(one origin per declaration, the index of each edge's origin in it), in declaration
