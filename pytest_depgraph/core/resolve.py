@@ -203,6 +203,8 @@ class TargetIndex:
         else:
             # a test name: in the test's innermost class, then the enclosing ones, then its
             # module (what _candidates gives for it)
+            if not scopes:
+                return by_name.get(f"{module}::{target}") or ()  # a module's test: the usual
             for depth in range(len(scopes), -1, -1):
                 found = by_name.get("::".join([module, *scopes[:depth], target]))
                 if found:
