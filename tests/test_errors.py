@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 
@@ -467,3 +469,47 @@ def test_long_cycle_is_shortened(pytester: pytest.Pytester, run) -> None:
             "  A test cannot run before itself*",
         ]
     )
+
+
+def test_markers_of_inherited_and_imported_classes_name_the_file_they_are_written_in(
+    pytester: pytest.Pytester, run
+) -> None:
+    # the class marker and the method marker are written in test_base.py: a class that
+    # inherits them, or a module that imports the class, must not move them to test_sub.py
+    pytester.makepyfile(
+        test_base="""
+        import pytest
+
+
+        @pytest.mark.depends_on("test_nothing_here")
+        class TestBase:
+            def test_a(self): pass
+
+            @pytest.mark.depends_on("test_missing")
+            def test_b(self): pass
+        """,
+        test_sub="""
+        from test_base import TestBase
+
+
+        class TestSub(TestBase):
+            def test_c(self): pass
+        """,
+    )
+    pytester.makeconftest("")
+    result = run("test_sub.py", "test_base.py")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert not re.search(r"test_sub\.py:\d", result.stdout.str())
+    result.stdout.fnmatch_lines(
+        [
+            "depgraph: test_base.py:4: target 'test_nothing_here' matches no collected test "
+            "(@pytest.mark.depends_on, declared for test_sub.py::TestBase::test_a and 1 more "
+            "test).",
+            "    test_base.py:4: target 'test_nothing_here' (@pytest.mark.depends_on, declared "
+            "for test_sub.py::TestSub::test_a and 2 more tests)",
+            "depgraph: test_base.py:8: target 'test_missing' matches no collected test "
+            "(@pytest.mark.depends_on, declared for test_sub.py::TestBase::test_b and 2 more "
+            "tests).",
+        ]
+    )
+    _assert_clean(result)

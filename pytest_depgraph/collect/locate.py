@@ -53,13 +53,22 @@ class Locator:
         return self.relative(f"{code.co_filename}:{code.co_firstlineno}")
 
     def mark(self, node: Node, mark: pytest.Mark) -> str:
-        """``file:line`` of the decorator (or ``pytestmark``) that wrote ``mark`` on ``node``."""
+        """``file:line`` of the decorator (or ``pytestmark``) that wrote ``mark`` on ``node``.
+
+        The file is where the marked function or class was written, which is not the node's
+        file when a module imports a test class or a class inherits tests from one in another
+        module; a class marker is found on the class of the MRO that holds it.
+        """
         obj = safe.attr(node, "obj")
         path = getattr(node, "path", None)
         if path is None:
             return node.nodeid
-        rel = self.relative(str(path))
-        lines = self._marker_lines(node, obj, str(path))
+        filename = str(path)
+        if not isinstance(node, pytest.Module):
+            obj = _holder(obj, mark)
+            filename = _source_file(obj) or filename
+        rel = self.relative(filename)
+        lines = self._marker_lines(node, obj, filename)
         if not lines:
             return rel
         if len(lines) == 1:
@@ -127,6 +136,34 @@ class MarkOrigin(Origin):
         where = self._where
         assert isinstance(where, str)
         return where
+
+
+def _holder(obj: object, mark: pytest.Mark) -> object:
+    """The class of ``obj``'s MRO whose own ``pytestmark`` holds ``mark`` (``obj`` itself when
+    it is not a class or nothing else holds it)."""
+    if not safe.is_class(obj):
+        return obj
+    for cls in safe.attr(obj, "__mro__", ()) or ():
+        stored = safe.attr(cls, "__dict__", {}).get("pytestmark") if safe.is_class(cls) else None
+        if stored is None:
+            continue
+        stored = stored if type(stored) in (list, tuple) else [stored]
+        if any(m is mark or getattr(m, "mark", None) is mark for m in stored):
+            return cls
+    return obj
+
+
+def _source_file(obj: object) -> str:
+    """The file a function or class was written in ("" when unknown)."""
+    code = _code(obj)
+    if code is not None:
+        return code.co_filename
+    if not safe.is_class(obj):
+        return ""
+    try:
+        return inspect.getsourcefile(obj) or ""  # type: ignore[arg-type]
+    except Exception:  # a class made at run time, or a strange one
+        return ""
 
 
 def own_marks(obj: object) -> list[pytest.Mark]:
