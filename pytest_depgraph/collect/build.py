@@ -75,8 +75,9 @@ class _Builder(Context):
         self.ignored: Collection[str] = ()
         self._fixture_sources: dict[tuple[int, str], _Found] = {}
         self._mark_sources: dict[tuple[int, int], _Found] = {}
-        #: id(mark) -> (the function it is on, what it declares), for a test's own marks
-        self._own_marks: dict[int, tuple[object, _Found]] = {}
+        #: id(mark) -> (the function it is on, what it declares, the first test it was read
+        #: for), for a test's own marks; the function is _UNKNOWN until the mark is seen again
+        self._own_marks: dict[int, tuple[object, _Found, pytest.Item]] = {}
         #: the definition of the previous item read (see :meth:`sources`)
         self._definition = _Definition(None, None)
         #: id(parent) -> what the depends_on marks of a test's parents declare
@@ -133,16 +134,19 @@ class _Builder(Context):
             for mark in item.own_markers:
                 if mark.name != MARKER:
                     continue
-                function = definition.function
-                if function is _UNKNOWN:
-                    function = definition.function = function_of(item)
                 # by the mark alone first (no key tuple per marker); a Mark object shared by
                 # several functions keeps the others under the pair
                 entry = self._own_marks.get(id(mark))
-                if entry is not None and entry[0] is (function or item):
-                    cached = entry[1]
+                if entry is None:
+                    # the mark's first test (the usual case: one Mark per test function):
+                    # whose function it is, is read only if the mark is seen again
+                    cached = self._marker_sources(item, mark, position, False)
+                    self._own_marks[id(mark)] = (_UNKNOWN, cached, item)
                 else:
-                    cached = self._own_mark_found(item, mark, position, function or item, entry)
+                    function = definition.function
+                    if function is _UNKNOWN:
+                        function = definition.function = function_of(item)
+                    cached = self._seen_mark_found(item, mark, position, function or item, entry)
                 sources, problems = cached
                 for problem in problems:
                     problem.items.add(position)
@@ -159,23 +163,27 @@ class _Builder(Context):
             return _NO_SOURCES if own is None else own
         return sources if own is None else [*own, *sources]
 
-    def _own_mark_found(
+    def _seen_mark_found(
         self, item: pytest.Item, mark: pytest.Mark, position: int, function: object,
-        entry: tuple[object, _Found] | None,
+        entry: tuple[object, _Found, pytest.Item],
     ) -> _Found:
         """What one of the item's own ``depends_on`` marks declares, validated once per
         (function, mark): a test function's marker is shared by its parametrized instances
-        and by the subclasses that inherit the test. ``entry``: what the mark is known for."""
+        and by the subclasses that inherit the test. ``entry``: what the mark is known for
+        (:attr:`_own_marks`); ``function``: the item's function (the item without one)."""
+        known, cached, first = entry
+        if known is _UNKNOWN:
+            known = function_of(first) or first
+            self._own_marks[id(mark)] = (known, cached, first)
+        if known is function:
+            return cached
         key = (id(function), id(mark))
-        found_pair = self._mark_sources.get(key) if entry is not None else None
-        if found_pair is not None:
-            return found_pair
-        cached = self._marker_sources(item, mark, position)
-        if entry is None:
-            self._own_marks[id(mark)] = (function, cached)
-        else:
-            self._mark_sources[key] = cached
-        return cached
+        found_pair = self._mark_sources.get(key)
+        if found_pair is None:
+            found_pair = self._mark_sources[key] = self._marker_sources(
+                item, mark, position, False
+            )
+        return found_pair
 
     def _definition_sources(
         self, item: pytest.Item, info: Any, position: int, definition: _Definition
@@ -243,10 +251,11 @@ class _Builder(Context):
                     continue
                 function = function_of(item) or item
                 entry = self._own_marks.get(id(mark))
-                if entry is not None and entry[0] is function:
-                    cached = entry[1]
+                if entry is None:
+                    cached = self._marker_sources(item, mark, position, False)
+                    self._own_marks[id(mark)] = (function, cached, item)
                 else:
-                    cached = self._own_mark_found(item, mark, position, function, entry)
+                    cached = self._seen_mark_found(item, mark, position, function, entry)
                 found.append(self._note(cached, position))
             for shared in self._inherited_sources(item, position):
                 found.append(self._note(shared, position))
@@ -277,7 +286,9 @@ class _Builder(Context):
             key = (id(node), id(mark))
             shared = self._mark_sources.get(key)
             if shared is None:
-                shared = self._mark_sources[key] = self._marker_sources(node, mark, position)
+                shared = self._mark_sources[key] = self._marker_sources(
+                    node, mark, position, not isinstance(node, pytest.Item)
+                )
             yield shared
 
     def _declared_on(self, owner: object, inherited: bool, position: int) -> _Found:
@@ -347,10 +358,13 @@ class _Builder(Context):
                 names.add(name)
         return names
 
-    def _marker_sources(self, node: Node, mark: pytest.Mark, position: int) -> _Found:
+    def _marker_sources(
+        self, node: Node, mark: pytest.Mark, position: int, inherited: bool
+    ) -> _Found:
+        """What a ``depends_on`` mark on ``node`` declares (``inherited``: the node is a
+        parent of the test, not the test itself: the caller knows, no type check per test)."""
         # the file:line is looked up only if a message or the DOT file shows it
         origin = MarkOrigin(self.locator, node, mark)
-        inherited = not isinstance(node, pytest.Item)
         args = mark.args
         if args and not mark.kwargs:
             for target in args:
