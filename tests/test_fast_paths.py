@@ -316,3 +316,74 @@ def test_definitions_and_scopes_read_once_give_each_item_its_edges(
         '"test_sub.py::TestSub::test_p[2]" -> "test_sub.py::TestSub::test_helper" [];',
         '"test_sub.py::TestSub::test_p[3]" -> "test_sub.py::TestSub::test_helper" [];',
     ]
+
+
+def test_a_shared_marker_read_once_gives_every_test_its_edges_and_messages(
+    pytester: pytest.Pytester,
+) -> None:
+    """A test's own marker is read for the first test it is on without asking which function
+    that is; when the same Mark object comes again (a parametrized instance, another function
+    it was put on, a subclass inheriting the test) each test still gets its edges and its
+    place in the messages."""
+    pytester.makepyfile(
+        test_e="""
+        import pytest
+
+        shared = pytest.mark.depends_on("test_a", "TestC", "test_b")
+        gone = pytest.mark.depends_on("test_a", "test_gone")
+
+        def test_a():
+            pass
+
+        def test_b():
+            assert 0
+
+        class TestC:
+            def test_c1(self):
+                pass
+
+            @pytest.mark.depends_on("test_c1", on_failure="run")
+            def test_c2(self):
+                pass
+
+        class TestD(TestC):
+            pass
+
+        @shared
+        @pytest.mark.parametrize("x", [1, 2])
+        def test_p(x):
+            pass
+
+        @shared
+        def test_q():
+            pass
+
+        @gone
+        @pytest.mark.parametrize("x", [1, 2])
+        def test_r(x):
+            pass
+
+        @gone
+        def test_s():
+            pass
+        """
+    )
+    result = pytester.runpytest("-v", "--continue-on-collection-errors", "--depgraph-dot=g.dot")
+    result.assert_outcomes(passed=5, failed=1, skipped=3, errors=4)  # errors: the file, 3 tests
+    result.stdout.fnmatch_lines([
+        "depgraph: test_e.py:32: target 'test_gone' matches no collected test "
+        "(@pytest.mark.depends_on, declared for test_e.py::test_r[[]1[]] and 1 more test).",
+        "*",
+        "    test_e.py:37: target 'test_gone' (@pytest.mark.depends_on, declared for "
+        "test_e.py::test_s)",
+    ])
+    edges = _edges((pytester.path / "g.dot").read_text())
+    for name in ("test_p[1]", "test_p[2]", "test_q"):
+        targets = [edge.split(" -> ")[1] for edge in edges
+                   if edge.startswith(f'"test_e.py::{name}" ->')]
+        assert targets == [
+            '"test_e.py::TestC::test_c1" [];', '"test_e.py::TestC::test_c2" [];',
+            '"test_e.py::test_a" [];', '"test_e.py::test_b" [];',
+        ]
+    assert '"test_e.py::TestD::test_c2" -> "test_e.py::TestD::test_c1" [style = "dashed"];' \
+        in edges
