@@ -7,18 +7,16 @@ each a message for a person that names the test, the file and line, and what to 
 
 from __future__ import annotations
 
-import functools
-import gc
 import operator
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import FunctionType
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -40,6 +38,7 @@ from pytest_depgraph.collect.problems import Problem, capped, cycle_message
 from pytest_depgraph.collect.selection import uncollected_file
 from pytest_depgraph.core import graph as dag
 from pytest_depgraph.core import safe
+from pytest_depgraph.core.gc_pause import without_cyclic_gc
 from pytest_depgraph.core.graph import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan, graph_edges_by_origin
 
@@ -701,27 +700,7 @@ def _without_declarations(
     return Result(items=items, plan=plan, problems=[])
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _without_cyclic_gc(function: _F) -> _F:
-    """``function`` with the cyclic garbage collector paused while it runs (and restored as
-    it was)."""
-
-    @functools.wraps(function)
-    def paused(*args: Any, **kwargs: Any) -> Any:
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            if enabled:
-                gc.enable()
-
-    return cast(_F, paused)
-
-
-@_without_cyclic_gc
+@without_cyclic_gc
 def build(
     collected: Sequence[pytest.Item],
     selected: Sequence[pytest.Item],

@@ -15,10 +15,10 @@ graph in the same order as the walk of the full one.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from pytest_depgraph.core.gc_pause import without_cyclic_gc
 from pytest_depgraph.core.graph import Graph, Kind
 
 _WAITING, _READY, _STARTED, _FINISHED, _SKIPPED, _UNSATISFIED = range(6)
@@ -232,6 +232,7 @@ class Walker:
         finished.append((node, root))
 
 
+@without_cyclic_gc
 def _dependents(
     graph: Graph, waiting: list[int]
 ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
@@ -241,24 +242,18 @@ def _dependents(
     The cyclic GC is paused meanwhile: the lists gathered first are garbage once they are
     tuples, and a collection in between would count them among the objects that live long,
     which brings the next full collection closer (one more during a 10,000-test run)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        size = graph.size
-        requires: list[list[int] | None] = [None] * size
-        after: list[list[int] | None] = [None] * size
-        for dependent, dependency, kind in graph.triples():
-            waiting[dependent] += 1
-            dependents = requires if kind is Kind.REQUIRES else after
-            found = dependents[dependency]
-            if found is None:
-                dependents[dependency] = [dependent]
-            else:
-                found.append(dependent)
-        return (
-            [() if d is None else tuple(d) for d in requires],
-            [() if d is None else tuple(d) for d in after],
-        )
-    finally:
-        if enabled:
-            gc.enable()
+    size = graph.size
+    requires: list[list[int] | None] = [None] * size
+    after: list[list[int] | None] = [None] * size
+    for dependent, dependency, kind in graph.triples():
+        waiting[dependent] += 1
+        dependents = requires if kind is Kind.REQUIRES else after
+        found = dependents[dependency]
+        if found is None:
+            dependents[dependency] = [dependent]
+        else:
+            found.append(dependent)
+    return (
+        [() if d is None else tuple(d) for d in requires],
+        [() if d is None else tuple(d) for d in after],
+    )
