@@ -128,28 +128,7 @@ class _Builder(Context):
         definition = self._definition
         if definition.info is not info or definition.parent is not item.parent:
             definition = self._definition = _Definition(info, item.parent)
-        own: Sequence[Source] | None = None
-        if self._markers:
-            for mark in item.own_markers:
-                if mark.name != MARKER:
-                    continue
-                # by the mark alone first (no key tuple per marker); a Mark object shared by
-                # several functions keeps the others under the pair
-                entry = self._own_marks.get(id(mark))
-                if entry is None:
-                    # the mark's first test (the usual case: one Mark per test function):
-                    # whose function it is, is read only if the mark is seen again
-                    cached = self._marker_sources(item, mark, position, False)
-                    self._own_marks[id(mark)] = (_UNKNOWN, cached, item)
-                else:
-                    function = definition.function
-                    if function is _UNKNOWN:
-                        function = definition.function = function_of(item)
-                    cached = self._seen_mark_found(item, mark, position, function or item, entry)
-                sources, problems = cached
-                for problem in problems:
-                    problem.items.add(position)
-                own = sources if own is None else [*own, *sources]
+        own = self._own_sources(item, position, definition) if self._markers else None
         shared = definition.found
         if shared is None:
             shared = definition.found = self._definition_sources(item, info, position, definition)
@@ -161,6 +140,33 @@ class _Builder(Context):
         if not sources:
             return _NO_SOURCES if own is None else own
         return sources if own is None else [*own, *sources]
+
+    def _own_sources(
+        self, item: pytest.Item, position: int, definition: _Definition
+    ) -> Sequence[Source] | None:
+        """What the item's own ``depends_on`` marks declare (None: it has none)."""
+        own: Sequence[Source] | None = None
+        for mark in item.own_markers:
+            if mark.name != MARKER:
+                continue
+            # by the mark alone first (no key tuple per marker); a Mark object shared by
+            # several functions keeps the others under the pair
+            entry = self._own_marks.get(id(mark))
+            if entry is None:
+                # the mark's first test (the usual case: one Mark per test function): whose
+                # function it is, is read only if the mark is seen again
+                cached = self._marker_sources(item, mark, position, False)
+                self._own_marks[id(mark)] = (_UNKNOWN, cached, item)
+            else:
+                function = definition.function
+                if function is _UNKNOWN:
+                    function = definition.function = function_of(item)
+                cached = self._seen_mark_found(item, mark, position, function or item, entry)
+            sources, problems = cached
+            for problem in problems:
+                problem.items.add(position)
+            own = sources if own is None else [*own, *sources]
+        return own
 
     def _seen_mark_found(
         self, item: pytest.Item, mark: pytest.Mark, position: int, function: object,
@@ -209,12 +215,7 @@ class _Builder(Context):
             closure = self._closure_found(info, remember=False)
             if closure is not _NOTHING:
                 parts.append(closure)
-        if len(parts) < 2:
-            return parts[0] if parts else _NOTHING
-        return (
-            [source for part in parts for source in part[0]],
-            [problem for part in parts for problem in part[1]],
-        )
+        return _joined(parts)
 
     def _inherited_found(self, item: pytest.Item, position: int) -> _Found:
         """What the ``depends_on`` marks of the item's parents declare, closest first; read
@@ -222,12 +223,9 @@ class _Builder(Context):
         parent = item.parent
         found = self._inherited_by_parent.get(id(parent))
         if found is None:
-            parts = list(self._inherited_sources(item, position))
-            found = _NOTHING if not parts else (
-                [source for part in parts for source in part[0]],
-                [problem for part in parts for problem in part[1]],
+            found = self._inherited_by_parent[id(parent)] = _joined(
+                list(self._inherited_sources(item, position))
             )
-            self._inherited_by_parent[id(parent)] = found
         return found
 
     def _class_declared(self, item: pytest.Item, position: int) -> _Found:
@@ -245,17 +243,9 @@ class _Builder(Context):
         share): everything read for the item itself."""
         found: list[Sequence[Source]] = []
         if self._markers:
-            for mark in item.own_markers:
-                if mark.name != MARKER:
-                    continue
-                function = function_of(item) or item
-                entry = self._own_marks.get(id(mark))
-                if entry is None:
-                    cached = self._marker_sources(item, mark, position, False)
-                    self._own_marks[id(mark)] = (function, cached, item)
-                else:
-                    cached = self._seen_mark_found(item, mark, position, function, entry)
-                found.append(self._note(cached, position))
+            own = self._own_sources(item, position, _Definition(None, item.parent))
+            if own:
+                found.append(own)
             for shared in self._inherited_sources(item, position):
                 found.append(self._note(shared, position))
         if self._decorated:
@@ -623,6 +613,16 @@ class _Definition:
 
 
 _UNKNOWN = object()
+
+
+def _joined(parts: list[_Found]) -> _Found:
+    """Several declarations' sources and problems as one (one part: itself; none: nothing)."""
+    if len(parts) < 2:
+        return parts[0] if parts else _NOTHING
+    return (
+        [source for part in parts for source in part[0]],
+        [problem for part in parts for problem in part[1]],
+    )
 
 
 def _class_of(item: pytest.Item) -> object:
