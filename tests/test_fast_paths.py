@@ -387,3 +387,44 @@ def test_a_shared_marker_read_once_gives_every_test_its_edges_and_messages(
         ]
     assert '"test_e.py::TestD::test_c2" -> "test_e.py::TestD::test_c1" [style = "dashed"];' \
         in edges
+
+
+def test_items_that_are_not_pytest_functions_read_their_markers_and_skip_cleanly(
+    pytester: pytest.Pytester,
+) -> None:
+    """Items another plugin makes (no fixture info to share, say a YAML-spec plugin's) are
+    read one by one: their own markers and one Mark shared by two of them. Such an item
+    without a line (no ``reportinfo``) is skipped without stopping pytest."""
+    pytester.makeconftest(
+        """
+        import pytest
+
+        shared = pytest.mark.depends_on("spec_b.check::first")
+
+        class Check(pytest.Item):
+            def runtest(self):
+                assert self.name != "fails"
+
+        class Spec(pytest.File):
+            def collect(self):
+                names = self.path.read_text().split()
+                for name in names:
+                    item = Check.from_parent(self, name=name)
+                    if self.path.name == "spec_a.check":
+                        item.add_marker(shared)
+                    elif name == "after":
+                        item.add_marker(pytest.mark.depends_on("fails"))
+                    yield item
+
+        def pytest_collect_file(file_path, parent):
+            if file_path.suffix == ".check":
+                return Spec.from_parent(parent, path=file_path)
+        """
+    )
+    pytester.path.joinpath("spec_a.check").write_text("one two\n")
+    pytester.path.joinpath("spec_b.check").write_text("after fails first\n")
+    result = pytester.runpytest("-v", "-p", "no:randomly")
+    result.assert_outcomes(passed=3, failed=1, skipped=1)
+    assert names(result) == ["fails", "after", "first", "one", "two"]
+    result.stdout.fnmatch_lines(["*spec_b.check::after SKIPPED*spec_b.check::fails*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()

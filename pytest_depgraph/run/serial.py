@@ -84,7 +84,7 @@ class SerialWalk:
         if root is not None:
             # recorded when the skip is reported, so -x runs list only what pytest reports
             self.skips[item.nodeid] = plan.nodeids[root]
-            _skip(skip_reason(plan, self.recorder, root, node))
+            _skip(item, skip_reason(plan, self.recorder, root, node))
         if not self.strict:
             return  # its dependencies run elsewhere: nothing to say about them here
         waiting = [
@@ -92,12 +92,22 @@ class SerialWalk:
             if plan.nodeids[e.dependency] not in self.recorder
         ]
         _skip(
+            item,
             f"depgraph: {', '.join(waiting)} has not run (another plugin changed the order "
             "or the selection of the tests after pytest-depgraph built the graph)"
         )
 
 
-def _skip(reason: str) -> None:
-    if _Skipped is not None:
+def _skip(item: pytest.Item, reason: str) -> None:
+    """Skip ``item`` at its own location, as skip markers do; at ours when pytest knows no line
+    of it (an item of another plugin without ``reportinfo``: pytest would stop on it)."""
+    if _Skipped is not None and _known_line(item):
         raise _Skipped(reason, _use_item_location=True)
     pytest.skip(reason)
+
+
+def _known_line(item: pytest.Item) -> bool:
+    try:
+        return item.location[1] is not None
+    except Exception:  # another plugin's item whose reportinfo raises
+        return False
