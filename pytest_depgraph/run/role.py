@@ -46,8 +46,22 @@ def role(config: pytest.Config) -> Role:
     """The part this process plays, as far as pytest-xdist has set it up so far."""
     if not hasattr(config, "workerinput"):
         return Role.CONTROLLER if config.pluginmanager.has_plugin("dsession") else Role.SERIAL
-    workerinput = getattr(config, "workerinput", None)
-    flags = workerinput.get(WORKERINPUT_KEY) if isinstance(workerinput, dict) else None
-    if not isinstance(flags, dict):
+    flags = _controller_flags(config)
+    if flags is None:
         return Role.WORKER
     return Role.WALKED_WORKER if flags.get("walk") else Role.LINKED_WORKER
+
+
+def controller_shows_places(config: pytest.Config) -> bool:
+    """On a worker: whether its controller shows where edges were declared (yes when it did
+    not say), so that the plan the worker sends must carry them."""
+    flags = _controller_flags(config)
+    return flags is None or bool(flags.get("places", True))
+
+
+def _controller_flags(config: pytest.Config) -> dict[str, object] | None:
+    """What the controller's depgraph hooks put in this worker's ``workerinput`` (None: not
+    a worker of such a controller)."""
+    workerinput = getattr(config, "workerinput", None)
+    flags = workerinput.get(WORKERINPUT_KEY) if isinstance(workerinput, dict) else None
+    return flags if isinstance(flags, dict) else None

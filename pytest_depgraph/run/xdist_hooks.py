@@ -22,7 +22,7 @@ from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
 from pytest_depgraph.core.units import MODES as UNIT_MODES
 from pytest_depgraph.run import channel_values, durations, worker
 from pytest_depgraph.run.controller_warnings import record_warning
-from pytest_depgraph.run.role import WORKERINPUT_KEY, Role, role
+from pytest_depgraph.run.role import WORKERINPUT_KEY, Role, controller_shows_places, role
 from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
 
 MIN_XDIST = (3, 7)
@@ -182,18 +182,10 @@ class XdistHooks:
         if this.sends_plan:
             if config.getoption("loadgroup", False):
                 _note_xdist_groups(config, session.items)
-            worker.send_plan(config, session_state(config).plan, _places_wanted(config))
+            worker.send_plan(config, session_state(config).plan, controller_shows_places(config))
         if this is Role.WALKED_WORKER:
             worker.install(config)
             channel_values.install_worker(config, session_state(config).outputs)
-
-
-def _places_wanted(config: pytest.Config) -> bool:
-    """On a worker: whether its controller shows where edges were declared (:func:`shows_places`;
-    yes when it did not say)."""
-    workerinput = getattr(config, "workerinput", None)
-    flags = workerinput.get(WORKERINPUT_KEY) if isinstance(workerinput, dict) else None
-    return not isinstance(flags, dict) or bool(flags.get("places", True))
 
 
 def _note_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
