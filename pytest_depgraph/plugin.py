@@ -28,7 +28,7 @@ from pytest_depgraph.core import safe
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.options import add_options, dot_option, read_settings
 from pytest_depgraph.run import dependency_runtime
-from pytest_depgraph.run.role import Role, role
+from pytest_depgraph.run.role import Role, role, sends_locations
 from pytest_depgraph.run.state import (
     SessionState,
     find_session_state,
@@ -162,7 +162,7 @@ class _Collection:
             items,
             config.rootpath,
             pull_dependencies=not (settings.no_deps or settings.ignore_deps),
-            with_locations=role(config).is_worker,
+            with_locations=sends_locations(config),
             keep_unreduced=settings.shard is not None,
             verbosity=config.option.verbose,
             ignore_unselected=settings.ignore_deps,

@@ -9,6 +9,8 @@ import pytest
 
 from pytest_depgraph.core.graph import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.run.scheduler import _sent_locations
+from pytest_depgraph.run.state import LOCATIONS_ATTRIBUTE
 from pytest_depgraph.run.xdist_hooks import shows_places, unhonoured_message
 
 #: records, for every test call, "nodeid|start|end|worker" into times.log beside the suite
@@ -128,12 +130,25 @@ def test_after():
 """
 
 
+#: records, per worker, how many items had their location computed when collection ended
+LOCATED_CONFTEST = """
+import os
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    located = sum("location" in vars(item) for item in session.items)
+    with open(os.path.join(os.path.dirname(__file__), "located.log"), "a") as f:
+        f.write(f"{os.environ.get('PYTEST_XDIST_WORKER', '-')} {located}\\n")
+"""
+
+
 def test_dependencies_first_overlap_and_skips_with_root_cause(suite: pytest.Pytester) -> None:
     # rootdir in a subfolder, as examples/ has: the controller's skip lines read like the
     # serial run's (test_skip_lines_name_the_file_from_the_current_directory)
     sub = suite.mkdir("sub")
     (sub / "pytest.ini").write_text("[pytest]\n")
-    (sub / "conftest.py").write_text(TIMING_CONFTEST)
+    (sub / "conftest.py").write_text(TIMING_CONFTEST + LOCATED_CONFTEST)
     (sub / "test_dag.py").write_text(DIAMOND)
     result = run(suite, "sub", "-n", "2", "-rs", "--junitxml=junit.xml")
     result.assert_outcomes(passed=5, failed=1, skipped=2)
@@ -145,7 +160,14 @@ def test_dependencies_first_overlap_and_skips_with_root_cause(suite: pytest.Pyte
     left, right = ran["test_left"], ran["test_right"]
     assert left[0] < right[1] and right[0] < left[1]  # independent ready tests overlap
     reason = "depgraph: upstream test_dag.py::test_broken failed"
-    result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] sub/test_dag.py:*: {reason}"] * 2)
+    # the decorator lines of test_child and test_grandchild, as serially: the controller
+    # reports the skips under the locations one worker computed for it (the other none)
+    result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] sub/test_dag.py:{line}: {reason}"
+                                 for line in (22, 26)])
+    located = sorted(
+        int(line.split()[1]) for line in (sub / "located.log").read_text().splitlines()
+    )
+    assert located == [0, 5]  # the tests that require another (they can skip)
     skipped = {
         case.get("name"): case.find("skipped")
         for case in ET.parse(suite.path / "junit.xml").iter("testcase")
@@ -479,3 +501,23 @@ def test_workers_leave_out_where_edges_were_declared_unless_the_controller_shows
     assert shown("--dist", "load", "--depgraph-dot=g.dot")
     assert shown("--dist", "load", "--depgraph-report=r.html")
     assert shown("--dist", "loadfile") and shown("--dist", "loadgroup")
+
+
+def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids() -> None:
+    """One worker sends the items' locations beside its plan; should it die first, the
+    controller's reports name each test's file from its node id."""
+
+    class Node:
+        pass
+
+    silent, sender = Node(), Node()
+    setattr(sender, LOCATIONS_ATTRIBUTE, [None, ["t.py", 4, "test_b"]])
+    assert _sent_locations([silent, sender], 2) == [None, ("t.py", 4, "test_b")]
+    plan = Plan(nodeids=["t.py::test_a", "t.py::test_b"], locations=[], graph=Graph(2),
+                group=[0, 0], item_count=2)
+    assert _sent_locations([silent], 2) == plan.locations == []
+    assert plan.location(1) == ("t.py", None, "t.py::test_b")
+    plan.locations = _sent_locations([sender], 2)
+    assert plan.location(1) == ("t.py", 4, "test_b")
+    assert "locations" in json.loads(plan.to_json()) and not json.loads(
+        plan.to_json(locations=False))["locations"]

@@ -19,7 +19,7 @@ from pytest_depgraph.core.graph import Graph, Origin
 
 #: Bumped whenever the JSON layout or the channel messages change (5: edges as parallel
 #: columns, origins once per declaration); controller and workers must agree.
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 
 # kinds travel as one string of digits, one per edge: "0" REQUIRES, "1" AFTER
 _KIND_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
@@ -107,16 +107,18 @@ class Plan:
         """Nodes that are dependencies outside this run."""
         return range(self.item_count, len(self.nodeids))
 
-    def to_json(self, places: bool = True) -> str:
+    def to_json(self, places: bool = True, locations: bool = True) -> str:
         """Serialise to one JSON string (cheap to send over an execnet channel).
 
         ``places=False`` leaves out where each edge was declared (an empty ``where``): finding
         a marker's ``file:line`` reads the source, and an xdist controller shows it only in
-        the DOT file, the run report and the errors of ``--dist`` units."""
+        the DOT file, the run report and the errors of ``--dist`` units. ``locations=False``
+        leaves out the items' locations (a worker sends them beside the plan: only one worker
+        of a walk computes them, and the plans of all workers must compare equal)."""
         payload: dict[str, Any] = {
             "version": PROTOCOL_VERSION,
             "nodeids": self.nodeids,
-            "locations": self.locations,
+            "locations": self.locations if locations else [],
             **_edge_columns(self.graph, places),
             "group": self.group,
             "item_count": self.item_count,

@@ -13,7 +13,8 @@ import enum
 
 import pytest
 
-#: ``workerinput`` key the controller sets: {"protocol": int, "walk": bool, "places": bool}
+#: ``workerinput`` key the controller sets:
+#: {"protocol": int, "walk": bool, "places": bool, "locations": bool}
 WORKERINPUT_KEY = "depgraph"
 
 
@@ -57,6 +58,13 @@ def controller_shows_places(config: pytest.Config) -> bool:
     not say), so that the plan the worker sends must carry them."""
     flags = _controller_flags(config)
     return flags is None or bool(flags.get("places", True))
+
+
+def sends_locations(config: pytest.Config) -> bool:
+    """On a worker: whether its controller asked it for the tests' locations (it asks one
+    worker of a walk: the others would compute the same ones again)."""
+    flags = _controller_flags(config)
+    return flags is not None and bool(flags.get("locations", False))
 
 
 def _controller_flags(config: pytest.Config) -> dict[str, object] | None:

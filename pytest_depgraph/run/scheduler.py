@@ -36,7 +36,7 @@ from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.durations import load_durations
 from pytest_depgraph.run.outcomes import FAILED, SYNTHETIC, OutcomeRecorder, skip_reason
-from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
+from pytest_depgraph.run.state import LOCATIONS_ATTRIBUTE, PLAN_ATTRIBUTE, session_state
 
 if TYPE_CHECKING:
     from pytest_depgraph.core.dispatch import Dispatcher, Skip
@@ -368,6 +368,7 @@ class WalkScheduling:
                     problems.append(
                         (first_node, "depgraph: the plan does not match the collected tests")
                     )
+                plan.locations = _sent_locations([n for n, _ in collected], len(plan.nodeids))
         for node, message in problems:
             self.log(message)
             self.config.hook.pytest_collectreport(
@@ -540,6 +541,18 @@ def _comparable(plan_text: str | None) -> object:
     if isinstance(data, dict):
         data.pop("durations", None)
     return data
+
+
+def _sent_locations(
+    nodes: Sequence[Any], size: int
+) -> list[tuple[str, int | None, str] | None]:
+    """The items' locations, from the worker asked for them (none when it sent none: the
+    reports then name each test's file from its node id)."""
+    for node in nodes:
+        sent = getattr(node, LOCATIONS_ATTRIBUTE, None)
+        if isinstance(sent, (list, tuple)) and len(sent) <= size:
+            return [None if loc is None else (str(loc[0]), loc[1], str(loc[2])) for loc in sent]
+    return []
 
 
 def _edgeless_plan(collection: list[str]) -> Plan:

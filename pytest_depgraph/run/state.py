@@ -76,6 +76,8 @@ _KEY = pytest.StashKey[SessionState]()
 
 #: ``WorkerController`` attribute where the receiver thread leaves the worker's plan text
 PLAN_ATTRIBUTE = "_depgraph_plan"
+#: ``WorkerController`` attribute where it leaves the items' locations, when it sent them
+LOCATIONS_ATTRIBUTE = "_depgraph_locations"
 
 
 def start_session_state(

@@ -78,12 +78,17 @@ def find_interactor(config: pytest.Config) -> Any:
     raise RuntimeError(_XDIST_TOO_OLD.format(missing="a registered WorkerInteractor"))
 
 
-def send_plan(config: pytest.Config, plan: Plan | None, places: bool = True) -> None:
+def send_plan(
+    config: pytest.Config, plan: Plan | None, places: bool = True, locations: bool = False
+) -> None:
     """Send this worker's plan to the controller (before xdist's ``collectionfinish``);
-    without ``places`` when the controller does not show where edges were declared."""
+    without ``places`` when the controller does not show where edges were declared; with the
+    items' ``locations`` beside it (not in it) when the controller asked this worker for
+    them."""
     find_interactor(config).sendevent(
         PLAN_EVENT,
-        plan=None if plan is None else plan.to_json(places=places),
+        plan=None if plan is None else plan.to_json(places=places, locations=False),
+        locations=plan.locations if locations and plan is not None else None,
         protocol=PROTOCOL_VERSION,
     )
 

@@ -22,8 +22,14 @@ from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
 from pytest_depgraph.core.units import MODES as UNIT_MODES
 from pytest_depgraph.run import channel_values, durations, worker
 from pytest_depgraph.run.controller_warnings import record_warning
-from pytest_depgraph.run.role import WORKERINPUT_KEY, Role, controller_shows_places, role
-from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
+from pytest_depgraph.run.role import (
+    WORKERINPUT_KEY,
+    Role,
+    controller_shows_places,
+    role,
+    sends_locations,
+)
+from pytest_depgraph.run.state import LOCATIONS_ATTRIBUTE, PLAN_ATTRIBUTE, session_state
 
 MIN_XDIST = (3, 7)
 #: ``--dist`` modes the depgraph scheduler runs: tests one by one, or whole work units
@@ -72,6 +78,8 @@ class XdistHooks:
 
     def __init__(self) -> None:
         self._warned = False
+        #: a worker was asked for the items' locations (the first one configured)
+        self._locating = False
 
     # -- controller ------------------------------------------------------------------------
 
@@ -107,10 +115,17 @@ class XdistHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
+        walk = walks(node.config)
+        # the controller reports a test itself (a skip, a test that cannot run) under the
+        # location its worker computed; every worker would compute the same ones, so one does
+        # (should it die before sending them, reports fall back to the node id's file)
+        locations = walk and not self._locating
+        self._locating = self._locating or locations
         node.workerinput[WORKERINPUT_KEY] = {
             "protocol": PROTOCOL_VERSION,
-            "walk": walks(node.config),
+            "walk": walk,
             "places": shows_places(node.config),
+            "locations": locations,
         }
         # xdist drops a node on an unknown event: take ours out of the stream first. This runs
         # in execnet's receiver thread, so it only stores the text; the scheduler parses it.
@@ -120,6 +135,7 @@ class XdistHooks:
         def process_from_remote(eventcall: Any) -> None:
             if isinstance(eventcall, tuple) and eventcall and eventcall[0] == worker.PLAN_EVENT:
                 setattr(node, PLAN_ATTRIBUTE, eventcall[1].get("plan"))
+                setattr(node, LOCATIONS_ATTRIBUTE, eventcall[1].get("locations"))
                 return
             if channel_values.take_event(relay, node, eventcall):
                 return
@@ -182,7 +198,12 @@ class XdistHooks:
         if this.sends_plan:
             if config.getoption("loadgroup", False):
                 _note_xdist_groups(config, session.items)
-            worker.send_plan(config, session_state(config).plan, controller_shows_places(config))
+            worker.send_plan(
+                config,
+                session_state(config).plan,
+                places=controller_shows_places(config),
+                locations=sends_locations(config),
+            )
         if this is Role.WALKED_WORKER:
             worker.install(config)
             channel_values.install_worker(config, session_state(config).outputs)
