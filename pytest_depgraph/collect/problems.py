@@ -9,7 +9,7 @@ workers build them independently and must agree.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -46,9 +46,13 @@ class _Site:
     text: str
     tests: list[str] = field(default_factory=list)
 
+    @property
+    def where(self) -> str:
+        """Where it was written (``file:line``)."""
+        return self.origin.where if self.written is None else self.written
+
     def line(self, what: str) -> str:
-        where = self.origin.where if self.written is None else self.written
-        return f"{where}: {what} ({self.label}, declared for {self.declared()})"
+        return f"{self.where}: {what} ({self.label}, declared for {self.declared()})"
 
     def declared(self) -> str:
         more = len(self.tests) - 1
@@ -139,7 +143,7 @@ class Problems:
         return problems
 
     def _group_message(self, group: _Group, hints: bool) -> str:
-        sites = list(group.sites.values())
+        sites = _one_per_place(group.sites.values())
         first = sites[0]
         if group.kind == "self":
             what = f"self reference: target {first.text} includes the test itself"
@@ -165,6 +169,21 @@ class Problems:
         if group.advice:
             lines.append(f"  {group.advice}")
         return "\n".join(lines)
+
+
+def _one_per_place(sites: Iterable[_Site]) -> list[_Site]:
+    """One site per written declaration: a marker on a class is read once per class that
+    inherits it or module that imports it (each resolves its targets in its own scope), yet
+    it is one declaration, for all of their tests. In the order first seen."""
+    merged: dict[tuple[str, str, str], _Site] = {}
+    for site in sites:
+        key = (site.where, site.label, site.text)
+        found = merged.get(key)
+        if found is None:
+            merged[key] = _Site(site.label, site.origin, site.written, site.text, list(site.tests))
+        else:
+            found.tests = list(dict.fromkeys([*found.tests, *site.tests]))
+    return list(merged.values())
 
 
 def capped(problems: list[Problem], verbosity: int) -> list[Problem]:
