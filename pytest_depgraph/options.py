@@ -63,7 +63,8 @@ def add_options(parser: pytest.Parser) -> None:
         "--depgraph-timings",
         action="store_true",
         default=False,
-        help="print how long each graph phase took (resolve, validate, order, reduce)",
+        help="print how long each graph phase took (resolve, validate, order, reduce), wall and "
+        "CPU time",
     )
     group.addoption(
         "--depgraph-shard",

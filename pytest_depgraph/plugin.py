@@ -294,13 +294,19 @@ def _print_timings(config: pytest.Config, result: BuildResult) -> None:
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     if terminal is None:
         return
-    phases = ", ".join(f"{name} {sec * 1000:.1f} ms" for name, sec in result.timings.items())
-    total = sum(result.timings.values()) * 1000
     plan = result.plan
     terminal.write_line(
         f"depgraph timings: {plan.item_count} tests, {plan.graph.edge_count} edges after "
-        f"reduction: {phases}; total {total:.1f} ms"
+        f"reduction: {_phases(result.timings)}"
     )
+    # CPU time as well: on a loaded machine wall time says more about the others than us
+    terminal.write_line(f"depgraph timings (CPU): {_phases(result.cpu_timings)}")
+
+
+def _phases(timings: dict[str, float]) -> str:
+    """``resolve 1.2 ms, ...; total 2.0 ms``."""
+    phases = ", ".join(f"{name} {sec * 1000:.1f} ms" for name, sec in timings.items())
+    return f"{phases}; total {sum(timings.values()) * 1000:.1f} ms"
 
 
 def _undo_deselection(config: pytest.Config, added: set[str]) -> None:
