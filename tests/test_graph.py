@@ -640,6 +640,72 @@ def test_the_same_pair_twice_in_arrays_merges_as_add_edges_does() -> None:
                           [first])
 
 
+def _by_add_edges(
+    size: int, edges: list[tuple[int, int, int, int]], table: list[Origin]
+) -> Graph:
+    """The graph of edge arrays as from_arrays made it before its fast path for repeated
+    pairs (merged edge by edge when a pair repeats): the reference that path must equal."""
+    graph = Graph(size)
+    if len({(u, d) for u, d, _, _ in edges}) == len(edges):
+        graph._table = list(table)
+        graph._table_ids = {}  # nothing repeats: each edge keeps its origin's place
+        for u, d, k, o in edges:
+            graph._table_ids[id(table[o])] = o
+            graph.add_edge(u, d, Kind(k), table[o])
+        return graph
+    graph._table = list(table)
+    graph._table_ids = {id(origin): i for i, origin in enumerate(table)}
+    graph.add_edges((u, d, Kind(k), table[o]) for u, d, k, o in edges)
+    return graph
+
+
+@st.composite
+def edge_arrays(draw: st.DrawFn) -> tuple[int, list[tuple[int, int, int, int]], list[Origin]]:
+    """Edges with repeated pairs of either kind, over a table that holds some origin objects
+    at more than one place (the build appends a shared declaration once per scope)."""
+    size = draw(st.integers(1, 6))
+    objects = [Origin("marker", f"t.py:{i}") for i in range(3)]
+    table = draw(st.lists(st.sampled_from(objects), min_size=1, max_size=5))
+    node, where = st.integers(0, size - 1), st.integers(0, len(table) - 1)
+    edges = draw(st.lists(st.tuples(node, node, st.integers(0, 1), where), max_size=24))
+    return size, edges, table
+
+
+@given(edge_arrays(), st.sampled_from(["i", "l"]))
+def test_arrays_with_repeated_pairs_give_the_graph_of_add_edges(
+    case: tuple[int, list[tuple[int, int, int, int]], list[Origin]], typecode: str
+) -> None:
+    size, edges, table = case
+    expected = _by_add_edges(size, edges, table)
+    graph = Graph.from_arrays(
+        size, array(typecode, [e[0] for e in edges]), array(typecode, [e[1] for e in edges]),
+        bytearray(e[2] for e in edges), array("i", [e[3] for e in edges]), list(table),
+    )
+    assert graph.edges() == expected.edges()
+    assert graph.columns() == expected.columns()
+    assert graph.origin_indexes() == expected.origin_indexes()
+    if all(u != d for u, d, _, _ in edges):  # (the check takes self loops for absent)
+        _check_adjacency(graph)
+    # what the plan sends and the DOT file shows: the same origins, numbered the same way
+    plans = [
+        Plan(nodeids=[f"t.py::t{v}" for v in range(size)], locations=[], graph=g,
+             group=[0] * size, item_count=size)
+        for g in (graph, expected)
+    ]
+    assert plans[0].to_json() == plans[1].to_json()
+
+
+def test_nodes_outside_the_graph_are_refused_whatever_the_array_type() -> None:
+    for typecode in "il":
+        for dependents, dependencies in (([0, 3], [1, 0]), ([1], [-1]), ([-2], [0])):
+            with pytest.raises(ValueError, match=f"edge {dependents[-1]} -> "
+                               f"{dependencies[-1]} outside a graph of 3 nodes"):
+                Graph.from_arrays(
+                    3, array(typecode, dependents), array(typecode, dependencies),
+                    bytearray(len(dependents)), array("i", [0] * len(dependents)), [M],
+                )
+
+
 def test_a_removed_edge_declared_again_comes_back_last() -> None:
     graph = make(3, [(1, 0, R), (2, 0, R), (2, 1, R)])
     without = graph.subgraph_without({0})

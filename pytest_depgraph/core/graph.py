@@ -14,8 +14,8 @@ from collections import Counter, deque
 from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import add, mul
-from typing import Callable, Literal
+from operator import add, mul, ne, not_
+from typing import Callable, Literal, TypeVar
 
 #: which way :meth:`Graph.reachable` follows the edges
 Direction = Literal["dependencies", "dependents"]
@@ -115,6 +115,51 @@ class Edge:
 _NO_EDGES: list[int] = []
 
 _KINDS = (Kind.REQUIRES, Kind.AFTER)
+
+#: an edge column: nodes or origin numbers (array), kinds (bytearray)
+_Column = TypeVar("_Column", "array[int]", bytearray)
+
+
+def _adjacency(size: int, owners: Iterable[int], others: Iterable[int]) -> list[list[int]]:
+    """Each node's list of the ``others`` paired with it in ``owners``, in order; appended
+    in C (a Python loop over the edges costs twice as much)."""
+    lists: list[list[int]] = list(map(list, repeat((), size)))
+    deque(map(list.append, map(lists.__getitem__, owners), others), 0)
+    # the empty ones back to the shared list: one list object less per node without edges
+    return [ns or _NO_EDGES for ns in lists]
+
+
+def _positions(order: Sequence[int]) -> list[int]:
+    """``position[v]``: the index of node ``v`` in ``order`` (a permutation). O(V), in C."""
+    position = [0] * len(order)
+    deque(map(position.__setitem__, order, range(len(order))), 0)
+    return position
+
+
+def _pair_words(dependents: array[int], dependencies: array[int]) -> bytearray | None:
+    """Each edge's two nodes side by side as one 64-bit word, or None for arrays of another
+    type than C int: read as unsigned 32-bit halves they bound-check both columns in one pass (a
+    negative node reads as a huge one), read as 64-bit words they are distinct exactly when
+    the pairs are, and neither makes a Python int by arithmetic."""
+    if not (dependents.typecode == dependencies.typecode == "i" and dependents.itemsize == 4):
+        return None
+    words = bytearray(8 * len(dependents))
+    halves = memoryview(words).cast("i")
+    halves[0::2] = dependents
+    halves[1::2] = dependencies
+    return words
+
+
+def _without(column: _Column, gone: list[int]) -> _Column:
+    """A copy of an edge column without the items at ``gone`` (ascending): the runs between
+    them copied in C. O(E)."""
+    kept = column[:0]
+    start = 0
+    for e in gone:
+        kept += column[start:e]
+        start = e + 1
+    kept += column[start:]
+    return kept
 
 
 def _pair_keys(size: int, dependents: Iterable[int], dependencies: Iterable[int]) -> Iterator[int]:
@@ -276,9 +321,11 @@ class Graph:
         count = len(kinds)
         if not (len(dependents) == len(dependencies) == len(origins) == count):
             raise ValueError("edge arrays of different lengths")
-        if count and (
-            min(dependents) < 0 or max(dependents) >= size
-            or min(dependencies) < 0 or max(dependencies) >= size
+        pairs = _pair_words(dependents, dependencies)
+        if count and not (
+            max(memoryview(pairs).cast("I")) < size if pairs is not None
+            else min(dependents) >= 0 and max(dependents) < size
+            and min(dependencies) >= 0 and max(dependencies) < size
         ):
             bad = next(
                 e for e in range(count)
@@ -287,20 +334,36 @@ class Graph:
             raise ValueError(
                 f"edge {dependents[bad]} -> {dependencies[bad]} outside a graph of {size} nodes"
             )
-        if len(set(_pair_keys(size, dependents, dependencies))) == count:
+        keys: Sequence[int] = (
+            memoryview(pairs).cast("q") if pairs is not None
+            else list(_pair_keys(size, dependents, dependencies))
+        )
+        graph._table, graph._keys, graph._table_ids = table, None, None
+        if len(set(keys)) == count:
             # no pair declared twice (the usual case): the arrays are the graph as they are,
             # and the pair -> edge table (a dict entry and two ints per edge) waits until a
             # look-up or an added edge needs it
             graph._dependent, graph._dependency = dependents, dependencies
-            graph._kinds, graph._origin, graph._table = kinds, origins, table
-            graph._keys, graph._table_ids, graph._live = None, None, count
+            graph._kinds, graph._origin, graph._live = kinds, origins, count
             return graph
-        graph._table = table
-        graph._table_ids = {id(origin): i for i, origin in enumerate(table)}
-        graph.add_edges(
-            zip(dependents, dependencies, map(_KINDS.__getitem__, kinds),
-                map(table.__getitem__, origins))
-        )
+        # Some pair repeats: merge each into its first edge as add_edges would, then drop the
+        # repeats. add_edges numbers an origin by the last place of that object in the table.
+        last = dict(zip(map(id, table), range(len(table))))
+        if len(last) < len(table):
+            origins = array("i", map([last[id(o)] for o in table].__getitem__, origins))
+        first: dict[int, int] = {}
+        firsts = list(map(first.setdefault, keys, range(count)))  # each pair's first edge
+        repeats = list(compress(range(count), map(ne, firsts, range(count))))
+        for e in repeats:
+            f = firsts[e]
+            if not kinds[e] and kinds[f]:  # REQUIRES wins, with its first declaration
+                kinds[f] = 0
+                origins[f] = origins[e]
+        graph._dependent = _without(dependents, repeats)
+        graph._dependency = _without(dependencies, repeats)
+        graph._kinds = _without(kinds, repeats)
+        graph._origin = _without(origins, repeats)
+        graph._live = len(graph._kinds)
         return graph
 
     def compact(self) -> None:
@@ -393,24 +456,12 @@ class Graph:
         lists = self._lists_cache
         if lists is None:
             size = self.size
-            dependencies: list[list[int]] = [_NO_EDGES] * size
-            dependents: list[list[int]] = [_NO_EDGES] * size
-            src, dst = self._column(self._dependent), self._column(self._dependency)
             # one int object per node, shared by the lists (an array makes a new one per
             # read: two per edge, 28 bytes each, for as long as the lists live)
             node = list(range(size)).__getitem__
-            for dependent, dependency in zip(map(node, src), map(node, dst)):
-                ds = dependencies[dependent]
-                if ds is _NO_EDGES:
-                    dependencies[dependent] = [dependency]
-                else:
-                    ds.append(dependency)
-                us = dependents[dependency]
-                if us is _NO_EDGES:
-                    dependents[dependency] = [dependent]
-                else:
-                    us.append(dependent)
-            lists = self._lists_cache = (dependencies, dependents)
+            src = list(map(node, self._column(self._dependent)))
+            dst = list(map(node, self._column(self._dependency)))
+            lists = self._lists_cache = (_adjacency(size, src, dst), _adjacency(size, dst, src))
         return lists
 
     def _keys_of(self, flags: bytes | bytearray | None = None) -> Iterator[int]:
@@ -615,16 +666,16 @@ def _kahn_order(graph: Graph) -> tuple[list[int], list[int]]:
     Nodes left unplaced are on a cycle or depend on one. A self loop leaves its node unplaced.
     """
     dependencies, dependents = graph._lists()
-    waiting = [len(ds) for ds in dependencies]
-    order = [v for v in range(graph.size) if not waiting[v]]
-    # ``order`` doubles as the FIFO queue: it only grows at the end.
-    i = 0
-    while i < len(order):
-        for u in dependents[order[i]]:
-            waiting[u] -= 1
-            if not waiting[u]:
-                order.append(u)
-        i += 1
+    waiting = list(map(len, dependencies))
+    order = list(compress(range(graph.size), map(not_, waiting)))
+    # ``order`` doubles as the FIFO queue: it only grows at the end, and a list's iterator
+    # goes on to what was appended meanwhile
+    append = order.append
+    for v in order:
+        for u in dependents[v]:
+            waiting[u] = left = waiting[u] - 1
+            if not left:
+                append(u)
     unplaced = [v for v in range(graph.size) if waiting[v]] if len(order) < graph.size else []
     return order, unplaced
 
@@ -754,16 +805,17 @@ def stable_topological_order(graph: Graph) -> list[int]:
     if not graph._live:
         return list(range(size))
     dependencies, dependents = graph._lists()
-    waiting = [len(ds) for ds in dependencies]
+    waiting = list(map(len, dependencies))
     order: list[int] = []
     append = order.append
     # ``late``: released nodes the cursor has passed; each is smaller than ``cursor``, so the
     # smallest of them always beats the next ready node the cursor finds
     late: list[int] = []
+    push, pop = heapq.heappush, heapq.heappop
     cursor = 0
     while True:
         if late:
-            v = heapq.heappop(late)
+            v = pop(late)
         else:
             while cursor < size and waiting[cursor]:
                 cursor += 1
@@ -773,9 +825,9 @@ def stable_topological_order(graph: Graph) -> list[int]:
             cursor += 1
         append(v)
         for u in dependents[v]:
-            waiting[u] -= 1
-            if not waiting[u] and u < cursor:
-                heapq.heappush(late, u)
+            waiting[u] = left = waiting[u] - 1
+            if not left and u < cursor:
+                push(late, u)
     if len(order) < size:
         stuck = next(v for v in range(size) if waiting[v])
         raise ValueError(f"graph has a cycle through node {stuck}")
@@ -895,9 +947,7 @@ def _reduce_by_search(
     if not graph._live:
         return []
     dependencies, dependents = graph._lists()
-    position = [0] * size
-    for i, v in enumerate(order):
-        position[v] = i
+    position = _positions(order)
     at = position.__getitem__
     # each node's dependencies as positions, latest first (nodes are positions from here on)
     deps = [
@@ -985,9 +1035,7 @@ def _reduce_by_closures(graph: Graph, order: Sequence[int]) -> list[int]:
     """
     size = graph.size
     dependencies = graph._lists()[0]
-    position = [0] * size
-    for i, v in enumerate(order):
-        position[v] = i
+    position = _positions(order)
     # edges are keyed ``dependent * size + dependency`` here; the AFTER ones are few
     after = set(graph._keys_of(graph._kinds))
     readers = _closure_readers(graph, order)
