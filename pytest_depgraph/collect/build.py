@@ -92,8 +92,11 @@ class _Builder(Context):
         self._declared: dict[int, _Found] = {}
         # one pass over the marks of every item and its parents says which sources can
         # appear at all; the others are never looked for
-        marked = compat.marker_names(self.collected)
+        inherited: set[str] = set()
+        marked = compat.marker_names(self.collected, inherited)
         self._markers = MARKER in marked
+        #: a class or module of some test carries the marker
+        self._inherited_markers = MARKER in inherited
         #: a test function, class or fixture can carry ``@depends_on`` only once one was
         #: applied in this process
         self._decorated = declarations_made()
@@ -101,6 +104,8 @@ class _Builder(Context):
         #: names of the fixtures that declare (None: unknown, look at every fixture)
         self._declaring: set[str] | None = None
         self.compat = compat.reader(self, compat_settings or compat.Settings(), marked)
+        #: whether only the tests' own marks can declare (None: not known yet)
+        self._own_only: bool | None = None
 
     def declares_nothing(self) -> bool:
         """Whether no test can have a declaration: no ``depends_on``, pytest-dependency or
@@ -126,12 +131,20 @@ class _Builder(Context):
         info = getattr(item, "_fixtureinfo", None)
         if info is None:
             return self._item_sources(item, position)  # not a pytest function: on its own
-        # pytest makes one fixture info per definition, shared by its instances, which it
-        # collects one after the other: the previous item's definition is the one to reuse
-        definition = self._definition
-        if definition.info is not info or definition.parent is not item.parent:
-            definition = self._definition = _Definition(info, item.parent)
-        own = self._own_sources(item, position, definition) if self._markers else None
+        own_only = self._own_only
+        if own_only is None:
+            own_only = self._own_only = not (
+                self._inherited_markers or self._decorated or self.compat is not None
+                or self._fixtures_declare()
+            )
+        if own_only:
+            # nothing but the tests' own marks declares in this session (no marker on a
+            # class or module, no @depends_on, no declaring fixture, no peer plugin's marker):
+            # the usual large suite, where a definition has nothing to share
+            own = self._own_sources(item, position)
+            return _NO_SOURCES if own is None else own
+        definition = self._definition_of(item, info)
+        own = self._own_sources(item, position) if self._markers else None
         shared = definition.found
         if shared is None:
             shared = definition.found = self._definition_sources(item, info, position, definition)
@@ -144,9 +157,29 @@ class _Builder(Context):
             return _NO_SOURCES if own is None else own
         return sources if own is None else [*own, *sources]
 
-    def _own_sources(
-        self, item: pytest.Item, position: int, definition: _Definition
-    ) -> Sequence[Source] | None:
+    def _definition_of(self, item: pytest.Item, info: object) -> _Definition:
+        """What is known of the definition of ``item`` (a pytest function: ``info`` is its
+        fixture info)."""
+        # pytest makes one fixture info per definition, shared by its instances, which it
+        # collects one after the other: the previous item's definition is the one to reuse
+        definition = self._definition
+        if definition.info is not info or definition.parent is not item.parent:
+            definition = self._definition = _Definition(info, item.parent)
+        return definition
+
+    def _function_of(self, item: pytest.Item) -> object:
+        """``function_of(item)``, or the item when it has no function; read once per
+        definition."""
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            return function_of(item) or item  # not a pytest function: nothing shared
+        definition = self._definition_of(item, info)
+        function = definition.function
+        if function is _UNKNOWN:
+            function = definition.function = function_of(item)
+        return function or item
+
+    def _own_sources(self, item: pytest.Item, position: int) -> Sequence[Source] | None:
         """What the item's own ``depends_on`` marks declare (None: it has none)."""
         own: Sequence[Source] | None = None
         for mark in item.own_markers:
@@ -161,10 +194,9 @@ class _Builder(Context):
                 cached = self._marker_sources(item, mark, position, False)
                 self._own_marks[id(mark)] = (_UNKNOWN, cached, item)
             else:
-                function = definition.function
-                if function is _UNKNOWN:
-                    function = definition.function = function_of(item)
-                cached = self._seen_mark_found(item, mark, position, function or item, entry)
+                cached = self._seen_mark_found(
+                    item, mark, position, self._function_of(item), entry
+                )
             sources, problems = cached
             for problem in problems:
                 problem.items.add(position)
@@ -246,7 +278,7 @@ class _Builder(Context):
         share): everything read for the item itself."""
         found: list[Sequence[Source]] = []
         if self._markers:
-            own = self._own_sources(item, position, _Definition(None, item.parent))
+            own = self._own_sources(item, position)
             if own:
                 found.append(own)
             for shared in self._inherited_sources(item, position):
@@ -743,7 +775,11 @@ def build(
             plain.timings.update(timings, validate=0.0, order=0.0, reduce=0.0)
             plain.cpu_timings.update(cpu_timings, validate=0.0, order=0.0, reduce=0.0)
             return plain
-    selected_positions = [builder.position[item] for item in selected if item in builder.position]
+    if len(selected) == len(collected) and all(map(operator.is_, selected, collected)):
+        selected_positions = list(range(len(collected)))  # every collected test, in its order
+    else:
+        positions = builder.position
+        selected_positions = [positions[item] for item in selected if item in positions]
     in_run = set(selected_positions)
     added: list[int] = []
     external: list[int] = []

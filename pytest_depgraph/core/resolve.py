@@ -111,6 +111,17 @@ class TargetIndex:
         table: dict[str, list[int]] = {}
         prefixes_of = _name_prefixes if with_names else boundary_prefixes
         for node, nodeid in enumerate(self.nodeids):
+            if with_names and "[" not in nodeid:
+                first = nodeid.find("::")
+                if first >= 0 and nodeid.find("::", first + 2) < 0:
+                    # a test outside classes, not parametrized (the usual test): its id is
+                    # its one prefix with ``::``
+                    found = table.get(nodeid)
+                    if found is None:
+                        table[nodeid] = [node]
+                    else:
+                        found.append(node)
+                    continue
             for prefix in prefixes_of(nodeid):
                 if ("::" in prefix) is with_names:
                     found = table.get(prefix)
@@ -156,17 +167,30 @@ class TargetIndex:
     def resolve_all(
         self, targets: Sequence[object], nodeid: str
     ) -> list[tuple[object, Sequence[int]]]:
-        """Each target with :meth:`resolve` of it, for one declaration; a node id from the
-        rootdir (what most targets of a large suite are) looked up here directly."""
+        """Each target with :meth:`resolve` of it, for one declaration. What most targets of
+        a large suite are is looked up here directly: a node id from the rootdir, and the name
+        of a test in the module of a test outside classes."""
         by_name = self._by_name
         if by_name is None:
             by_name = self._by_name = self._index(with_names=True)
         resolved: list[tuple[object, Sequence[int]]] = []
+        module = None  # the test's module when it is in no class; found at the first name
         for target in targets:
             if type(target) is str:
                 text = target.strip()
-                found = by_name.get(text) if "::" in text else None
-                resolved.append((target, found or self._resolve_string(text, nodeid)))
+                if "::" in text:
+                    found = by_name.get(text)
+                    if found:
+                        resolved.append((target, found))
+                        continue
+                elif not text.endswith((".py", "/")):
+                    if module is None:
+                        context = self._context_of(nodeid)
+                        module = "" if context[1] else context[0] + "::"
+                    if module:  # (as _resolve_string looks up a name outside classes)
+                        resolved.append((target, by_name.get(module + text) or ()))
+                        continue
+                resolved.append((target, self._resolve_string(text, nodeid)))
             else:
                 resolved.append((target, self.resolve(target, nodeid)))
         return resolved

@@ -45,12 +45,15 @@ def loaded_plugin(config: pytest.Config, module: str) -> Any:
     return None
 
 
-def marker_names(items: Iterable[pytest.Item]) -> set[str]:
+def marker_names(items: Iterable[pytest.Item], inherited: set[str] | None = None) -> set[str]:
     """Names of every mark on the items and their parents; each node is looked at once.
+    ``inherited``, when given, also gets the names of the marks on the parents (the marks
+    the tests inherit from their classes and modules).
 
     O(items): the tests of one module or class are consecutive, so most items only compare
     their parent with the previous item's."""
     names: set[str] = set()
+    parents: set[str] = set() if inherited is None else inherited
     seen: set[int] = set()
     last: Any = None
     for item in items:
@@ -63,6 +66,7 @@ def marker_names(items: Iterable[pytest.Item]) -> set[str]:
         while node is not None and id(node) not in seen:
             seen.add(id(node))
             for mark in node.own_markers:
-                names.add(mark.name)
+                parents.add(mark.name)
             node = node.parent
+    names.update(parents)
     return names
