@@ -569,20 +569,24 @@ def test_adjacency_equals_the_edge_list_in_every_derived_graph(
     perm = list(range(graph.size))
     rng.shuffle(perm)
     relabelled = reduced.relabel(perm)
+    # (a reduction removes few edges, taking a quarter of the nodes out many)
+    relabelled_without = without.relabel(perm)
     dependents, dependencies, kinds = graph.columns()
     table, origin_of = graph.origin_indexes()
     rebuilt = Graph.from_arrays(
         graph.size, array("i", dependents), array("i", dependencies), bytearray(kinds),
         array("i", origin_of), table,
     )
-    for derived in (graph, reduced, without, relabelled, rebuilt):
+    for derived in (graph, reduced, without, relabelled, relabelled_without, rebuilt):
         _check_adjacency(derived)
         derived.compact()  # the look-up tables come back when needed
         _check_adjacency(derived)
     assert rebuilt.edges() == edges
-    assert relabelled.edges() == [
-        Edge(perm[e.dependent], perm[e.dependency], e.kind, e.origin) for e in reduced.edges()
-    ]
+    for before, after in ((reduced, relabelled), (without, relabelled_without)):
+        assert after.edges() == [
+            Edge(perm[e.dependent], perm[e.dependency], e.kind, e.origin)
+            for e in before.edges()
+        ]
     # derived graphs share the edge arrays until one of them adds an edge
     assert reduced._dependent is graph._dependent and without._kinds is graph._kinds
     if graph.size > 1:
@@ -704,6 +708,40 @@ def test_nodes_outside_the_graph_are_refused_whatever_the_array_type() -> None:
                     3, array(typecode, dependents), array(typecode, dependencies),
                     bytearray(len(dependents)), array("i", [0] * len(dependents)), [M],
                 )
+
+
+def test_a_derived_graph_reads_its_lists_late_whatever_happened_meanwhile() -> None:
+    # a graph derived by removing edges makes its lists when first read: from the lists of
+    # the graph it came from as they were, not as that graph's own additions left them
+    for late_edit in ("parent adds", "parent compacts", "child adds", "nothing"):
+        graph = make(4, [(1, 0, R), (2, 1, R), (2, 0, R), (3, 2, A)])
+        graph._lists()
+        reduced = transitive_reduction(graph)
+        assert reduced._lists_cache is None  # (not made yet)
+        if late_edit == "parent adds":
+            graph.add_edge(3, 0, R, M)
+        elif late_edit == "parent compacts":
+            graph.compact()
+        elif late_edit == "child adds":
+            reduced.add_edge(3, 1, A, M)
+        _check_adjacency(reduced)
+        _check_adjacency(graph)
+        assert [(e.dependent, e.dependency) for e in reduced.edges()] == [
+            (1, 0), (2, 1), (3, 2), *([(3, 1)] if late_edit == "child adds" else [])
+        ]
+
+
+def test_relabelling_a_graph_with_few_edges_removed_keeps_the_rest_in_order() -> None:
+    # a reduction removes few edges: their columns are copied run by run between them
+    chain = [(v, v - 1, R) for v in range(1, 30)]
+    shortcuts = [(5, 1, A), (9, 2, R), (29, 0, R), (29, 27, A)]
+    graph = make(30, chain[:10] + shortcuts[:2] + chain[10:] + shortcuts[2:])
+    reduced = transitive_reduction(graph)
+    assert reduced.edge_count == len(chain) and reduced._keep is not None
+    perm = list(reversed(range(30)))
+    assert reduced.relabel(perm).edges() == [
+        Edge(perm[u], perm[d], k, M) for u, d, k in chain
+    ]
 
 
 def test_a_removed_edge_declared_again_comes_back_last() -> None:

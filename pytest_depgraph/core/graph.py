@@ -13,6 +13,7 @@ from array import array
 from collections import Counter, deque
 from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import compress, repeat
 from operator import add, mul, ne, not_
 from typing import Callable, Literal, TypeVar
@@ -162,6 +163,17 @@ def _without(column: _Column, gone: list[int]) -> _Column:
     return kept
 
 
+def _copy(column: _Column) -> _Column:
+    return column[:]
+
+
+def _masked(keep: bytearray, column: _Column) -> _Column:
+    """A copy of an edge column with the items whose ``keep`` byte is set. O(E), in C."""
+    if isinstance(column, bytearray):
+        return bytearray(compress(column, keep))
+    return array(column.typecode, compress(column, keep))
+
+
 def _pair_keys(size: int, dependents: Iterable[int], dependencies: Iterable[int]) -> Iterator[int]:
     """``dependent * size + dependency`` of each pair, in C (operator's functions are
     quicker to call than int's slot wrappers)."""
@@ -194,6 +206,7 @@ class Graph:
         "_keys",
         "_kinds",
         "_lists_cache",
+        "_lists_left",
         "_live",
         "_origin",
         "_shared",
@@ -225,6 +238,10 @@ class Graph:
         self._lists_cache: tuple[list[list[int]], list[list[int]]] | None = (
             [_NO_EDGES] * size, [_NO_EDGES] * size
         )
+        # a derived graph's lists still to make, when first needed: the lists of the graph
+        # it was derived from, and the edges it removed (see :meth:`_derived`)
+        self._lists_left: tuple[tuple[list[list[int]], list[list[int]]], Sequence[int]] | None
+        self._lists_left = None
         # True while the arrays (and lists) may be shared with another graph
         self._shared = False
 
@@ -250,6 +267,7 @@ class Graph:
 
     def add_edges(self, edges: Iterable[tuple[int, int, Kind, Origin]]) -> None:
         """:meth:`add_edge` for each edge in turn, with the look-ups made once. O(E)."""
+        self._lists_left = None  # the lists are made from the arrays, added edges included
         if self._shared:
             self._unshare()
         size = self.size
@@ -371,7 +389,7 @@ class Graph:
         kept for the whole run, which then holds no Python object per node or edge."""
         self._keys = None
         self._table_ids = None
-        self._lists_cache = None
+        self._lists_cache = self._lists_left = None
 
     def _key_index(self) -> dict[int, int]:
         keys = self._keys
@@ -410,7 +428,9 @@ class Graph:
     def _derived(self, keep: bytearray | None, live: int, removed: Sequence[int] = ()) -> Graph:
         """A graph over the same edge arrays with ``keep`` as its live edges, ``removed``
         being the edges live here and not there. Until either graph adds an edge, the two
-        share the arrays and the adjacency lists of the nodes the removal leaves alone."""
+        share the arrays and the adjacency lists of the nodes the removal leaves alone; the
+        derived graph's lists are made when first read (a reduced graph is often only
+        relabelled)."""
         graph = Graph(self.size)
         graph._dependent, graph._dependency = self._dependent, self._dependency
         graph._kinds, graph._origin = self._kinds, self._origin
@@ -419,22 +439,31 @@ class Graph:
         graph._lists_cache = None
         lists = self._lists_cache
         if lists is not None:
-            dependencies, dependents = lists[0][:], lists[1][:]
             if removed:
-                gone = {
-                    u * self.size + d
-                    for u, d in zip(map(self._dependent.__getitem__, removed),
-                                    map(self._dependency.__getitem__, removed))
-                }
-                size = self.size
-                for u in {key // size for key in gone}:
-                    base = u * size
-                    dependencies[u] = [d for d in dependencies[u] if base + d not in gone]
-                for d in {key % size for key in gone}:
-                    dependents[d] = [u for u in dependents[d] if u * size + d not in gone]
-            graph._lists_cache = (dependencies, dependents)
+                graph._lists_left = (lists, removed)
+            else:
+                graph._lists_cache = (lists[0][:], lists[1][:])
         graph._shared = self._shared = True
         return graph
+
+    def _lists_without(
+        self, lists: tuple[list[list[int]], list[list[int]]], removed: Sequence[int]
+    ) -> tuple[list[list[int]], list[list[int]]]:
+        """The lists of the graph this one was derived from without the ``removed`` edges:
+        new lists for the nodes they touch, the others shared. O(V + removed edges)."""
+        dependencies, dependents = lists[0][:], lists[1][:]
+        size = self.size
+        gone = {
+            u * size + d
+            for u, d in zip(map(self._dependent.__getitem__, removed),
+                            map(self._dependency.__getitem__, removed))
+        }
+        for u in {key // size for key in gone}:
+            base = u * size
+            dependencies[u] = [d for d in dependencies[u] if base + d not in gone]
+        for d in {key % size for key in gone}:
+            dependents[d] = [u for u in dependents[d] if u * size + d not in gone]
+        return dependencies, dependents
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -454,6 +483,9 @@ class Graph:
     def _lists(self) -> tuple[list[list[int]], list[list[int]]]:
         """(dependencies, dependents) of each node, in declaration order. O(V + E) once."""
         lists = self._lists_cache
+        if lists is None and self._lists_left is not None:
+            lists = self._lists_cache = self._lists_without(*self._lists_left)
+            self._lists_left = None
         if lists is None:
             size = self.size
             # one int object per node, shared by the lists (an array makes a new one per
@@ -594,6 +626,22 @@ class Graph:
         """The origin of every edge, in declaration order. O(E)."""
         return map(self._table.__getitem__, self._column(self._origin))
 
+    def _kept_columns(self) -> Callable[[_Column], _Column]:
+        """A function that copies an edge column with the live edges only. O(E), in C: the
+        runs between removed edges when they are few (a reduced graph), else a mask."""
+        keep = self._keep
+        if keep is None:
+            return _copy
+        if keep.count(0) * 8 > len(keep):
+            return partial(_masked, keep)
+        removed = []
+        find = keep.find
+        e = find(0)
+        while e >= 0:
+            removed.append(e)
+            e = find(0, e + 1)
+        return partial(_without, gone=removed)
+
     def columns(self) -> tuple[list[int], list[int], bytes]:
         """(dependents, dependencies, kinds: 0 REQUIRES, 1 AFTER) of every edge as columns, in
         declaration order. O(E), in C."""
@@ -629,10 +677,11 @@ class Graph:
         graph._lists_cache = None
         get = new_id.__getitem__
         # the live edges only: a relabelled graph is one to keep
-        graph._dependent = array("i", map(get, self._column(self._dependent)))
-        graph._dependency = array("i", map(get, self._column(self._dependency)))
-        graph._kinds = bytearray(self._column(self._kinds))
-        graph._origin = array("i", self._column(self._origin))
+        kept = self._kept_columns()
+        graph._dependent = array("i", list(map(get, kept(self._dependent))))
+        graph._dependency = array("i", list(map(get, kept(self._dependency))))
+        graph._kinds = kept(self._kinds)
+        graph._origin = kept(self._origin)
         graph._table = self._table[:]
         graph._table_ids = graph._keys = None
         graph._live = self._live
