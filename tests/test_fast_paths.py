@@ -428,3 +428,65 @@ def test_items_that_are_not_pytest_functions_read_their_markers_and_skip_cleanly
     assert names(result) == ["fails", "after", "first", "one", "two"]
     result.stdout.fnmatch_lines(["*spec_b.check::after SKIPPED*spec_b.check::fails*"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+GROUPS_CONFTEST = """
+import json
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    from pytest_depgraph.run.state import session_state
+    plan = session_state(session.config).plan
+    with open("plan_groups.json", "w") as f:
+        json.dump([plan.nodeids, plan.group], f)
+"""
+
+GROUPED = """
+import pytest
+
+class TestB:
+    @pytest.mark.parametrize("x", ["a::b", "c[d]::e", "f"])
+    def test_one(self, x):
+        pass
+
+    class TestInner:
+        def test_two(self):
+            pass
+
+@pytest.mark.parametrize("y", ["g::h"])
+def test_after(y):
+    pass
+
+def test_top():
+    pass
+"""
+
+
+def _scope_of(nodeid: str) -> str:
+    """Each test's group as the plan numbered them before groups were found in C."""
+    name = nodeid.split("[", 1)[0] if "[" in nodeid else nodeid
+    return name.rpartition("::")[0] or nodeid
+
+
+def test_affinity_groups_are_a_tests_class_or_module_numbered_as_they_come(
+    pytester: pytest.Pytester,
+) -> None:
+    """The plan's groups (what xdist workers keep to) with and without declarations: a
+    test's innermost class or its module, whatever its parameters hold, numbered in plan
+    order."""
+    import json
+
+    pytester.makeconftest(GROUPS_CONFTEST)
+    pytester.makepyfile(test_a=GROUPED, test_z="def test_z():\n    pass\n")
+    for declared in (False, True):
+        if declared:  # test_top moves after test_z, which comes after test_a's tests
+            pytester.makepyfile(test_a=GROUPED.replace(
+                "def test_top", '@pytest.mark.depends_on("test_z.py::test_z")\ndef test_top'
+            ))
+        pytester.runpytest("--collect-only", "-q").assert_outcomes()
+        nodeids, group = json.loads((pytester.path / "plan_groups.json").read_text())
+        assert (nodeids[-1] == "test_a.py::test_top") is declared
+        numbered: dict[str, int] = {}
+        assert group == [numbered.setdefault(_scope_of(n), len(numbered)) for n in nodeids]
+        assert len(set(group)) == 4  # TestB, TestInner, test_a.py, test_z.py

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import repeat
 from pathlib import Path
 from types import FunctionType
 from typing import TYPE_CHECKING, Any
@@ -688,10 +689,20 @@ def _used_definitions(name: str, definitions: Sequence[object]) -> list[object]:
     return used
 
 
-def _scope_of(nodeid: str) -> str:
-    """``f.py::C::t[x]`` -> ``f.py::C``; ``f.py::t`` -> ``f.py``."""
-    name = nodeid.split("[", 1)[0] if "[" in nodeid else nodeid
-    return name.rpartition("::")[0] or nodeid
+_FIRST = operator.itemgetter(0)
+
+
+def _groups(nodeids: Sequence[str]) -> list[int]:
+    """The affinity group of each node id, numbered in order of first appearance: its scope,
+    the id up to its last ``::`` before any ``[`` (``f.py::C::t[x]`` -> ``f.py::C``,
+    ``f.py::t`` -> ``f.py``), or the id itself without one. O(V), in C (a Python call per
+    test costs more)."""
+    names = map(_FIRST, map(str.partition, nodeids, repeat("[")))
+    scopes = list(map(_FIRST, map(str.rpartition, names, repeat("::"))))
+    if "" in scopes:  # an id without ``::`` is its own scope
+        scopes = [scope or nodeid for scope, nodeid in zip(scopes, nodeids)]
+    first = dict.fromkeys(scopes)
+    return list(map(dict(zip(first, range(len(first)))).__getitem__, scopes))
 
 
 def _module_of(nodeid: str) -> str:
@@ -717,12 +728,11 @@ def _without_declarations(
         nodeids = [builder.nodeids[p] for p in positions]
     graph = Graph(len(items))
     graph.compact()  # as the build leaves the plan's graph: nothing kept per node
-    groups: dict[str, int] = {}
     plan = Plan(
         nodeids=nodeids,
         locations=[None] * len(items) if with_locations else [],
         graph=graph,
-        group=[groups.setdefault(_scope_of(nodeid), len(groups)) for nodeid in nodeids],
+        group=_groups(nodeids),
         item_count=len(items),
         errors=[],
         broken={},
@@ -861,8 +871,7 @@ def build(
     numbered = [*run, *external_set]
     # number[position]: the graph node of a collection position, -1 when not in the graph
     number = [-1] * len(collected_ids)
-    for n, position in enumerate(numbered):
-        number[position] = n
+    deque(map(number.__setitem__, numbered, range(len(numbered))), 0)
     if not (run == selected_positions == list(range(len(run))) and not external_set):
         # (else the whole collection in pytest's order: positions are the numbers)
         dependents = array("i", map(number.__getitem__, dependents))
@@ -876,7 +885,7 @@ def build(
         for position in problem.items:
             if number[position] >= 0:
                 broken.setdefault(number[position], problem.message)
-    nodeids = [collected_ids[p] for p in numbered]
+    nodeids = list(map(collected_ids.__getitem__, numbered))
     kahn: list[int] = []
     for cycle in dag.find_cycles(graph, kahn):
         problem = Problem(
@@ -895,13 +904,11 @@ def build(
     from pytest_depgraph.collect import pinning  # a session without declarations never pins
 
     pins = pinning.pin(builder, run, acyclic, order, broken, compat.computed_sites(builder.compat))
-    run_order = [n for n in order if n < len(run)]
+    run_order = order if len(run) == len(numbered) else [n for n in order if n < len(run)]
     # external nodes go last: they never run, and nothing in the run waits on their position
     final = [*run_order, *range(len(run), len(numbered))]
     # new_id[n]: the plan's number of graph node n, the one renumbering of the build
-    new_id = [0] * len(final)
-    for new, old in enumerate(final):
-        new_id[old] = new
+    new_id = dag.positions(final)
     lap("order")
     # in Kahn's breadth-first order (it keeps the closures shorter than the serial order
     # would); the graph's, found with its cycles, is acyclic's when no edge went or came
@@ -916,15 +923,15 @@ def build(
     plan_graph = reduced.relabel(new_id)
     plan_graph.compact()
     lap("reduce")
-    items = [builder.collected[run[n]] for n in run_order]
-    groups: dict[str, int] = {}
+    items = list(map(builder.collected.__getitem__, map(run.__getitem__, run_order)))
+    plan_ids = list(map(nodeids.__getitem__, final))
     plan = Plan(
-        nodeids=[nodeids[n] for n in final],
+        nodeids=plan_ids,
         locations=_locations(items, plan_graph, broken, new_id) if with_locations else [],
         graph=plan_graph,
         # affinity groups are the innermost scope (class, else module): a worker that keeps
         # to one class keeps its class fixtures, which pytest sets up again after a switch
-        group=[groups.setdefault(_scope_of(nodeids[n]), len(groups)) for n in final],
+        group=_groups(plan_ids),
         item_count=len(items),
         errors=[p.message for p in problems],
         broken={new_id[n]: message for n, message in broken.items()},

@@ -130,7 +130,7 @@ def _adjacency(size: int, owners: Iterable[int], others: Iterable[int]) -> list[
     return [ns or _NO_EDGES for ns in lists]
 
 
-def _positions(order: Sequence[int]) -> list[int]:
+def positions(order: Sequence[int]) -> list[int]:
     """``position[v]``: the index of node ``v`` in ``order`` (a permutation). O(V), in C."""
     position = [0] * len(order)
     deque(map(position.__setitem__, order, range(len(order))), 0)
@@ -996,7 +996,7 @@ def _reduce_by_search(
     if not graph._live:
         return []
     dependencies, dependents = graph._lists()
-    position = _positions(order)
+    position = positions(order)
     at = position.__getitem__
     # each node's dependencies as positions, latest first (nodes are positions from here on)
     deps = [
@@ -1030,8 +1030,9 @@ def _reduce_by_search(
         for i in range(1, len(ds)):
             b = ds[i]
             hb = hub[b]
-            if reach | hb != reach:
-                reach |= hb  # no later dependency reaches b: the edge stays
+            wider = reach | hb
+            if wider != reach:
+                reach = wider  # no later dependency reaches b: the edge stays
                 continue
             requires_only = bool(after) and base + b not in after
             if bit[b] and not requires_only:
@@ -1084,7 +1085,7 @@ def _reduce_by_closures(graph: Graph, order: Sequence[int]) -> list[int]:
     """
     size = graph.size
     dependencies = graph._lists()[0]
-    position = _positions(order)
+    position = positions(order)
     # edges are keyed ``dependent * size + dependency`` here; the AFTER ones are few
     after = set(graph._keys_of(graph._kinds))
     readers = _closure_readers(graph, order)
