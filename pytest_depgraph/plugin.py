@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import re
 import warnings
@@ -182,7 +181,7 @@ class _Collection:
             plan, kept, others = sharding.apply(
                 config, result.plan, result.items, result.unreduced, *settings.shard
             )
-            result = dataclasses.replace(result, plan=plan, items=kept)
+            result.plan, result.items = plan, kept
             items[:] = kept
             if others:
                 config.hook.pytest_deselected(items=others)

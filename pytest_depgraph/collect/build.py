@@ -12,7 +12,6 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from itertools import repeat
 from pathlib import Path
@@ -47,21 +46,33 @@ if TYPE_CHECKING:
     from _pytest.nodes import Node
 
 
-@dataclass
 class Result:
     """What :func:`build` returns."""
 
-    items: list[pytest.Item]
-    plan: Plan
-    problems: list[Problem]
-    #: seconds spent in each phase (resolve, validate, order, reduce)
-    timings: dict[str, float] = field(default_factory=dict)
-    #: CPU seconds of this process in each phase (``time.process_time``): unlike wall time,
-    #: still telling on a loaded machine
-    cpu_timings: dict[str, float] = field(default_factory=dict)
-    #: the graph before transitive reduction, over the plan's numbers (``keep_unreduced``):
-    #: a shard's edge counts are taken from it
-    unreduced: Graph | None = None
+    # (a plain class: every pytest process imports this module, and a dataclass is made at
+    # import by compiling its methods)
+    __slots__ = ("cpu_timings", "items", "plan", "problems", "timings", "unreduced")
+
+    def __init__(
+        self,
+        items: list[pytest.Item],
+        plan: Plan,
+        problems: list[Problem],
+        timings: dict[str, float] | None = None,
+        cpu_timings: dict[str, float] | None = None,
+        unreduced: Graph | None = None,
+    ) -> None:
+        self.items = items
+        self.plan = plan
+        self.problems = problems
+        #: seconds spent in each phase (resolve, validate, order, reduce)
+        self.timings: dict[str, float] = {} if timings is None else timings
+        #: CPU seconds of this process in each phase (``time.process_time``): unlike wall
+        #: time, still telling on a loaded machine
+        self.cpu_timings: dict[str, float] = {} if cpu_timings is None else cpu_timings
+        #: the graph before transitive reduction, over the plan's numbers
+        #: (``keep_unreduced``): a shard's edge counts are taken from it
+        self.unreduced = unreduced
 
 
 class _Builder(Context):

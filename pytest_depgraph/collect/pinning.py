@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +36,19 @@ _SCOPES = ("module", "class")
 _SCOPE_WORD = {False: "the module", True: "the class"}
 
 
-@dataclass
 class Pins:
     """What :func:`pin` found."""
 
-    #: groups of graph nodes, each in serial order
-    groups: list[list[int]] = field(default_factory=list)
-    #: one per module with ``depends()`` calls whose names cannot be read
-    warnings: list[str] = field(default_factory=list)
-    #: AFTER edges added to chain the groups
-    edges: int = 0
+    # (a plain class: a dataclass is made at import by compiling its methods)
+    __slots__ = ("edges", "groups", "warnings")
+
+    def __init__(self, warnings: list[str] | None = None) -> None:
+        #: groups of graph nodes, each in serial order
+        self.groups: list[list[int]] = []
+        #: one per module with ``depends()`` calls whose names cannot be read
+        self.warnings: list[str] = [] if warnings is None else warnings
+        #: AFTER edges added to chain the groups
+        self.edges = 0
 
     def counts(self) -> dict[str, int]:
         """Edge counts by origin kind, for the plan's summary."""

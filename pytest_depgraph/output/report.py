@@ -8,17 +8,18 @@ collection error prints nothing (its graph was never walked: the errors say it a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_depgraph.core.graph import PIN
 from pytest_depgraph.core.plan import Plan, ShardInfo
-from pytest_depgraph.core.shard import seconds
-from pytest_depgraph.core.timeline import WalkStats, critical_chain
 from pytest_depgraph.run.outcomes import OutcomeRecorder, describe
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
+
+if TYPE_CHECKING:
+    from pytest_depgraph.core.timeline import WalkStats
 
 #: skipped tests listed per root cause at the default verbosity (``-v`` lists all)
 SHOWN_PER_CAUSE = 10
@@ -26,12 +27,16 @@ SHOWN_PER_CAUSE = 10
 _PATH_WIDTH = 120
 
 
-@dataclass(frozen=True)
 class View:
     """How much to say: pytest's verbosity, and whether tests ran on xdist workers."""
 
-    verbosity: int = 0
-    parallel: bool = False
+    # (a plain class: a run with dependencies imports this module for its summary, and a
+    # dataclass is made at import by compiling its methods)
+    __slots__ = ("parallel", "verbosity")
+
+    def __init__(self, verbosity: int = 0, parallel: bool = False) -> None:
+        self.verbosity = verbosity
+        self.parallel = parallel
 
 
 def summary(
@@ -150,6 +155,8 @@ def lines(
 def shard_lines(info: ShardInfo) -> list[str]:
     """``shard K/N: T tests in C groups, expected S s of total X s (ideal X/N s)``, and where
     the durations came from (a split computed from other durations is another split)."""
+    from pytest_depgraph.core.shard import seconds  # only a sharded run shows it
+
     return [
         f"shard {info.index}/{info.count}: {_plural(info.tests, 'test')} in "
         f"{_plural(info.groups, 'group')}, expected {seconds(info.expected)} of total "
@@ -161,6 +168,9 @@ def shard_lines(info: ShardInfo) -> list[str]:
 def _critical_path(plan: Plan, recorder: OutcomeRecorder, verbose: bool) -> list[str]:
     if not plan.graph.edge_count or not plan.item_count:
         return []
+    # only the full summary shows the critical path: -q and the edge counts do not load it
+    from pytest_depgraph.core.timeline import critical_chain
+
     ran = any(nodeid in recorder for nodeid in plan.nodeids[: plan.item_count])
     path, total = critical_chain(plan, recorder.duration if ran else None)
     names = [plan.nodeids[n] for n in path]

@@ -4,7 +4,6 @@ without their markers ever loads of :mod:`pytest_depgraph.collect.compat`."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -26,14 +25,20 @@ ORDER_HELP = (
 ORDINAL = "ordinal"
 
 
-@dataclass(frozen=True)
 class Settings:
     """pytest-dependency's options, when it is installed, and ``--depgraph-strict``."""
 
-    automark: bool = False
-    ignore_unknown: bool = False
-    #: ``--depgraph-strict``: a name that matches no test is an error, not a warning
-    strict: bool = False
+    # (a plain class: every pytest process imports this module, and a dataclass is made at
+    # import by compiling its methods)
+    __slots__ = ("automark", "ignore_unknown", "strict")
+
+    def __init__(
+        self, automark: bool = False, ignore_unknown: bool = False, strict: bool = False
+    ) -> None:
+        self.automark = automark
+        self.ignore_unknown = ignore_unknown
+        #: ``--depgraph-strict``: a name that matches no test is an error, not a warning
+        self.strict = strict
 
 
 def loaded_plugin(config: pytest.Config, module: str) -> Any:
