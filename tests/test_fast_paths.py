@@ -493,3 +493,89 @@ def test_affinity_groups_are_a_tests_class_or_module_numbered_as_they_come(
         numbered: dict[str, int] = {}
         assert group == [numbered.setdefault(_scope_of(n), len(numbered)) for n in nodeids]
         assert len(set(group)) == 4  # TestB, TestInner, test_a.py, test_z.py
+
+
+def test_a_session_where_only_tests_own_markers_declare_reads_as_the_full_path(
+    pytester: pytest.Pytester,
+) -> None:
+    """With no marker on a class or module, no ``@depends_on`` and no peer marker, the build
+    reads each test's own marks only (and looks a module's names up directly); a fixture
+    that declares, used by no test, sends the same suite through the full reading. Both give
+    the same run, skips, errors and DOT file: tests in and out of classes, a shared Mark,
+    parametrized instances with marks of their own, missing and self-naming targets."""
+    pytester.makepyfile(
+        test_m="""
+        import pytest
+
+        def test_a():
+            pass
+
+        @pytest.mark.depends_on("test_a", "test_other.py::test_c")
+        def test_b():
+            assert 0
+
+        shared = pytest.mark.depends_on("test_a")
+
+        @shared
+        def test_d():
+            pass
+
+        @shared
+        def test_e():
+            pass
+
+        @pytest.mark.parametrize("x", [1, pytest.param(2, marks=pytest.mark.depends_on("test_d"))])
+        @pytest.mark.depends_on("test_b", on_failure="run")
+        def test_p(x):
+            pass
+
+        class TestK:
+            def test_k1(self):
+                pass
+
+            @pytest.mark.depends_on("test_k1", " test_a", "test_missing")
+            def test_k2(self):
+                pass
+
+        @pytest.mark.depends_on("test_self")
+        def test_self():
+            pass
+        """,
+        test_other="""
+        import pytest
+
+        def test_c():
+            pass
+
+        @pytest.mark.depends_on("test_m.py::test_b", "test_m.py::TestK", "gone.py::test_x")
+        def test_f():
+            pass
+        """,
+    )
+    outputs = []
+    for full in (False, True):
+        if full:
+            pytester.makeconftest(
+                """
+                import pytest
+                from pytest_depgraph import depends_on
+
+                @pytest.fixture
+                @depends_on("test_m.py::test_a")
+                def unused():
+                    pass
+                """
+            )
+        dot = pytester.path / f"graph_{full}.dot"
+        # in a process of its own: @depends_on applied anywhere in a process sends its later
+        # sessions through the full reading
+        result = pytester.runpytest_subprocess(
+            "-v", "-rs", "--continue-on-collection-errors", f"--depgraph-dot={dot}"
+        )
+        result.assert_outcomes(passed=7, failed=1, errors=6)
+        # (the critical path is chosen by the tests' durations)
+        text = re.sub(r"critical path: .*\n(  .*\n)*", "", result.stdout.str())
+        text = re.sub(r" in [\d.]+s\b.*", "", text)
+        outputs.append((text.replace(str(dot), "graph.dot"), dot.read_text()))
+    assert outputs[0] == outputs[1]
+    assert "target 'test_missing' matches no collected test" in outputs[0][0]

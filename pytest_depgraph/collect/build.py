@@ -140,9 +140,6 @@ class _Builder(Context):
         parametrized instances; only the item's own marks are read per item
         (``pytest.param(..., marks=...)`` gives an instance marks of its own)."""
         item = self.collected[position]
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            return self._item_sources(item, position)  # not a pytest function: on its own
         own_only = self._own_only
         if own_only is None:
             own_only = self._own_only = not (
@@ -152,9 +149,13 @@ class _Builder(Context):
         if own_only:
             # nothing but the tests' own marks declares in this session (no marker on a
             # class or module, no @depends_on, no declaring fixture, no peer plugin's marker):
-            # the usual large suite, where a definition has nothing to share
+            # the usual large suite, where a definition has nothing to share (and an item of
+            # another plugin has nothing else to read either)
             own = self._own_sources(item, position)
             return _NO_SOURCES if own is None else own
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            return self._item_sources(item, position)  # not a pytest function: on its own
         definition = self._definition_of(item, info)
         own = self._own_sources(item, position) if self._markers else None
         shared = definition.found
