@@ -94,6 +94,10 @@ def pytest_unconfigure(config):
         with open(out, "w") as f:
             f.write(f"{time.process_time()} {SENT[0]}")
 '''
+#: byte code written and read, whatever the machine sets: with PYTHONDONTWRITEBYTECODE=1, a
+#: plugin module edited since its last cached byte code is compiled again by every process
+#: (the controller and each worker), a cost no user pays twice
+BYTECODE = {"PYTHONDONTWRITEBYTECODE": "0"}
 TIME_BIN = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 
 
@@ -121,7 +125,7 @@ def timed_run(root: Path, *args: str, env: dict[str, str] | None = None,
     os.close(fd)
     fd, time_file = tempfile.mkstemp(prefix="time-")
     os.close(fd)
-    full_env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    full_env = {**os.environ, **BYTECODE, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
                 "BENCH_CONTROLLER_CPU": cpu_file, **(env or {})}
     full_env.pop("PYTEST_ADDOPTS", None)
     cmd = [PYTHON, "-m", "pytest", "-q", "-p", "xdist", *args]
@@ -233,7 +237,7 @@ def critical_path(durations: list[float], deps: list[list[int]]) -> float:
 
 
 def pytest_run(root: Path, *args: str, env: dict[str, str] | None = None) -> float:
-    full_env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})}
+    full_env = {**os.environ, **BYTECODE, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})}
     start = time.perf_counter()
     proc = subprocess.run(
         [PYTHON, "-m", "pytest", "-q", "-p", "xdist", *args],
