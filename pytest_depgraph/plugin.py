@@ -31,6 +31,7 @@ from pytest_depgraph.run.role import Role, role, sends_locations
 from pytest_depgraph.run.state import (
     SessionState,
     find_session_state,
+    keep_collected,
     session_state,
     start_session_state,
 )
@@ -147,6 +148,7 @@ class _Collection:
         # Outermost wrapper: -k/-m/--lf/--deselect have selected when the yield returns.
         collected = list(items)
         state = session_state(config)
+        keep_collected(state, collected)
         chosen = state.selection
         if chosen is not None:
             chosen.check_found(collected)
