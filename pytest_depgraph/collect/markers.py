@@ -217,8 +217,12 @@ class _DependsOnDecorator(pytest.MarkDecorator):
         mark = self.mark
         if args and type(args[0]) is str and not (mark.args or mark.kwargs):
             # ``@pytest.mark.depends_on("test_a", ...)``, the usual marker: a string is never
-            # the definition being decorated (run at import, once per marker)
-            return self.with_args(*args, **kwargs)
+            # the definition being decorated (run at import, once per marker). The mark
+            # ``with_args`` would make, made at once: combined with this argument-less one it
+            # is a mark of these arguments (pytest combines ``parametrize`` ids only).
+            return pytest.MarkDecorator(
+                pytest.Mark(MARKER, args, kwargs, _ispytest=True), _ispytest=True
+            )
         if mark.args or mark.kwargs or _is_bare_decoration(args, kwargs):
             return super().__call__(*args, **kwargs)
         return self.with_args(*args, **kwargs)
