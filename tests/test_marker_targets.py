@@ -215,3 +215,46 @@ def test_module_globals_that_raise_on_any_access_are_left_alone(
     result = pytester.runpytest("-p", "no:randomly", "-p", "no:dependency")
     result.assert_outcomes(passed=2)
     _assert_clean(result)
+
+
+def test_the_markers_shortcut_marks_exactly_as_pytest_does(pytester: pytest.Pytester) -> None:
+    """``@pytest.mark.depends_on("...")`` on a plain function stores its mark at once; on
+    anything else pytest's own decorator does. Either way the decorated object ends up as
+    pytest's plain marker leaves it: the same marks, the same object returned."""
+    from pytest_depgraph.collect.markers import MARKER, install_marker, uninstall_marker
+
+    def plain(*args: object) -> pytest.MarkDecorator:
+        return pytest.MarkDecorator(pytest.Mark(MARKER, args, {}, _ispytest=True), _ispytest=True)
+
+    anonymous = lambda: None  # noqa: E731 (pytest takes a lambda for a target, not the test)
+
+    def subjects() -> list[object]:
+        def test_plain() -> None: ...
+
+        @pytest.mark.filterwarnings("ignore")
+        def test_marked() -> None: ...
+
+        def test_attribute() -> None: ...
+
+        test_attribute.note = 1  # type: ignore[attr-defined]
+
+        class TestClass:
+            def test_method(self) -> None: ...
+
+        return [test_plain, test_marked, test_attribute, TestClass,
+                staticmethod(test_plain), anonymous, "test_other"]
+
+    install_marker()
+    try:
+        ours = [pytest.mark.depends_on("test_a", "b.py::test_c")(s) for s in subjects()]
+    finally:
+        uninstall_marker()
+    theirs = [plain("test_a", "b.py::test_c")(s) for s in subjects()]
+    for mine, reference in zip(ours, theirs):
+        assert type(mine) is type(reference)
+        if isinstance(reference, pytest.MarkDecorator):  # not a decoration: targets added
+            assert mine.mark == reference.mark
+            continue
+        function = getattr(reference, "__func__", reference)
+        assert getattr(mine, "__func__", mine).pytestmark == function.pytestmark
+    assert [m.args for m in ours[1].pytestmark] == [("ignore",), ("test_a", "b.py::test_c")]

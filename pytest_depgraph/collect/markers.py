@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Mapping, Sequence
+from types import FunctionType
 from typing import Any, Callable, Literal, NamedTuple, TypeVar
 
 import pytest
@@ -220,10 +221,19 @@ class _DependsOnDecorator(pytest.MarkDecorator):
             # the definition being decorated (run at import, once per marker). The mark
             # ``with_args`` would make, made at once: combined with this argument-less one it
             # is a mark of these arguments (pytest combines ``parametrize`` ids only).
-            return pytest.MarkDecorator(
+            return _DependsOnDecorator(
                 pytest.Mark(MARKER, args, kwargs, _ispytest=True), _ispytest=True
             )
-        if mark.args or mark.kwargs or _is_bare_decoration(args, kwargs):
+        if mark.args or mark.kwargs:
+            if len(args) == 1 and not kwargs and type(args[0]) is FunctionType:
+                function = args[0]
+                if not function.__dict__ and function.__name__ != "<lambda>":
+                    # a plain function with no attribute (so no mark, and not a fixture):
+                    # what pytest's ``store_mark`` leaves on it, stored at once
+                    function.pytestmark = [mark]  # type: ignore[attr-defined]
+                    return function
+            return super().__call__(*args, **kwargs)
+        if _is_bare_decoration(args, kwargs):
             return super().__call__(*args, **kwargs)
         return self.with_args(*args, **kwargs)
 
