@@ -589,9 +589,7 @@ import sys
 
 import pytest
 
-# a file whose run order is a shuffle of its collection order: test_k depends on the test
-# defined just before it in the run order
-status = pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", *sys.argv[1:]])
+pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", *sys.argv[1:]])
 gc.collect()
 seen = [o.name for o in gc.get_objects() if type(o) is pytest.Function]
 print("GC-ORDER", " ".join(seen))
@@ -608,6 +606,7 @@ def test_a_full_collection_leaves_the_tests_in_the_order_they_lie_in_memory(
     """After the tests were put in dependency order, a full garbage collection re-links them
     in collection order (the order they were made in, and lie in memory), as without the
     plugin, not in run order: a scattered order makes every later collection slower."""
+    # run order a shuffle of collection order: each test depends on the one before it there
     run_order = list(range(60))
     random.Random(7).shuffle(run_order)
     before = dict(zip(run_order[1:], run_order))

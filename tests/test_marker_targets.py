@@ -217,7 +217,7 @@ def test_module_globals_that_raise_on_any_access_are_left_alone(
     _assert_clean(result)
 
 
-def test_the_markers_shortcut_marks_exactly_as_pytest_does(pytester: pytest.Pytester) -> None:
+def test_the_markers_shortcut_marks_exactly_as_pytest_does() -> None:
     """``@pytest.mark.depends_on("...")`` on a plain function stores its mark at once; on
     anything else pytest's own decorator does. Either way the decorated object ends up as
     pytest's plain marker leaves it: the same marks, the same object returned."""
