@@ -225,13 +225,16 @@ class _DependsOnDecorator(pytest.MarkDecorator):
                 pytest.Mark(MARKER, args, kwargs, _ispytest=True), _ispytest=True
             )
         if mark.args or mark.kwargs:
-            if len(args) == 1 and not kwargs and type(args[0]) is FunctionType:
-                function = args[0]
-                if not function.__dict__ and function.__name__ != "<lambda>":
-                    # a plain function with no attribute (so no mark, and not a fixture):
-                    # what pytest's ``store_mark`` leaves on it, stored at once
-                    function.pytestmark = [mark]  # type: ignore[attr-defined]
-                    return function
+            function = args[0] if len(args) == 1 and not kwargs else None
+            if (
+                type(function) is FunctionType
+                and not function.__dict__
+                and function.__name__ != "<lambda>"
+            ):
+                # a plain function with no attribute (so no mark, and not a fixture): what
+                # pytest's ``store_mark`` leaves on it, stored at once
+                function.pytestmark = [mark]  # type: ignore[attr-defined]
+                return function
             return super().__call__(*args, **kwargs)
         if _is_bare_decoration(args, kwargs):
             return super().__call__(*args, **kwargs)
