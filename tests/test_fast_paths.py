@@ -43,7 +43,9 @@ def test_a_suite_without_declarations_selects_draws_and_runs_on_xdist(
     assert '"test_plain.py::test_two[1]"' in text
     assert '"test_plain.py::TestThree::test_three"' in text
     assert "test_one" not in text and "->" not in text
-    by_id = pytester.runpytest("-v", "test_plain.py::test_two", "--depgraph-timings")
+    # in a process of its own: an in-process run elsewhere in this worker that applied a
+    # @depends_on makes every later build in the process take the full path
+    by_id = pytester.runpytest_subprocess("-v", "test_plain.py::test_two", "--depgraph-timings")
     by_id.assert_outcomes(passed=2)
     by_id.stdout.fnmatch_lines([
         "*depgraph timings: 2 tests, 0 edges after reduction: resolve *",
