@@ -195,6 +195,18 @@ def test_nothing_of_another_class_queues_inside_a_chain() -> None:
     assert dispatcher.assign(first="w0") == [("w0", [1, 2, 3])]
 
 
+def test_a_test_of_the_same_class_queues_inside_a_chain() -> None:
+    """A1 -> A2 in one class, A3 ready in it too: A3 between A1 and A2 keeps the class fixture
+    up, so it queues behind A1 (the worker does not wait for a round trip), and class B's
+    tests behind A3, whose chain ends there."""
+    graph = make(5, [(1, 0, R)])
+    dispatcher = queued(graph, 0.001, workers=1, group=[0, 0, 0, 1, 1])
+    assert dispatcher.assign() == [("w0", [0, 2, 3, 4])]
+    dispatcher.complete("w0", 0, True, 0.001)
+    dispatcher.complete("w0", 2, True, 0.001)
+    assert dispatcher.assign(first="w0") == [("w0", [1])]
+
+
 def test_a_unit_goes_out_whole_and_a_required_test_inside_it_is_not_queued_early() -> None:
     """A --dist unit is a pinned group chained by ordering edges: its tests queue behind each
     other on one worker, whatever the earlier ones do. 3 requires 2 (a real dependency): it is

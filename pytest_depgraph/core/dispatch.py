@@ -286,7 +286,10 @@ class Dispatcher:
           a test on the critical path never waits behind it;
         * for a third test and more: the tests the worker holds are expected to take less than
           :data:`QUEUE_SECONDS` together (the previous run's durations, else this run's mean);
-        * the worker holds at most :data:`REFILL_AT` tests: it is topped up in one go.
+        * the worker holds at most :data:`REFILL_AT` tests: it is topped up in one go;
+        * behind a test whose chain goes on in its own group (it has a dependent there), only
+          a test of that group, so nothing in between tears down the fixtures the chain shares
+          (behind a test of a pinned group, only that group's next test).
 
         After ``first`` finished a test and still holds more than that while every worker
         holds something, there is nothing to decide (most events of a run of short tests).
@@ -380,9 +383,12 @@ class Dispatcher:
                 node = candidate
                 break
         if node is None:
-            if self._continues[last]:
-                return None  # its chain goes on once it finished: nothing in between
-            node = self._peek(self._last_group.get(worker), worker)
+            if not self._continues[last]:
+                node = self._peek(self._last_group.get(worker), worker)
+            elif group is None:
+                # its chain goes on once it finished: only a test of its own group goes in
+                # between, which keeps the fixtures that chain shares set up
+                node = self._peek_group(last, worker)
         if node is None:
             return None
         bar = tally[1]
@@ -526,6 +532,19 @@ class Dispatcher:
                 if mine and mine[0][0] == heap[0][0] and self._free_for(mine[0][1], worker):
                     return mine[0][1]
         return heap[0][1]
+
+    def _peek_group(self, node: int, worker: Hashable) -> int | None:
+        """The best ready node of ``node``'s group that ``worker`` may start, without starting
+        it; None without groups, or when the best one is pinned to another worker."""
+        if self._group is None:
+            return None
+        mine = self._group_heaps.get(self._group[node])
+        is_ready = self.walk.is_ready
+        while mine and not is_ready(mine[0][1]):
+            heapq.heappop(mine)
+        if mine and self._free_for(mine[0][1], worker):
+            return mine[0][1]
+        return None
 
     def _take(self, node: int, worker: Hashable) -> None:
         """Start ready ``node`` as the last one ``worker`` holds."""
