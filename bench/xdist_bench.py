@@ -14,10 +14,11 @@
     LoadScheduling), of the walker forced by ``--depgraph-parallelism 4``, and of
     ``-p no:depgraph --dist load``; and a 2,000-test random DAG of no-op tests (each test on 3
     random earlier ones, shuffled over 40 modules) on -n 4 against the same suite without its
-    markers on ``-p no:depgraph --dist load``. Median of ``--repeat`` (5) interleaved runs:
-    wall time, CPU of every process (``/usr/bin/time``: the controller and its workers), the
-    controller's own CPU (``time.process_time()`` at its ``pytest_unconfigure``) and the
-    ``runtests`` commands it sent;
+    markers on ``-p no:depgraph --dist load`` (the target's reference), and with its markers,
+    inert, on ``-p no:depgraph --dist load`` (what pytest alone spends on the marks). Median
+    of ``--repeat`` (5) interleaved runs: wall time, CPU of every process (``/usr/bin/time``:
+    the controller and its workers), the controller's own CPU (``time.process_time()`` at its
+    ``pytest_unconfigure``) and the ``runtests`` commands it sent;
 (c) ``--stress``: the DAG suite 20 times on -n 4, counting ordering violations.
 
 Run: ``python bench/xdist_bench.py [--quick] [--stress] [--repeat N] [--only ROW ...]`` (prints
@@ -320,6 +321,10 @@ FLAT_MODES = {
 }
 DAG_MODES = {
     "--dist load, no markers (no plugin)": ("-p", "no:depgraph", "-n", "4", "--dist", "load"),
+    # the same suite with its markers, which pytest then only stores: what pytest itself
+    # spends on 2,000 marked test functions, apart from the plugin
+    "--dist load, inert markers (no plugin)": ("-p", "no:depgraph", "-o", "markers=depends_on",
+                                               "-n", "4", "--dist", "load"),
     "depgraph, random DAG": ("-p", "depgraph", "-n", "4"),
 }
 
@@ -378,14 +383,15 @@ def bench_flat(count: int, repeats: int) -> dict[str, list[Sample]]:
 
 
 def bench_random_dag(count: int, repeats: int) -> tuple[int, dict[str, list[Sample]]]:
-    """A random DAG of no-op tests on -n 4 against the same tests without markers."""
+    """A random DAG of no-op tests on -n 4 against the same tests without markers, and with
+    their markers inert (no plugin)."""
     base = Path(tempfile.mkdtemp(prefix="dag2kbench"))
     try:
         (base / "bare").mkdir()
         (base / "dag").mkdir()
         write_random_dag(base / "bare", count, markers=False)
         edges = write_random_dag(base / "dag", count, markers=True)
-        roots = {mode: (base / ("dag" if "depgraph" in mode else "bare"), args)
+        roots = {mode: (base / ("bare" if "no markers" in mode else "dag"), args)
                  for mode, args in DAG_MODES.items()}
         return edges, interleaved(roots, repeats)
     finally:
