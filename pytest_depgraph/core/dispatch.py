@@ -525,26 +525,25 @@ class Dispatcher:
         if not heap:
             return None
         if prefer_group is not None:
-            mine = self._group_heaps.get(prefer_group)
-            if mine:
-                while mine and not is_ready(mine[0][1]):
-                    heapq.heappop(mine)
-                if mine and mine[0][0] == heap[0][0] and self._free_for(mine[0][1], worker):
-                    return mine[0][1]
+            top = self._group_top(prefer_group)
+            if top is not None and top[0] == heap[0][0] and self._free_for(top[1], worker):
+                return top[1]
         return heap[0][1]
 
     def _peek_group(self, node: int, worker: Hashable) -> int | None:
         """The best ready node of ``node``'s group that ``worker`` may start, without starting
         it; None without groups, or when the best one is pinned to another worker."""
-        if self._group is None:
-            return None
-        mine = self._group_heaps.get(self._group[node])
+        top = self._group_top(self._group[node]) if self._group is not None else None
+        return top[1] if top is not None and self._free_for(top[1], worker) else None
+
+    def _group_top(self, group: int) -> tuple[float, int] | None:
+        """The best ready entry of ``group``'s heap (entries of nodes no longer ready are
+        dropped on the way); None when none of its nodes is ready."""
+        mine = self._group_heaps.get(group)
         is_ready = self.walk.is_ready
         while mine and not is_ready(mine[0][1]):
             heapq.heappop(mine)
-        if mine and self._free_for(mine[0][1], worker):
-            return mine[0][1]
-        return None
+        return mine[0] if mine else None
 
     def _take(self, node: int, worker: Hashable) -> None:
         """Start ready ``node`` as the last one ``worker`` holds."""
