@@ -1,7 +1,9 @@
 """A file written after the run: one summary line says where it went, or why it could not be.
 
-As ``--junitxml`` does. A file that was asked for and could not be written turns a passing
-run into a usage error: the run must not look like a silent success.
+As ``--junitxml`` does, and also under ``-q``: a file asked for on a quiet run is still worth
+its line (``-qq`` prints none). A file that was asked for and could not be written turns a
+passing run into a usage error, whatever the verbosity: the run must not look like a silent
+success.
 """
 
 from __future__ import annotations
@@ -33,5 +35,5 @@ class WrittenFile:
         line, failed = self.outcome
         if failed:
             terminalreporter.write_line(line, red=True, bold=True)
-        elif terminalreporter.config.get_verbosity() >= 0:
+        elif terminalreporter.config.get_verbosity() >= -1:
             terminalreporter.write_sep("-", line)
