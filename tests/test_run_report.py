@@ -20,7 +20,7 @@ import pytest
 from pytest_depgraph.core import timeline
 from pytest_depgraph.core.graph import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.timeline import Span, WalkStats
+from pytest_depgraph.core.timeline import Phase, Span
 from pytest_depgraph.output import html_report
 from pytest_depgraph.run.outcomes import FAILED, NOT_RUN, PASSED, SKIPPED, UPSTREAM, OutcomeRecorder
 
@@ -39,20 +39,24 @@ def _outcomes(known: dict[str, str]) -> Callable[[str], str]:
     return lambda nodeid: known.get(nodeid, NOT_RUN)
 
 
+def _ran(outcomes: dict[str, str]) -> Callable[[str], bool]:
+    return lambda nodeid: outcomes.get(nodeid) in (PASSED, FAILED)
+
+
 def test_serial_chain_starts_ends_waits_and_critical_path() -> None:
     # a <- b <- c, and d alone: c waited for b, b for a; the chain a-b-c is the critical path
     plan = _plan(["t::a", "t::b", "t::c", "t::d"], [(1, 0), (2, 1)])
     spans = {"t::a": Span(100.0, 101.0), "t::b": Span(101.0, 103.0),
              "t::c": Span(103.0, 103.5), "t::d": Span(103.5, 106.0)}
-    durations = {"t::a": 1.0, "t::b": 2.0, "t::c": 0.5, "t::d": 2.5}
-    run = timeline.build(plan, _outcomes(dict.fromkeys(spans, PASSED)), spans, {}, durations)
+    outcomes = dict.fromkeys(spans, PASSED)
+    run = timeline.build(plan, _outcomes(outcomes), spans, {}, _ran(outcomes))
     a, b, c, d = run.tests
     assert (a.start, a.end, b.start, b.end, d.end) == (0.0, 1.0, 1.0, 3.0, 6.0)
     assert a.lane == timeline.SERIAL_LANE and run.lanes == [timeline.SERIAL_LANE]
     assert (a.waits, b.waits, c.waits, d.waits) == ((), (0,), (1,), ())
     assert (b.held_by, c.held_by, d.held_by) == (0, 1, None)
     assert run.critical == [0, 1, 2]
-    assert run.stats.critical_path == pytest.approx(3.503)
+    assert run.stats.critical_path == 3.5  # the bars' seconds: the figures' one clock
     assert run.stats.wall == 6.0 and run.stats.total == 6.0 and run.stats.parallelism == 1
     assert run.stats.lower_bound == 6.0  # serially: max(critical path, total / 1)
     assert run.busy_share(timeline.SERIAL_LANE) == 1.0
@@ -64,13 +68,13 @@ def test_two_workers_the_dependency_that_finished_last_held_it_back() -> None:
     plan = _plan(["t::a", "t::b", "t::c"], [(2, 0), (2, 1)])
     spans = {"t::a": Span(10.0, 11.0, "gw0"), "t::b": Span(10.0, 14.0, "gw1"),
              "t::c": Span(14.0, 15.0, "gw0")}
-    durations = {"t::a": 1.0, "t::b": 4.0, "t::c": 1.0}
-    run = timeline.build(plan, _outcomes(dict.fromkeys(spans, PASSED)), spans, {}, durations)
+    outcomes = dict.fromkeys(spans, PASSED)
+    run = timeline.build(plan, _outcomes(outcomes), spans, {}, _ran(outcomes))
     assert run.tests[2].waits == (0, 1) and run.tests[2].held_by == 1
     assert run.lanes == ["gw0", "gw1"]
     assert run.critical == [1, 2]
     assert run.stats.parallelism == 2
-    assert run.stats.lower_bound == pytest.approx(max(5.002, 6.0 / 2))
+    assert run.stats.lower_bound == max(5.0, 6.0 / 2)
     assert run.busy_share("gw0") == pytest.approx(2 / 5)
     assert run.busy_share("gw1") == pytest.approx(4 / 5)
 
@@ -80,7 +84,7 @@ def test_skipped_by_upstream_have_no_bar_and_sit_under_their_root_cause() -> Non
     spans = {"t::a": Span(0.0, 1.0, "gw0"), "t::s": Span(0.5, 0.6, "gw1")}
     outcomes = {"t::a": FAILED, "t::b": UPSTREAM, "t::c": UPSTREAM, "t::s": SKIPPED}
     skips = {"t::b": "t::a", "t::c": "t::a"}
-    run = timeline.build(plan, _outcomes(outcomes), spans, skips, {"t::a": 1.0, "t::s": 0.1})
+    run = timeline.build(plan, _outcomes(outcomes), spans, skips, _ran(outcomes))
     a, b, c, s = run.tests
     assert a.outcome == FAILED and s.outcome == SKIPPED and s.start == 0.5
     assert (b.outcome, b.start, b.lane, b.root_cause) == (UPSTREAM, None, None, "t::a")
@@ -88,9 +92,28 @@ def test_skipped_by_upstream_have_no_bar_and_sit_under_their_root_cause() -> Non
     assert run.skipped == {"t::a": ["t::b", "t::c"]}
 
 
+def test_the_critical_path_goes_through_tests_that_ran_only() -> None:
+    """Not through the dependents a failure skipped, however many; nor a skipped test."""
+    # f fails, and its chain of five dependents is skipped; p <- q ran; k is skipped by a mark
+    names = ["t::f", *(f"t::s{i}" for i in range(5)), "t::p", "t::q", "t::k", "t::after_k"]
+    plan = _plan(names, [(1, 0), (2, 1), (3, 2), (4, 3), (5, 4), (7, 6), (8, 7), (9, 8)])
+    spans = {"t::f": Span(0.0, 0.001), "t::p": Span(0.001, 0.0015),
+             "t::q": Span(0.0015, 0.002), "t::k": Span(0.002, 0.0021)}
+    outcomes = {"t::f": FAILED, "t::p": PASSED, "t::q": PASSED, "t::k": SKIPPED,
+                **{f"t::s{i}": UPSTREAM for i in range(5)}, "t::after_k": UPSTREAM}
+    skips = {**{f"t::s{i}": "t::f" for i in range(5)}, "t::after_k": "t::k"}
+    run = timeline.build(plan, _outcomes(outcomes), spans, skips, _ran(outcomes))
+    assert [names[n] for n in run.critical] == ["t::p", "t::q"]
+    assert run.stats.critical_path == pytest.approx(0.001)
+    # before any test ran, the planned path is the longest by test count, and says so
+    assert timeline.critical_chain(plan, None) == ([0, 1, 2, 3, 4, 5], 6.0)
+    # nothing ran: no path
+    assert timeline.critical_chain(plan, lambda nodeid: None) == ([], 0.0)
+
+
 def test_not_run_tests_and_a_run_where_nothing_ran() -> None:
     plan = _plan(["t::a", "t::b"], [(1, 0)])
-    run = timeline.build(plan, _outcomes({}), {}, {}, {})
+    run = timeline.build(plan, _outcomes({}), {}, {}, _ran({}))
     assert [t.outcome for t in run.tests] == [NOT_RUN, NOT_RUN]
     assert run.lanes == [] and run.critical == [] and run.stats.wall == 0.0
 
@@ -101,22 +124,33 @@ def test_workers_on_other_clocks_are_moved_to_the_controllers() -> None:
     assert timeline.clock_offset([]) == 0.0
     plan = _plan(["t::a", "t::b"], [(1, 0)])
     spans = {"t::a": Span(10.0, 11.0, "gw0"), "t::b": Span(111.0, 112.0, "gw1")}
-    run = timeline.build(plan, _outcomes(dict.fromkeys(spans, PASSED)), spans, {},
-                         {"t::a": 1.0, "t::b": 1.0}, clock_offsets={"gw1": -100.0})
+    outcomes = dict.fromkeys(spans, PASSED)
+    run = timeline.build(plan, _outcomes(outcomes), spans, {}, _ran(outcomes),
+                         clock_offsets={"gw1": -100.0})
     assert (run.tests[1].start, run.tests[1].end) == (1.0, 2.0)
     assert run.tests[1].held_by == 0
 
 
-def test_lanes_in_worker_number_order_and_the_walks_own_figures() -> None:
+def test_the_session_around_the_tests_on_the_same_timeline() -> None:
+    """Start-up, collection and the workers' start are phases on the lanes; the origin is the
+    session's start, and the figures of the tests stay the tests'."""
     names = [f"t::{i}" for i in range(3)]
     plan = _plan(names, [])
-    spans = {names[0]: Span(0, 1, "gw10"), names[1]: Span(0, 1, "gw2"), names[2]: Span(0, 1, "gw0")}
-    walk = WalkStats(wall=1.5, critical_path=1.0, total=3.0, parallelism=11)
-    run = timeline.build(plan, _outcomes(dict.fromkeys(names, PASSED)), spans, {},
-                         dict.fromkeys(names, 1.0),
-                         walk=walk)
-    assert run.lanes == ["gw0", "gw2", "gw10"]
-    assert run.stats is walk
+    spans = {names[0]: Span(5, 6, "gw10"), names[1]: Span(5, 6, "gw2"),
+             names[2]: Span(5, 7, "gw0")}
+    phases = [Phase("controller", "start-up", 1.0, 2.0), Phase("gw0", "start-up", 2.0, 3.0),
+              Phase("gw0", "collection", 3.0, 4.5), Phase("gw0", "waiting", 4.5, 5.0),
+              Phase("controller", "finish", 7.0, 7.5)]
+    outcomes = dict.fromkeys(names, PASSED)
+    run = timeline.build(plan, _outcomes(outcomes), spans, {}, _ran(outcomes), phases=phases,
+                         end=7.5, parallelism=11)
+    assert run.lanes == ["controller", "gw0", "gw2", "gw10"]
+    assert [(p.lane, p.name, p.start, p.stop) for p in run.phases][:3] == [
+        ("controller", "start-up", 0.0, 1.0), ("gw0", "start-up", 1.0, 2.0),
+        ("gw0", "collection", 2.0, 3.5)]
+    assert run.tests[2].start == 4.0 and run.first_test == 4.0 and run.span == 6.5
+    assert run.stats.wall == 2.0 and run.stats.total == 4.0 and run.stats.parallelism == 11
+    assert run.busy_share("gw0") == 1.0 and run.busy_share("controller") == 0.0
 
 
 # -- the page ----------------------------------------------------------------------------------
@@ -143,7 +177,7 @@ def test_node_ids_cannot_break_out_of_the_page() -> None:
     nodeid = 't.py::test_x[</script><script>alert(1)</script>-__DEPGRAPH_DATA__]'
     plan = _plan([nodeid], [])
     run = timeline.build(plan, _outcomes({nodeid: PASSED}), {nodeid: Span(0, 1)}, {},
-                         {nodeid: 1.0})
+                         _ran({nodeid: PASSED}))
     page = html_report.render(run, "", "no graph", title="<t>", command="pytest")
     assert page.count("</script>") == 2  # the template's own two
     assert "<title>&lt;t&gt;</title>" in page
@@ -174,7 +208,9 @@ def test_base():
 
 @pytest.mark.depends_on("test_base")
 def test_mid():
-    time.sleep(0.05)  # the longest chain: the critical path
+    # the longest chain, the critical path: longer than the failure of test_broken takes to
+    # report, which the bars count too (pytest makes its traceback before its teardown)
+    time.sleep(0.2)
 
 @pytest.mark.depends_on("test_mid")
 def test_top():
@@ -219,22 +255,44 @@ def _page_data(page: str) -> dict[str, Any]:
 
 def _check_suite_data(data: dict[str, Any], lanes: set[str]) -> None:
     """The page of a SUITE run: every test, its outcome, bars, waits and the critical path."""
-    tests = {row[0].rsplit("::", 1)[1]: row for row in data["tests"]}
+    tests = {row[0].rsplit("::", 1)[1]: row for row in data["tests"]
+             if row[0].startswith("test_suite.py::")}
     assert {name: data["outcomes"][row[1]] for name, row in tests.items()} == SUITE_OUTCOMES
-    index = {row[0].rsplit("::", 1)[1]: i for i, row in enumerate(data["tests"])}
+    index = {row[0].rsplit("::", 1)[1]: i for i, row in enumerate(data["tests"])
+             if row[0].startswith("test_suite.py::")}
     ran = {name for name, row in tests.items() if row[2] is not None}
     assert ran == {n for n, o in SUITE_OUTCOMES.items() if o != "skipped (upstream)"}
     assert {data["lanes"][tests[name][4]] for name in ran} <= lanes and data["lanes"]
     assert tests["test_mid"][5] == [index["test_base"]]  # waited for test_base ...
     assert tests["test_mid"][6] == index["test_base"]  # ... which held it back
     assert tests["test_mid"][2] >= tests["test_base"][3]  # and started after it ended
-    assert [data["tests"][n][0].rsplit("::", 1)[1] for n in data["critical"]][-3:] == [
+    assert [data["tests"][n][0].rsplit("::", 1)[1] for n in data["critical"]] == [
         "test_base", "test_mid", "test_top"]
     assert data["skipped"] == [[data["tests"][index["test_broken"]][0], index["test_broken"],
                                 [index["test_after_broken"], index["test_further_down"]]]]
     stats = data["stats"]
     assert stats["lowerBound"] == pytest.approx(
         max(stats["criticalPath"], stats["total"] / stats["parallelism"]), abs=1e-3)
+    # one clock: the total is the bars' seconds, each lane's busy time its bars' seconds
+    bars = [row[3] - row[2] for row in data["tests"] if row[2] is not None]
+    assert stats["total"] == pytest.approx(sum(bars), abs=1e-3)
+    assert stats["total"] == pytest.approx(sum(data["busy"]), abs=1e-3)
+    assert stats["criticalPath"] == pytest.approx(
+        sum(data["tests"][n][3] - data["tests"][n][2] for n in data["critical"]), abs=1e-3)
+    # the session around the tests: it starts before the first test, ends after the last
+    starts = [row[2] for row in data["tests"] if row[2] is not None]
+    assert 0 < stats["firstTest"] == pytest.approx(min(starts), abs=1e-3)
+    assert stats["span"] >= max(row[3] for row in data["tests"] if row[3] is not None)
+    phases = {(data["lanes"][lane], data["phaseNames"][kind]) for lane, kind, _, _ in
+              data["phases"]}
+    if lanes == {timeline.SERIAL_LANE}:
+        assert phases == {("main", "start-up"), ("main", "collection"), ("main", "finish")}
+    else:  # the controller's start-up; each worker's start, collection and wait
+        assert {("controller", "start-up"), ("controller", "finish")} <= phases
+        for worker in lanes:
+            assert {(worker, "start-up"), (worker, "collection"), (worker, "waiting")} <= phases
+    for lane, kind, start, stop in data["phases"]:
+        assert 0 <= start <= stop <= stats["span"]
 
 
 def test_serial_run_writes_the_page_and_says_where(pytester: pytest.Pytester) -> None:
@@ -252,6 +310,59 @@ def test_serial_run_writes_the_page_and_says_where(pytester: pytest.Pytester) ->
     data = _page_data(page.read_text(encoding="utf-8"))
     _check_suite_data(data, {timeline.SERIAL_LANE})
     assert data["stats"]["parallelism"] == 1
+    # -q keeps the line that says where the page went
+    quiet = pytester.runpytest("-p", "depgraph", "-q", "--depgraph-report", "out/run.html")
+    quiet.stdout.fnmatch_lines([f"*- generated depgraph run report: {page} -*"])
+
+
+#: a failure whose five dependents are skipped: a longer chain by count than any that ran
+SKIPPED_CHAIN = """
+import pytest
+
+def test_fails():
+    assert 0
+
+def test_first():
+    pass
+
+@pytest.mark.depends_on("test_first")
+def test_second():
+    pass
+""" + "".join(
+    f"\n@pytest.mark.depends_on('{before}')\ndef test_skipped_{i}():\n    pass\n"
+    for i, before in enumerate(["test_fails", *(f"test_skipped_{i}" for i in range(4))])
+)
+
+
+def _summary_path(result: pytest.RunResult) -> tuple[list[str], str]:
+    """The test names of the summary's critical path, and its length as printed."""
+    lines = result.outlines
+    at = next(i for i, line in enumerate(lines) if line.startswith("critical path: "))
+    head, _, inline = lines[at].partition("): ")
+    names = inline.split(" -> ") if inline else []
+    for line in [] if inline else lines[at + 1:]:  # or one name per indented line
+        if not line.startswith("  "):
+            break
+        names.append(line.strip())
+    return [name.rsplit("::", 1)[-1] for name in names], head.rsplit("(", 1)[1]
+
+
+@pytest.mark.parametrize("args", [(), ("-p", "xdist", "-n", "2")], ids=["serial", "n2"])
+def test_after_a_failure_the_critical_path_names_tests_that_ran(
+    pytester: pytest.Pytester, args: tuple[str, ...]
+) -> None:
+    """The summary and the page name one path, of tests that ran, with one length."""
+    pytester.makepyfile(test_chain=SKIPPED_CHAIN)
+    result = pytester.runpytest("-p", "depgraph", "-p", "no:randomly", *args,
+                                "--depgraph-report", "run.html")
+    result.assert_outcomes(passed=2, failed=1, skipped=5)
+    names, seconds = _summary_path(result)
+    assert names and set(names) <= {"test_fails", "test_first", "test_second"}, names
+    data = _page_data((pytester.path / "run.html").read_text(encoding="utf-8"))
+    assert [data["tests"][n][0].rsplit("::", 1)[1] for n in data["critical"]] == names
+    assert f"{data['stats']['criticalPath']:.2f} s" == seconds
+    if args:  # the parallel run's line has the same critical path, not a second figure
+        result.stdout.fnmatch_lines([f"parallel run: * the critical path ({seconds}) *"])
 
 
 def test_ini_setting_and_a_directory(pytester: pytest.Pytester) -> None:
@@ -284,11 +395,20 @@ if os.environ.get("PYTEST_XDIST_WORKER") == "gw0":
 """
 
 
+#: tests side by side below test_base: a graph wider than a 1400-pixel window
+WIDE = "import pytest\n" + "".join(
+    f"\n@pytest.mark.depends_on('test_suite.py::test_base')\n"
+    f"def test_{i}_one_of_many_tests_side_by_side():\n    pass\n"
+    for i in range(8)
+)
+
+
 @pytest.fixture(scope="module")
 def parallel_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A page of SUITE run on -n 2 (a failure, skips; gw0 on another clock), for several checks."""
     where = tmp_path_factory.mktemp("parallel")
     (where / "test_suite.py").write_text(SUITE, encoding="utf-8")
+    (where / "test_wide.py").write_text(WIDE, encoding="utf-8")
     (where / "conftest.py").write_text(SKEWED_CLOCK, encoding="utf-8")
     (where / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     done = subprocess.run(
@@ -368,12 +488,15 @@ def _browse(page: Path, *args: str, fragment: str = "") -> tuple[str, list[str]]
 
 
 class _Bars(HTMLParser):
-    """The timeline's bars and the page's ready flag, from a DOM dumped after scripts ran."""
+    """The timeline's bars and phases, the page's ready flag and layout, from a DOM dumped
+    after scripts ran."""
 
     def __init__(self) -> None:
         super().__init__()
         self.bars: dict[int, tuple[set[str], str]] = {}
+        self.phases: dict[int, set[str]] = {}
         self.ready = False
+        self.layout: dict[str, float] = {}
         self.details = ""
         self._in_details = 0
 
@@ -381,12 +504,14 @@ class _Bars(HTMLParser):
         values = dict(attrs)
         if tag == "body" and values.get("data-ready") == "1":
             self.ready = True
+            self.layout = json.loads(values.get("data-layout") or "{}")
         if values.get("id") == "details" or (self._in_details and tag == "div"):
             self._in_details += 1
         classes = set((values.get("class") or "").split())
         if tag == "rect" and "bar" in classes:
             self.bars[int(values["data-n"] or -1)] = (classes, values.get("fill") or "")
-
+        if tag == "rect" and "phase" in classes:
+            self.phases[int(values["data-p"] or -1)] = classes
 
     def handle_endtag(self, tag: str) -> None:
         if self._in_details and tag == "div":
@@ -397,8 +522,23 @@ class _Bars(HTMLParser):
             self.details += data
 
 
-def _dom_bars(page: Path, fragment: str = "") -> _Bars:
-    dom, console = _browse(page, "--dump-dom", fragment=fragment)
+#: run after the page's own script: where the page's parts ended up in the window
+LAYOUT_PROBE = """<script>
+(function () {
+  var graph = document.getElementById("graph"), box = document.getElementById("timeline-box");
+  document.body.setAttribute("data-layout", JSON.stringify({
+    window: window.innerWidth, page: document.documentElement.scrollWidth,
+    graph: graph.querySelector("svg").getBoundingClientRect().right,
+    graphBox: graph.clientWidth, graphContent: graph.scrollWidth,
+    timelineBox: box.clientWidth, timelineContent: box.scrollWidth
+  }));
+})();
+</script>
+</body>"""
+
+
+def _dom_bars(page: Path, *args: str, fragment: str = "") -> _Bars:
+    dom, console = _browse(page, "--dump-dom", *args, fragment=fragment)
     assert console == [], console
     bars = _Bars()
     bars.feed(dom)
@@ -417,9 +557,16 @@ def test_browser_check_can_fail(tmp_path: Path) -> None:
     assert not bars.ready
 
 
-def test_page_in_a_browser_bars_colours_critical_path(parallel_page: Path) -> None:
-    data = _page_data(parallel_page.read_text(encoding="utf-8"))
-    found = _dom_bars(parallel_page)
+def test_page_in_a_browser_bars_phases_critical_path_and_fit(
+    parallel_page: Path, tmp_path: Path
+) -> None:
+    """In a 1400-pixel window: a bar per test that ran, a bar per phase of the session, the
+    critical path marked, and the page, the timeline and the graph within the window."""
+    text = parallel_page.read_text(encoding="utf-8")
+    data = _page_data(text)
+    probed = tmp_path / "probed.html"
+    probed.write_text(text.replace("</body>", LAYOUT_PROBE), encoding="utf-8")
+    found = _dom_bars(probed, "--window-size=1400,1000")
     assert found.ready, "the page's script did not finish"
     ran = [n for n, row in enumerate(data["tests"]) if row[2] is not None]
     assert sorted(found.bars) == ran  # one bar per test that ran
@@ -429,9 +576,15 @@ def test_page_in_a_browser_bars_colours_critical_path(parallel_page: Path) -> No
         assert f"o-{data['outcomeKeys'][outcome]}" in classes
         assert fill == data["colours"][outcome]
     marked = {n for n, (classes, _) in found.bars.items() if "crit" in classes}
-    assert marked == set(data["critical"]) & set(ran) and len(marked) >= 3
-    assert '<svg width="' in parallel_page.read_text(encoding="utf-8") or (
-        "no-graph" in parallel_page.read_text(encoding="utf-8"))
+    assert marked == set(data["critical"]) and len(marked) == 3
+    assert sorted(found.phases) == list(range(len(data["phases"])))
+    for k, (_, kind, _, _) in enumerate(data["phases"]):
+        assert f"ph-{data['phaseNames'][kind]}" in found.phases[k]
+    layout = found.layout
+    assert layout["window"] == 1400 and layout["page"] <= 1400, layout
+    # the graph (wider than the window as Graphviz draws it) fits, and so does the timeline
+    assert layout["graphContent"] <= layout["graphBox"] and layout["graph"] <= 1400, layout
+    assert layout["timelineContent"] <= layout["timelineBox"], layout
 
 
 def test_selected_test_shows_what_held_it_back(parallel_page: Path) -> None:

@@ -1,14 +1,15 @@
 """What the run looked like in time: when and where each test ran, what it waited for, why.
 
 Pure data, free of pytest objects, for the HTML run report
-(:mod:`pytest_depgraph.output.html_report`): from the plan, each test's outcome and the span
-its reports covered, it works out
+(:mod:`pytest_depgraph.output.html_report`) and the terminal summary: from the plan, each
+test's outcome, the span its reports covered and the session's phases, it works out
 
-* each test's start and end, in seconds since the first test started, and its lane (worker);
-* the dependencies it waited for, and the one that finished last (what held it back);
-* the critical path over this run's durations (the chain the terminal summary names);
+* each test's start and end, in seconds since the session started, and its lane (worker);
+* the session around the tests: start-up, collection, the wait for the first test, the finish;
+* the dependencies each test waited for, and the one that finished last (what held it back);
+* the critical path: the longest chain of tests that ran, over this run's durations;
 * the summary figures: wall time, the lower bound ``max(critical path, total / N)``, and
-  how busy each worker was.
+  how busy each worker was, all from the one clock of the bars.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from pytest_depgraph.core.plan import Plan
 
 #: the lane of a serial run (no xdist worker)
 SERIAL_LANE = "main"
+#: the lane of the xdist controller's own start-up and finish
+CONTROLLER_LANE = "controller"
+#: the weight of a test that did not run: no chain of a run goes through it
+_NOT_RAN = float("-inf")
 
 
 @dataclass(frozen=True)
@@ -58,29 +63,43 @@ def walk_stats(
 
 
 def critical_chain(
-    plan: Plan, duration: Callable[[str], float] | None
+    plan: Plan, duration: Callable[[str], float | None] | None
 ) -> tuple[list[int], float]:
-    """The longest chain of items, dependencies first, and its length in seconds.
+    """The longest chain of tests that ran, dependencies first, and its length in seconds.
 
-    ``duration`` gives each test's seconds in this run; None weighs every test 1 (a chain by
-    test count, before anything ran). Empty for a plan without items. O(V + E).
+    ``duration`` gives a test's seconds in this run, or None for a test that did not run
+    (skipped, not started): the chain of a run goes through tests that ran only, and is empty
+    when none did. ``duration`` None weighs every test 1: the planned chain, by test count,
+    before anything ran (its length is then its count). O(V + E).
     """
-    if not plan.item_count:
+    items = plan.item_count
+    if not items:
         return [], 0.0
-    # a millisecond per test, so that among chains of instant tests the longest one shows
-    weights = [
-        duration(nodeid) + 0.001 if duration is not None else 1.0 for nodeid in plan.nodeids
-    ]
+    if duration is None:
+        seconds: list[float | None] = [1.0] * items
+        weights = [1.0] * len(plan.nodeids)
+    else:
+        seconds = [duration(nodeid) for nodeid in plan.nodeids[:items]]
+        # a millisecond more per test, so that among chains of instant tests the longest one
+        # shows; a test that did not run weighs minus infinity, so no chain goes through it
+        # (nor through the plan's dependencies that were not selected, past ``items``)
+        weights = [_NOT_RAN if s is None else s + 0.001 for s in seconds]
+        weights += [_NOT_RAN] * (len(plan.nodeids) - items)
     remaining = critical_path(plan.graph, weights)
-    node = max(range(plan.item_count), key=lambda n: (remaining[n], -n))
+    node = max(range(items), key=lambda n: (remaining[n], -n))
+    if remaining[node] == _NOT_RAN:
+        return [], 0.0
     path = [node]
     while True:
         nexts = [e.dependent for e in plan.graph.dependents(node)]
         if not nexts:
             break
         node = max(nexts, key=lambda n: (remaining[n], -n))
+        if remaining[node] == _NOT_RAN:
+            break
         path.append(node)
-    return path, remaining[path[0]]
+    # the real seconds, without the tie-breaking milliseconds
+    return path, sum(seconds[n] or 0.0 for n in path)
 
 
 @dataclass(frozen=True)
@@ -97,13 +116,29 @@ class Span:
 
 
 @dataclass(frozen=True)
+class Phase:
+    """A stretch of the session outside its tests, on one lane: ``name`` is ``start-up``,
+    ``collection``, ``waiting`` (collected, no test yet) or ``finish``.
+
+    ``start``/``stop``: clock seconds of the process that writes the report (the xdist
+    controller's) as :func:`build` takes them, seconds since the timeline's origin in a
+    :class:`Timeline`.
+    """
+
+    lane: str
+    name: str
+    start: float
+    stop: float
+
+
+@dataclass(frozen=True)
 class TestTime:
     """One test of the run, on the timeline."""
 
     node: int
     nodeid: str
     outcome: str
-    #: seconds since the run's first test started; None for a test that did not run
+    #: seconds since the timeline's origin (the session's start); None for a test without a bar
     start: float | None
     end: float | None
     lane: str | None
@@ -124,24 +159,33 @@ class TestTime:
 
 @dataclass
 class Timeline:
-    """The run in time: every selected test, the lanes, the critical path, the figures."""
+    """The run in time: every selected test, the session around them, the lanes, the critical
+    path, the figures. Every time in it comes from one clock: the tests' reports (setup's
+    start to teardown's end) and the session's phases, on the reporting process's clock."""
 
     tests: list[TestTime]
-    #: worker lanes in name order (``[SERIAL_LANE]`` serially); empty when nothing ran
+    #: lanes in name order (``controller``, then the workers; ``[SERIAL_LANE]`` serially)
     lanes: list[str]
-    #: nodes of the critical path, dependencies first
+    #: nodes of the critical path, dependencies first: tests that ran only
     critical: list[int]
+    #: the tests' figures: ``wall`` from the first test's start to the last test's end; the
+    #: critical path and the total weighted by the tests' bars
     stats: WalkStats
-    #: seconds from the first test's start to the last test's end, on the timeline
+    #: the session outside its tests, in seconds since the origin
+    phases: list[Phase] = field(default_factory=list)
+    #: seconds from the origin (the session's start) to the end (the report written)
     span: float = 0.0
+    #: seconds from the origin to the first test's start (the whole span when none ran)
+    first_test: float = 0.0
     #: seconds each lane spent running tests
     busy: dict[str, float] = field(default_factory=dict)
     #: root cause node id -> the tests skipped because of it, in plan order
     skipped: dict[str, list[str]] = field(default_factory=dict)
 
     def busy_share(self, lane: str) -> float:
-        """Share of the timeline's span that ``lane`` spent running tests (0..1)."""
-        return self.busy.get(lane, 0.0) / self.span if self.span > 0 else 0.0
+        """Share of the tests' wall time that ``lane`` spent running tests (0..1)."""
+        wall = self.stats.wall
+        return self.busy.get(lane, 0.0) / wall if wall > 0 else 0.0
 
 
 def build(
@@ -149,19 +193,23 @@ def build(
     outcome: Callable[[str], str],
     spans: Mapping[str, Span],
     skips: Mapping[str, str],
-    durations: Mapping[str, float],
+    ran: Callable[[str], bool],
     *,
     clock_offsets: Mapping[str, float] | None = None,
-    walk: WalkStats | None = None,
+    phases: Sequence[Phase] = (),
+    end: float | None = None,
+    parallelism: int | None = None,
 ) -> Timeline:
     """Lay the run out in time. O(V + E) plus sorting the lanes.
 
     ``outcome``: the folded outcome of a node id (:mod:`~pytest_depgraph.run.outcomes`).
     ``spans``: per node id, from its reports. ``skips``: node id -> root cause, for tests
-    skipped by an upstream test.
-    ``durations``: seconds per node id (setup + call + teardown), the weights of the critical
-    path. ``clock_offsets``: seconds to add to a worker's clock to read the controller's
-    (workers on other machines); ``walk``: the parallel walk's own figures, when it kept them.
+    skipped by an upstream test. ``ran``: whether a test ran (not skipped): the critical path
+    goes through those only. ``clock_offsets``: seconds to add to a worker's clock to read the
+    reporting process's (workers on other machines). ``phases``: the session outside its
+    tests; ``end``: when the session ended (default: its last bar's end), both on the
+    reporting process's clock. ``parallelism``: the N of ``total / N`` (default: the lanes
+    that ran tests).
     """
     offsets = clock_offsets or {}
     shifted = {
@@ -171,8 +219,13 @@ def build(
         for nodeid, span in spans.items()
     }
     items = plan.nodeids[: plan.item_count]
-    ran = [shifted[nodeid] for nodeid in items if nodeid in shifted]
-    origin = min((start for start, _, _ in ran), default=0.0)
+    # skipped before its setup: no bar (--dist each runs them on the workers, but then the
+    # controller skipped nothing)
+    bars = {nodeid: shifted[nodeid] for nodeid in items
+            if nodeid in shifted and nodeid not in skips}
+    first = min((start for start, _, _ in bars.values()), default=None)
+    last = max((stop for _, stop, _ in bars.values()), default=None)
+    origin = min([p.start for p in phases] + ([] if first is None else [first]), default=0.0)
     ends: list[float | None] = []
     for nodeid in plan.nodeids:
         found = shifted.get(nodeid)
@@ -183,8 +236,8 @@ def build(
         waits = tuple(plan.graph.dependency_ids(node))
         finished = [(ends[d], d) for d in waits if ends[d] is not None]
         held_by = max(finished)[1] if finished else None
-        found = shifted.get(nodeid)
-        if found is None or nodeid in skips:  # skipped before its setup: no bar
+        found = bars.get(nodeid)
+        if found is None:
             tests.append(TestTime(node, nodeid, outcome(nodeid), None, None, None, waits,
                                   held_by, skips.get(nodeid)))
             continue
@@ -194,16 +247,18 @@ def build(
                               waits, held_by))
     critical: list[int] = []
     chain_seconds = 0.0
-    if ran:
-        critical, chain_seconds = critical_chain(plan, lambda n: durations.get(n, 0.0))
-    span = max((stop for _, stop, _ in ran), default=origin) - origin
-    if walk is None:
-        walk = WalkStats(
-            wall=span,
-            critical_path=chain_seconds,
-            total=sum(durations.get(nodeid, 0.0) for nodeid in items),
-            parallelism=max(1, len(busy)),
+    if bars:
+        critical, chain_seconds = critical_chain(
+            plan, lambda n: bars[n][1] - bars[n][0] if n in bars and ran(n) else None
         )
+    stats = WalkStats(
+        wall=0.0 if first is None or last is None else last - first,
+        critical_path=chain_seconds,
+        total=sum(busy.values()),
+        parallelism=max(1, parallelism or len(busy)),
+    )
+    if end is None:
+        end = max([p.stop for p in phases] + ([] if last is None else [last]), default=origin)
     skipped: dict[str, list[str]] = {}
     for nodeid in items:
         root = skips.get(nodeid)
@@ -211,10 +266,12 @@ def build(
             skipped.setdefault(root, []).append(nodeid)
     return Timeline(
         tests=tests,
-        lanes=sorted(busy, key=_lane_order),
+        lanes=sorted(set(busy) | {p.lane for p in phases}, key=_lane_order),
         critical=critical,
-        stats=walk,
-        span=span,
+        stats=stats,
+        phases=[Phase(p.lane, p.name, p.start - origin, p.stop - origin) for p in phases],
+        span=max(0.0, end - origin),
+        first_test=(end if first is None else first) - origin,
         busy=busy,
         skipped=skipped,
     )

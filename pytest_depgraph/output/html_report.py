@@ -38,6 +38,8 @@ GRAPH_LIMIT = 1000
 GRAPH_TIMEOUT = 60.0
 _OUTCOMES = (PASSED, FAILED, ERROR, SKIPPED, XFAILED, UPSTREAM, NOT_RUN)
 _LABELS = {UPSTREAM: "skipped (upstream)"}
+#: the session's phases outside its tests, in the order of a lane (:class:`timeline.Phase`)
+PHASES = ("start-up", "collection", "waiting", "finish")
 _PLACEHOLDER = re.compile(r"__DEPGRAPH_(TITLE|GRAPH|DATA)__")
 
 
@@ -129,10 +131,16 @@ def page_data(timeline: Timeline, title: str, command: str) -> dict[str, Any]:
         "busyShare": [round(timeline.busy_share(lane), 4) for lane in timeline.lanes],
         "tests": tests,
         "critical": timeline.critical,
+        "phaseNames": list(PHASES),
+        "phases": [
+            [lanes[phase.lane], PHASES.index(phase.name), round(phase.start, 4),
+             round(phase.stop, 4)]
+            for phase in timeline.phases
+        ],
         "stats": {
             "wall": round(stats.wall, 4),
-            # the timeline's width: the walk's own wall time is measured on the controller
-            "span": round(max(timeline.span, stats.wall), 4),
+            "span": round(timeline.span, 4),
+            "firstTest": round(timeline.first_test, 4),
             "criticalPath": round(stats.critical_path, 4),
             "total": round(stats.total, 4),
             "parallelism": stats.parallelism,

@@ -14,7 +14,14 @@ import pytest
 
 from pytest_depgraph.core.graph import PIN
 from pytest_depgraph.core.plan import Plan, ShardInfo
-from pytest_depgraph.run.outcomes import OutcomeRecorder, describe
+from pytest_depgraph.run.outcomes import (
+    ERROR,
+    FAILED,
+    PASSED,
+    XFAILED,
+    OutcomeRecorder,
+    describe,
+)
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
 
@@ -57,10 +64,15 @@ def summary(
         terminal.write_line(one_line(plan, skips, view))
         return
     terminal.write_sep("=", "depgraph")
-    for line in lines(plan, recorder, skips, view):
+    # one chain for the critical path line and the parallel run's bound: one figure, on the
+    # clock of the run report's bars
+    seconds = seconds_per_test(terminal)
+    chain = critical_chain(plan, recorder, skips, seconds)
+    for line in lines(plan, recorder, skips, view, chain):
         terminal.write_line(line)
     if walk is not None:
-        terminal.write_line(walk_line(walk))
+        total = sum(seconds.get(nodeid, 0.0) for nodeid in plan.nodeids[: plan.item_count])
+        terminal.write_line(walk_line(walk, chain[1], total))
 
 
 def _listing_fixtures(config: pytest.Config) -> bool:
@@ -112,10 +124,14 @@ def one_line(plan: Plan, skips: Mapping[str, str], view: View) -> str:
 
 
 def lines(
-    plan: Plan, recorder: OutcomeRecorder, skips: Mapping[str, str], view: View | None = None
+    plan: Plan,
+    recorder: OutcomeRecorder,
+    skips: Mapping[str, str],
+    view: View,
+    chain: tuple[list[int], float],
 ) -> list[str]:
-    """The summary as text lines (without the wall-time line of a parallel walk)."""
-    view = view or View()
+    """The summary as text lines (without the wall-time line of a parallel walk); ``chain``:
+    the run's :func:`critical_chain`."""
     verbose = view.verbosity > 0
     out = [] if plan.shard is None else shard_lines(plan.shard)
     if not (plan.graph.edge_count or plan.errors or skips):
@@ -133,7 +149,10 @@ def lines(
     external = list(plan.external)
     if external:
         out.append(f"{_plural(len(external), 'dependency')} not selected (--depgraph-no-deps)")
-    out.extend(_critical_path(plan, recorder, verbose))
+    if plan.graph.edge_count and plan.item_count:
+        path, seconds = chain
+        out.extend(_critical_path(plan, path, seconds if _any_ran(plan, recorder) else None,
+                                  verbose))
     groups: dict[str, list[str]] = {}
     for nodeid, root in skips.items():
         groups.setdefault(root, []).append(nodeid)
@@ -165,16 +184,57 @@ def shard_lines(info: ShardInfo) -> list[str]:
     ]
 
 
-def _critical_path(plan: Plan, recorder: OutcomeRecorder, verbose: bool) -> list[str]:
-    if not plan.graph.edge_count or not plan.item_count:
-        return []
-    # only the full summary shows the critical path: -q and the edge counts do not load it
-    from pytest_depgraph.core.timeline import critical_chain
+#: the outcomes of a test that ran: the critical path of a run goes through these only (not
+#: through a test that was skipped, by pytest or because of an upstream test)
+RAN = frozenset((PASSED, FAILED, ERROR, XFAILED))
 
-    ran = any(nodeid in recorder for nodeid in plan.nodeids[: plan.item_count])
-    path, total = critical_chain(plan, recorder.duration if ran else None)
+
+def critical_chain(
+    plan: Plan, recorder: OutcomeRecorder, skips: Mapping[str, str], seconds: Mapping[str, float]
+) -> tuple[list[int], float]:
+    """The longest chain of tests that ran, weighted with their ``seconds``
+    (:func:`seconds_per_test`), and its seconds; before any test ran (nothing reported), the
+    planned chain by test count."""
+    # only the full summary shows the critical path: -q and the edge counts do not load it
+    from pytest_depgraph.core import timeline
+
+    if not _any_ran(plan, recorder):
+        return timeline.critical_chain(plan, None)
+    outcome = recorder.outcome
+    return timeline.critical_chain(
+        plan,
+        lambda nodeid: seconds.get(nodeid, 0.0)
+        if outcome(nodeid) in RAN and nodeid not in skips else None,
+    )
+
+
+def seconds_per_test(terminal: pytest.TerminalReporter) -> dict[str, float]:
+    """Each test's seconds from its setup's start to its teardown's end, from the reports the
+    terminal kept: the clock of the run report's bars, so that the page and the summary name
+    one critical path of one length (the phases' own durations, which ``--durations`` adds
+    up, leave out pytest's work between them)."""
+    from pytest_depgraph.output.runlog import SpanLog
+
+    log = SpanLog()
+    for reports in terminal.stats.values():
+        for report in reports:
+            if isinstance(report, pytest.TestReport):
+                log.record(report)
+    return {nodeid: span.stop - span.start for nodeid, span in log.spans.items()}
+
+
+def _any_ran(plan: Plan, recorder: OutcomeRecorder) -> bool:
+    return any(nodeid in recorder for nodeid in plan.nodeids[: plan.item_count])
+
+
+def _critical_path(
+    plan: Plan, path: list[int], seconds: float | None, verbose: bool
+) -> list[str]:
+    """``critical path: N tests (S s)``; ``seconds`` None: the planned path, by test count."""
+    if not path:
+        return []  # tests were reported, and none of them ran: no chain to name
     names = [plan.nodeids[n] for n in path]
-    length = f"{total:.2f} s" if ran else "by test count"
+    length = "by test count" if seconds is None else f"{seconds:.2f} s"
     head = f"critical path: {_plural(len(path), 'test')} ({length})"
     if verbose and len(names) > 1:
         return [f"{head}:", *(f"  {name}" for name in names)]
@@ -187,13 +247,17 @@ def _critical_path(plan: Plan, recorder: OutcomeRecorder, verbose: bool) -> list
     return [f"{head}: {joined}"]
 
 
-def walk_line(walk: WalkStats) -> str:
-    """The wall time of a parallel run beside the best any schedule could do."""
-    bound = walk.lower_bound
+def walk_line(walk: WalkStats, critical_path: float, total: float) -> str:
+    """The wall time of a parallel run beside the best any schedule could do.
+
+    ``critical_path`` and ``total``: the summary's own figures (the reports' durations), so
+    that the critical path has one length in the whole summary; the wall time and the
+    number of workers are the walk's."""
+    bound = max(critical_path, total / walk.parallelism)
     line = (
         f"parallel run: {walk.wall:.2f} s wall time; best possible {bound:.2f} s, the longer "
-        f"of the critical path ({walk.critical_path:.2f} s) and the total test time per "
-        f"worker ({walk.total:.2f} s / {walk.parallelism})"
+        f"of the critical path ({critical_path:.2f} s) and the total test time per "
+        f"worker ({total:.2f} s / {walk.parallelism})"
     )
     if bound >= 0.05:  # against a bound of instants a percentage says nothing
         line += f"; {max(0.0, walk.wall / bound - 1) * 100:.0f}% above it"

@@ -1,12 +1,17 @@
 """``--depgraph-report PATH.html``: check the path before the run, write the page after it.
 
 Runs on the process that sees every report (serial session or xdist controller): the span log
-collects when and where each test ran, and at the end of the session the timeline
+collects when and where each test ran, the session log when the session started, collected and
+started its workers, and at the end of the session the timeline
 (:mod:`~pytest_depgraph.core.timeline`) and the page
-(:mod:`~pytest_depgraph.output.html_report`) are made from it, the plan and the outcomes.
+(:mod:`~pytest_depgraph.output.html_report`) are made from them, the plan and the outcomes.
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from typing import Any
 
 import pytest
 
@@ -15,7 +20,8 @@ from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.options import report_option
 from pytest_depgraph.output import html_report
-from pytest_depgraph.output.runlog import SpanLog
+from pytest_depgraph.output.report import RAN
+from pytest_depgraph.output.runlog import SessionLog, SpanLog, process_start
 from pytest_depgraph.output.written import WrittenFile
 from pytest_depgraph.run.outcomes import UPSTREAM
 from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
@@ -30,16 +36,19 @@ def configure(config: pytest.Config, path: str) -> None:
     except html_report.ReportError as error:
         raise pytest.UsageError(str(error)) from None
     if config.pluginmanager.get_plugin(_PLUGIN_NAME) is None:
-        config.pluginmanager.register(RunReport(full), _PLUGIN_NAME)
+        started = process_start(config.invocation_params.args)
+        config.pluginmanager.register(RunReport(full, started or time.time()), _PLUGIN_NAME)
 
 
 class RunReport(WrittenFile):
     """Writes the page at the end of the session and says where in the terminal summary."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, started: float) -> None:
         super().__init__()
         self.path = path
         self.log = SpanLog()
+        #: the session around the tests; ``started``: the process's start, or this moment
+        self.session_log = SessionLog(started)
         #: what the first xdist worker collected, and its plan (JSON), when it sent one
         self.collected: list[str] | None = None
         self.plan_text: str | None = None
@@ -48,8 +57,36 @@ class RunReport(WrittenFile):
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.log.record(report)
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection(self) -> Generator[None, object, object]:
+        # serially the collection (and the plan built at its end); on the xdist controller
+        # an instant, and the workers' collections are drawn instead
+        collection = self.session_log.collection
+        collection.append(time.time())
+        try:
+            return (yield)
+        finally:
+            collection.append(time.time())
+
     @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+    def pytest_xdist_setupnodes(self) -> None:
+        self.session_log.launched = time.time()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_newgateway(self, gateway: Any) -> None:
+        self.session_log.worker_started(gateway.id)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodeready(self, node: Any) -> None:
+        self.session_log.mark(node.gateway.id, "ready")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any) -> None:
+        self.session_log.mark(node.gateway.id, "down")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.session_log.mark(node.gateway.id, "collected")
         # where xdist schedules by itself (--dist each) the controller keeps no plan of its
         # own: the workers' is the one to draw
         if self.collected is None:
@@ -77,15 +114,19 @@ class RunReport(WrittenFile):
             return  # nothing was collected, or nothing ran: no run to picture
         state = session_state(config)
         recorder, skips = state.recorder, state.skips
-        nodeids = plan.nodeids
+        offsets = self.log.clock_offsets()
+        end = time.time()
         run = timeline.build(
             plan,
             lambda nodeid: UPSTREAM if nodeid in skips else recorder.outcome(nodeid),
             self.log.spans,
             skips,
-            {nodeid: recorder.duration(nodeid) for nodeid in nodeids if nodeid in recorder},
-            clock_offsets=self.log.clock_offsets(),
-            walk=state.walk,
+            lambda nodeid: recorder.outcome(nodeid) in RAN,
+            clock_offsets=offsets,
+            phases=self.session_log.phases(end, self.log.lane_ends(offsets)),
+            end=end,
+            # the workers the walk used (not those xdist started and the walk stopped unused)
+            parallelism=None if state.walk is None else state.walk.parallelism,
         )
         svg, no_graph = html_report.graph_svg(plan, recorder, skips)
         args = " ".join(config.invocation_params.args)

@@ -1,19 +1,29 @@
-"""Collects when and where each test ran, from its reports, for the run report.
+"""Collects when and where each test ran, and when the session around them did what.
 
 Registered only with ``--depgraph-report``, on the process that sees every report (serial
 session or xdist controller). pytest's reports carry ``start`` and ``stop`` (seconds of the
 clock of the process that ran the phase) and, from xdist, ``worker_id``; the controller's own
 clock at arrival lets :func:`~pytest_depgraph.core.timeline.clock_offset` put workers of other
-machines on one time line.
+machines on one time line. The session's phases (start-up, collection, the workers' start)
+are marked on this process's clock, as their hooks run or their events arrive from the
+workers.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 import pytest
 
-from pytest_depgraph.core.timeline import Span, clock_offset
+from pytest_depgraph.core.timeline import (
+    CONTROLLER_LANE,
+    SERIAL_LANE,
+    Phase,
+    Span,
+    clock_offset,
+)
 from pytest_depgraph.run.outcomes import SYNTHETIC
 
 
@@ -48,3 +58,93 @@ class SpanLog:
     def clock_offsets(self) -> dict[str, float]:
         """Seconds to add to each worker's clock to read this process's clock."""
         return {worker: clock_offset(seen) for worker, seen in self._arrivals.items()}
+
+    def lane_ends(self, offsets: dict[str, float]) -> dict[str, tuple[float, float]]:
+        """Per lane, the first test's start and the last test's end, on this process's clock."""
+        ends: dict[str, tuple[float, float]] = {}
+        for span in self.spans.values():
+            lane = span.worker or SERIAL_LANE
+            shift = offsets.get(lane, 0.0)
+            first, last = ends.get(lane, (span.start + shift, span.stop + shift))
+            ends[lane] = (min(first, span.start + shift), max(last, span.stop + shift))
+        return ends
+
+
+class SessionLog:
+    """The session's phases outside its tests, as marks on this process's clock.
+
+    Serially: the start-up (from the process's start), the collection (which builds the
+    plan), the finish (after the last test). On the xdist controller: its own start-up until
+    it starts the workers, and per worker its start (until it is ready), its collection (until
+    its collection arrives), its wait for its first test, and its finish (until it is down).
+    """
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.collection: list[float] = []  # its start, its end (serial)
+        self.launched: float | None = None  # the controller started its workers
+        #: per worker: when it was started, ready, collected, down
+        self.workers: dict[str, dict[str, float]] = {}
+
+    def worker_started(self, worker: str) -> None:
+        """xdist made the worker's gateway. The first workers are started one after another
+        from the moment the controller began (their start-up counts from then); a worker that
+        comes later (replacing a crashed one) starts now."""
+        replacing = any("ready" in marks for marks in self.workers.values())
+        began = time.time() if replacing or self.launched is None else self.launched
+        self.workers.setdefault(worker, {}).setdefault("started", began)
+
+    def mark(self, worker: str, event: str) -> None:
+        """A worker's ``event`` (``ready``, ``collected``, ``down``) happened now."""
+        self.workers.setdefault(worker, {}).setdefault(event, time.time())
+
+    def phases(self, end: float, ends: dict[str, tuple[float, float]]) -> list[Phase]:
+        """The phases until ``end`` (the report is written), given each lane's first test's
+        start and last test's end (:meth:`SpanLog.lane_ends`)."""
+        out: list[Phase] = []
+        last = max((stop for _, stop in ends.values()), default=None)
+        if not self.workers:  # serial, or xdist started no worker
+            lane = SERIAL_LANE if self.launched is None else CONTROLLER_LANE
+            collected = self.collection[-1] if len(self.collection) == 2 else None
+            up_to = (self.collection[0] if self.collection else self.launched)
+            _add(out, lane, "start-up", self.started, up_to)
+            if collected is not None:
+                _add(out, lane, "collection", self.collection[0], collected)
+            _add(out, lane, "finish", last, end)
+            return out
+        _add(out, CONTROLLER_LANE, "start-up", self.started, self.launched)
+        _add(out, CONTROLLER_LANE, "finish", last, end)
+        for worker, marks in self.workers.items():
+            first, final = ends.get(worker, (None, None))
+            down = marks.get("down", end)
+            _add(out, worker, "start-up", marks.get("started"), marks.get("ready"))
+            _add(out, worker, "collection", marks.get("ready"), marks.get("collected"))
+            _add(out, worker, "waiting", marks.get("collected"), first or down)
+            _add(out, worker, "finish", final, down)
+        return out
+
+
+def _add(out: list[Phase], lane: str, name: str, start: float | None,
+         stop: float | None) -> None:
+    if start is not None and stop is not None and stop >= start:
+        out.append(Phase(lane, name, start, stop))
+
+
+def process_start(args: tuple[str, ...]) -> float | None:
+    """When this process started (``time.time()`` seconds), if pytest is its program.
+
+    pytest's own timer starts at the session; the interpreter's and the plugins' start-up
+    before it is real time too. Only Linux says when a process started (``/proc``, on the
+    clock since boot); and only a process whose command line is this session's arguments is
+    pytest's own (not a program or a test that calls ``pytest.main`` in a longer life).
+    """
+    if list(args) != sys.argv[1:]:
+        return None
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf(
+            "SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None  # not Linux
+    return time.time() - age if age >= 0 else None
