@@ -17,9 +17,8 @@ from pytest_depgraph import depends_on
 SKU = "WIDGET-1"
 
 
-# This test is written *before* the test it depends on: the plugin holds it back
-# until test_create_item has run (a test waits for what it needs; no test ever runs
-# earlier than its place in pytest's order).
+# This test is written *before* the test it depends on: the plugin holds it back until
+# test_create_item has run (no test ever runs earlier than its place in pytest's order).
 @pytest.mark.depends_on("test_create_item")
 def test_item_is_listed(inventory: Inventory) -> None:
     # The inventory is shared: on xdist, test_values.py's gadget may be listed as well.
