@@ -291,7 +291,7 @@ def _check_suite_data(data: dict[str, Any], lanes: set[str]) -> None:
         assert {("controller", "start-up"), ("controller", "finish")} <= phases
         for worker in lanes:
             assert {(worker, "start-up"), (worker, "collection"), (worker, "waiting")} <= phases
-    for lane, kind, start, stop in data["phases"]:
+    for _, _, start, stop in data["phases"]:
         assert 0 <= start <= stop <= stats["span"]
 
 
