@@ -11,10 +11,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.run.outcomes import PASSED
 from pytest_depgraph.run.scheduler import DepGraphScheduling
-from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
+from pytest_depgraph.run.state import HELD_ATTRIBUTE, PLAN_ATTRIBUTE, session_state
+from pytest_depgraph.run.worker import TEARDOWN_COMMAND
 
 
 class FakeNode:
@@ -24,10 +26,20 @@ class FakeNode:
         self.gateway = SimpleNamespace(id=name)
         self.shutting_down = False
         self.sent: list[int] = []
+        #: the tests the controller asked this worker to finish the teardown of (towards whom)
+        self.teardowns: list[int] = []
+        #: the test this worker ran with its teardown deferred, until it reports that teardown
+        self.held: int | None = None
         setattr(self, PLAN_ATTRIBUTE, plan.to_json())
+        setattr(self, HELD_ATTRIBUTE, set())
 
     def send_runtest_some(self, indices: list[int]) -> None:
         self.sent.extend(indices)
+
+    def sendcommand(self, name: str, **kwargs: int) -> None:
+        assert name == TEARDOWN_COMMAND, name
+        assert self.held is not None, "asked to finish a teardown it does not hold"
+        self.teardowns.append(kwargs["towards"])
 
     def shutdown(self) -> None:
         self.shutting_down = True
@@ -79,12 +91,31 @@ def running(scheduler: DepGraphScheduling, node: FakeNode) -> int | None:
     return held[0] if held else None
 
 
-def complete(scheduler: DepGraphScheduling, node: FakeNode, outcome: str = PASSED) -> int:
-    """The node's running test finishes with ``outcome``; return its index."""
+def complete(
+    scheduler: DepGraphScheduling, node: FakeNode, outcome: str = PASSED, held: bool = False
+) -> int:
+    """The node's running test finishes with ``outcome``; return its index. ``held``: the
+    worker knew no next test, so the test's teardown waits (:func:`settle` reports it)."""
     index = running(scheduler, node)
     assert index is not None
     assert scheduler.plan is not None
+    assert node.held is None, "a worker finishes its held test's teardown before the next test"
     scheduler.recorder.mark(scheduler.plan.nodeids[index], outcome)
+    if held:
+        node.held = index
+        getattr(node, HELD_ATTRIBUTE).add(index)
+    scheduler.mark_test_complete(node, index)
+    return index
+
+
+def settle(scheduler: DepGraphScheduling, node: FakeNode, outcome: str | None = None) -> int:
+    """The node reports the deferred teardown of its held test (``outcome``: what it makes of
+    the test, e.g. an error; None: it passed); return the test's index."""
+    index = node.held
+    assert index is not None and scheduler.plan is not None
+    node.held = None
+    if outcome is not None:
+        scheduler.recorder.mark(scheduler.plan.nodeids[index], outcome)
     scheduler.mark_test_complete(node, index)
     return index
 
@@ -111,17 +142,58 @@ def walks(
 ) -> list[list[list[str]]]:
     """Walk ``plan`` on two fake workers ``orders`` times, each time finishing the running tests
     in another (seeded) random order, every test passing; return, per walk, the node ids each
-    worker was sent, in order. Every test is sent exactly once in every walk."""
+    worker was sent, in order. Every test is sent exactly once in every walk.
+
+    As a real worker does, a worker that holds nothing behind the test it finishes may hold
+    that test (its teardown deferred): it reports the teardown when it begins its next test,
+    when the controller asks, or at the end. No test is ever sent before every test it
+    depends on finished and settled."""
     found = []
     config = controller_config(pytester, dist)
     for seed in range(orders):
         rng = random.Random(seed)
         scheduler, nodes = start_on(config, Plan.from_json(plan.to_json()))
+        dispatcher = scheduler.walk.dispatcher
+        assert dispatcher is not None
+        settled: set[int] = set()
+        seen = [0] * len(nodes)
         while not scheduler.tests_finished:
-            busy = [n for n in nodes if running(scheduler, n) is not None]
-            assert busy, "nothing runs and the walk is not over"
-            complete(scheduler, rng.choice(busy))
+            moves = []
+            for node in nodes:
+                index = running(scheduler, node)
+                if node.held is not None and (index is not None or node.teardowns):
+                    moves.append((node, "settle"))  # its next test, or the controller, asks
+                elif index is not None:
+                    moves.append((node, "complete"))
+            assert moves, "nothing runs and the walk is not over"
+            node, move = rng.choice(moves)
+            if move == "settle":
+                node.teardowns.clear()
+                settled.add(settle(scheduler, node))
+            else:
+                holds = len(dispatcher.held(node)) == 1 and rng.random() < 0.6
+                index = complete(scheduler, node, held=holds)
+                if not holds:
+                    settled.add(index)
+            _check_sent(plan, nodes, seen, settled)
+        for node in nodes:  # the shutdown: each held test's teardown runs now
+            if node.held is not None:
+                settled.add(settle(scheduler, node))
         sent = [[plan.nodeids[i] for i in node.sent] for node in nodes]
-        assert sorted(n for s in sent for n in s) == sorted(plan.nodeids[: plan.item_count])
+        assert sorted(n for s in sent for n in s) == sorted(plan.nodeids[: plan.item_count]), (
+            "a test was sent twice, or never (the walk ended while a held test was awaited)"
+        )
         found.append(sent)
     return found
+
+
+def _check_sent(plan: Plan, nodes: list[FakeNode], seen: list[int], settled: set[int]) -> None:
+    """No test sent since the last check requires a test that has not finished and settled."""
+    for n, node in enumerate(nodes):
+        for index in node.sent[seen[n]:]:
+            waiting = [
+                e.dependency for e in plan.graph.dependencies(index)
+                if e.kind is Kind.REQUIRES and e.dependency not in settled
+            ]
+            assert not waiting, f"{index} sent before {waiting} finished"
+        seen[n] = len(node.sent)

@@ -13,8 +13,9 @@ from pytest_depgraph.core.dispatch import Dispatcher, priorities, weights, width
 from pytest_depgraph.core.graph import Graph, Kind, Origin, stable_topological_order
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.walker import Skip
+from pytest_depgraph.run.outcomes import ERROR
 
-from .fake_workers import FakeNode, complete, controller_config, running, start
+from .fake_workers import FakeNode, complete, controller_config, running, settle, start
 from .graph_strategies import PROPERTIES, Drawn, dags
 from .test_walker import A, R, make, oracle
 
@@ -129,6 +130,46 @@ def test_the_adapter_sends_what_the_dispatcher_hands_out(pytester: pytest.Pytest
     assert gw0.sent == [0, 1] and running(scheduler, gw0) == 1
     complete(scheduler, gw0)
     complete(scheduler, gw1)
+    assert scheduler.tests_finished
+
+
+def test_a_held_test_settles_before_its_dependents_start_and_keeps_its_chain() -> None:
+    """0 -> 1 in group 0, 2 in group 1, one worker. w1 ran 0 with its teardown deferred: 1
+    waits for that teardown; w1 takes nothing else (2 would tear down group 0's fixtures) and
+    is asked to finish the teardown towards 1, which it then runs."""
+    dispatcher = Dispatcher(make(3, [(1, 0, R)]), priority=[2.0, 1.0, 5.0], group=[0, 0, 1])
+    dispatcher.add_worker("w1")
+    assert dispatcher.assign() == [("w1", [2])]
+    dispatcher.complete("w1", 2, True)
+    assert dispatcher.assign(first="w1") == [("w1", [0])]
+    assert dispatcher.complete("w1", 0, True, held=True).ready == []
+    assert dispatcher.unsettled(0) and dispatcher.unsettled_on("w1") == 0
+    assert dispatcher.assign(first="w1") == [] and not dispatcher.finished
+    assert dispatcher.teardowns() == [("w1", 0, 1)]
+    assert dispatcher.teardowns() == []  # asked once
+    assert dispatcher.settle(0, True).ready == [1]
+    assert dispatcher.assign(first="w1") == [("w1", [1])]
+    dispatcher.complete("w1", 1, True, held=True)
+    assert dispatcher.teardowns() == [] and dispatcher.finished  # nothing waits for 1
+
+
+def test_the_adapter_skips_the_dependents_of_a_deferred_teardown_error(
+    pytester: pytest.Pytester,
+) -> None:
+    nodeids = ["t.py::a", "t.py::b", "u.py::c", "u.py::d"]
+    graph = make(4, [(1, 0, R), (3, 2, R)])
+    plan = Plan(nodeids=nodeids, locations=[], graph=graph, group=[0, 0, 1, 1], item_count=4)
+    scheduler, (gw0, gw1) = start(pytester, plan, "load")
+    assert (gw0.sent, gw1.sent) == ([0], [2])
+    complete(scheduler, gw0, held=True)
+    assert gw0.teardowns == [1] and gw0.sent == [0]  # b waits for a's teardown
+    settle(scheduler, gw0, ERROR)
+    assert scheduler.skips == {"t.py::b": "t.py::a"} and gw0.sent == [0]
+    # gw1 dies in the teardown it deferred: c failed, d is skipped, nothing is left to run
+    complete(scheduler, gw1, held=True)
+    assert gw1.teardowns == [3]
+    assert scheduler.remove_node(gw1) == "u.py::c"
+    assert scheduler.skips["u.py::d"] == "u.py::c"
     assert scheduler.tests_finished
 
 
@@ -258,7 +299,12 @@ def test_random_queued_walks_run_every_test_once_after_its_dependencies(
     """Workers that hold up to 16 tests, run them in order, fail some and die: a test runs
     only once everything it waits for finished (and never after a failed requirement), a
     pinned group stays on one live worker, no more than the bound run, nothing stalls, and
-    the skips are the oracle's."""
+    the skips are the oracle's.
+
+    A worker that finishes a test with nothing behind it may hold it (its teardown deferred):
+    the test settles when the worker begins its next test, when the dispatcher asks for its
+    teardown, or at the end -- and only then do its dependents start; a teardown may fail,
+    and a worker may die in it."""
     graph = drawn.graph
     size = graph.size
     rng = random.Random(seed)
@@ -279,6 +325,7 @@ def test_random_queued_walks_run_every_test_once_after_its_dependencies(
         durations=known,
     )
     failing = {v for v in range(size) if rng.random() < 0.1}
+    holding = rng.choice([0.0, 0.5, 1.0])
     deps: dict[int, list[tuple[int, Kind]]] = {v: [] for v in range(size)}
     for u, v, kind in graph.triples():
         deps[u].append((v, kind))
@@ -286,6 +333,8 @@ def test_random_queued_walks_run_every_test_once_after_its_dependencies(
     owner: dict[int, object] = {}
     queues: dict[object, list[int]] = {}
     finished: dict[int, bool] = {}  # node -> satisfied
+    held: dict[object, int] = {}  # worker -> its held test, not settled yet
+    asked: set[object] = set()  # workers asked to settle their held test
     ran: list[int] = []
     fresh = 0
 
@@ -299,17 +348,21 @@ def test_random_queued_walks_run_every_test_once_after_its_dependencies(
     def hand_out(first: object = None) -> None:
         for worker, nodes in dispatcher.assign(first):
             queues[worker].extend(nodes)
+        for worker, node, towards in dispatcher.teardowns():
+            assert held.get(worker) == node and not queues[worker] and worker not in asked
+            assert node in {d for d, _ in deps[towards]} and towards not in finished
+            asked.add(worker)
         assert limit is None or sum(1 for q in queues.values() if q) <= limit
         for worker, queue in queues.items():
             assert list(dispatcher.held(worker)) == queue
-            if queue:
+            if queue and worker not in held:
                 begin(worker, queue[0])
 
     def begin(worker: object, node: int) -> None:
         if node in ran:
             return
         for d, kind in deps[node]:
-            assert d in finished, f"{node} runs before {d} finished"
+            assert d in finished, f"{node} runs before {d} finished and settled"
             assert kind is A or finished[d], f"{node} runs after {d} failed"
         group = pin_of.get(node)
         if group is not None:
@@ -321,28 +374,51 @@ def test_random_queued_walks_run_every_test_once_after_its_dependencies(
         add()
     hand_out()
     while not dispatcher.finished:
-        busy = [w for w, q in queues.items() if q]
-        assert busy, "stalled"
-        worker = rng.choice(busy)
-        node = queues[worker][0]
-        if rng.random() < 0.03:  # the worker dies in its test; a new one replaces it
+        movable = [w for w, q in queues.items() if q or (w in held and w in asked)]
+        assert movable, "stalled"
+        worker = rng.choice(movable)
+        if rng.random() < 0.03:  # the worker dies (in its test, or in a deferred teardown)
+            dead = held.pop(worker, None)
+            node = dead if dead is not None else queues[worker][0]
             assert dispatcher.remove_worker(worker) == node
             del queues[worker]
+            asked.discard(worker)
             owner = {g: w for g, w in owner.items() if w != worker}
-            step = dispatcher.finish(node, False)
+            step = dispatcher.settle(node, False) if dead is not None else (
+                dispatcher.finish(node, False)
+            )
             finished[node] = False
             add()
-        else:
-            queues[worker].pop(0)
-            satisfied = node not in failing
-            step = dispatcher.complete(worker, node, satisfied, known.get(node, 0.001))
+        elif worker in held:  # it settles its held test before it begins the next one
+            node = held.pop(worker)
+            asked.discard(worker)
+            satisfied = node not in failing and rng.random() > 0.1  # a teardown error
+            step = dispatcher.settle(node, satisfied)
             finished[node] = satisfied
+        else:
+            node = queues[worker].pop(0)
+            satisfied = node not in failing
+            holds = not queues[worker] and rng.random() < holding
+            step = dispatcher.complete(
+                worker, node, satisfied, known.get(node, 0.001), held=holds
+            )
+            if holds:
+                assert not step.ready and not step.skipped
+                held[worker] = node
+                if not satisfied:
+                    failing.add(node)
+            else:
+                finished[node] = satisfied
         for skip in step.skipped:
             finished[skip.node] = False
         for group, members in enumerate(pinned):
             if all(m in finished for m in members):
                 owner.pop(group, None)
         hand_out(worker)
+    for node in held.values():  # the shutdown settles what is still held
+        step = dispatcher.settle(node, node not in failing)
+        assert not step.ready and not step.skipped, "the walk ended before all could run"
+        finished[node] = node not in failing
     assert sorted(finished) == list(range(size))
     assert len(ran) == len(set(ran)) == size - len(dispatcher.skipped)
     assert set(dispatcher.skipped) == oracle(graph, {v for v in ran if not finished[v]}, set())

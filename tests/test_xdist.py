@@ -327,6 +327,63 @@ def test_module_fixture_teardown_error_is_reported(suite: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(["*ERROR at teardown of test_b*", "*teardown went wrong*"])
 
 
+def test_deferred_teardowns_are_timed_and_decide_the_dependents(suite: pytest.Pytester) -> None:
+    """A worker that knows no next test defers the teardown of module fixtures. That teardown
+    runs under pytest-timeout's timer, as any teardown (it hung past it, unreported, and the
+    run passed); and a test's dependents start only after it was reported, so a teardown error
+    skips them, as serially (they ran)."""
+    suite.makepyfile(
+        test_td="""
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def res():
+            yield 1
+            raise RuntimeError("teardown broke")
+
+        def test_td(res):
+            pass
+        """,
+        test_z="""
+        import pytest
+
+        @pytest.mark.depends_on("test_td.py::test_td")
+        def test_needs_td():
+            pass
+        """,
+        test_hang="""
+        import time
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def slow():
+            yield 1
+            time.sleep(10)
+
+        def test_uses(slow):
+            pass
+
+        @pytest.mark.depends_on("test_uses")
+        def test_after_uses():
+            pass
+        """,
+    )
+    expected = {"passed": 3, "skipped": 1, "errors": 2}
+    serial = suite.runpytest("-p", "depgraph", "-p", "timeout", "--timeout", "1", "-rs")
+    serial.assert_outcomes(**expected)
+    result = run(suite, "-p", "timeout", "--timeout", "1", "-n", "2", "-rs")
+    result.assert_outcomes(**expected)
+    assert result.ret == 1
+    for lines in (serial.stdout, result.stdout):
+        lines.fnmatch_lines_random([
+            "*ERROR at teardown of test_td*",
+            "*teardown broke*",
+            "*ERROR at teardown of test_after_uses*",
+            "*Timeout (>1.0s) from pytest-timeout*",
+            "SKIPPED [[]1[]] test_z.py:*: depgraph: upstream test_td.py::test_td errored",
+        ])
+
+
 def test_cycle_runs_nothing_and_exits_with_collection_error(suite: pytest.Pytester) -> None:
     suite.makepyfile(
         test_cycle="""

@@ -17,7 +17,13 @@ skips), a :class:`Dispatcher` decides which ready test goes to which worker:
 * **queueing**: a worker may hold more than the test it runs (up to ``hold``), so that it
   never waits for the controller between two tests -- see :meth:`Dispatcher.assign` for when
   a test is queued behind another. Only a ready test (every dependency finished) is ever
-  handed out, so a queued test never needs recalling.
+  handed out, so a queued test never needs recalling;
+* **settling**: a test whose worker knew no next test when it ran it has the teardown of its
+  class, module and session fixtures still to come (the worker tears down towards the test it
+  runs next). Such a test is *held*: its worker is free, but its dependents start only once
+  that teardown was reported (:meth:`Dispatcher.settle`), as serially; a worker that gets
+  nothing else is asked to finish it towards the dependent that waits
+  (:meth:`Dispatcher.teardowns`).
 
 Pure: no pytest; workers are any hashable values.
 """
@@ -153,6 +159,10 @@ class Dispatcher:
         # this run's seconds per test, for the expected duration of tests without one
         self._seen_total = 0.0
         self._seen = 0
+        #: held tests (run, teardown deferred) -> the worker that ran them; they settle later
+        self._unsettled: dict[int, Hashable] = {}
+        #: held tests whose worker was asked to finish their teardown
+        self._asked: set[int] = set()
 
         initial = self.walk.initial
         for v in self.walk.unsatisfied:
@@ -195,9 +205,13 @@ class Dispatcher:
         """Nothing held by any worker, and nothing left that a worker could start.
 
         Ready nodes with no worker holding anything: a worker is still to come (a replacement
-        of one that died), so the walk is not over.
+        of one that died), so the walk is not over. Nor is it while a held test has a dependent
+        waiting for it: that one runs once it settled. A held test nothing waits for settles
+        when its worker shuts down.
         """
         if self._busy:
+            return False
+        if any(self.walk.waiting_dependents(node) for node in self._unsettled):
             return False
         return self.walk.done or self.walk.ready_count == 0
 
@@ -238,19 +252,33 @@ class Dispatcher:
         held = self._workers.get(worker)
         return held[0] if held else None
 
+    def unsettled(self, node: int) -> bool:
+        """Whether ``node`` ran with its teardown deferred and has not settled yet."""
+        return node in self._unsettled
+
+    def unsettled_on(self, worker: Hashable) -> int | None:
+        """The held test of ``worker`` that has not settled yet (None when there is none)."""
+        return next((n for n, w in self._unsettled.items() if w == worker), None)
+
     def remove_worker(self, worker: Hashable) -> int | None:
         """``worker`` left (finished or died): release its pinned groups, put the tests queued
         behind its running one back among the ready ones, and return the running one (None
-        when it held nothing). The caller finishes that one (:meth:`finish`)."""
+        when it held nothing). The caller finishes that one (:meth:`finish`).
+
+        A worker finishes the teardown of its held test before it begins its next one: when
+        that held test has not settled, the worker left during that teardown. Then the held
+        test is returned (the caller settles it, :meth:`settle`), and the running one never
+        began: it goes back among the ready ones too."""
         self.release(worker)
         self._retired.discard(worker)
         self._last_group.pop(worker, None)
         self._chain.pop(worker, None)
+        unsettled = self.unsettled_on(worker)
         held = self._workers.pop(worker, None)
         if not held:
-            return None
+            return unsettled
         self._busy -= 1
-        running = held.popleft()
+        running = held.popleft() if unsettled is None else unsettled
         for node in held:  # never began: another worker takes them
             del self._owner[node]
             self._early.discard(node)
@@ -259,19 +287,78 @@ class Dispatcher:
                 self._place(node)
         return running
 
-    def complete(self, worker: Hashable, node: int, satisfied: bool, seconds: float = 0.0) -> Step:
+    def complete(
+        self,
+        worker: Hashable,
+        node: int,
+        satisfied: bool,
+        seconds: float = 0.0,
+        *,
+        held: bool = False,
+    ) -> Step:
         """``worker`` finished ``node`` in ``seconds``: say what became ready and what skips.
         The tests ``node`` made ready in ``worker``'s group are the chain it continues at the
-        next :meth:`assign`."""
+        next :meth:`assign`.
+
+        ``held``: the worker deferred the teardown of the test's class, module and session
+        fixtures. The worker is free, but nothing is decided yet: the test settles when that
+        teardown was reported (:meth:`settle`), and until then its dependents wait."""
         # clipped: a few slow outliers (a loaded machine) must not hide that tests are short
         self._seen_total += min(seconds, QUEUE_SECONDS)
         self._seen += 1
+        if held:
+            self._let_go(node)
+            self._unsettled[node] = worker
+            return Step()
         step = self.finish(node, satisfied)
+        self._continue_after(worker, step)
+        return step
+
+    def settle(self, node: int, satisfied: bool) -> Step:
+        """The deferred teardown of held ``node`` was reported (or its worker died): record its
+        outcome, say what became ready and what skips, as :meth:`complete` does."""
+        worker = self._unsettled.pop(node)
+        self._asked.discard(node)
+        step = self._resolve(node, satisfied)
+        self._continue_after(worker, step)
+        return step
+
+    def teardowns(self) -> list[tuple[Hashable, int, int]]:
+        """The held tests to settle now: ``(worker, test, towards)`` for each worker that holds
+        nothing else and ran a held test that a dependent waits for; ``towards`` is the most
+        urgent of those dependents, the test the teardown makes way for (the scopes both share
+        stay set up; a test of the held test's own group that waits for it alone comes first).
+        Each held test is named once."""
+        asked = []
+        for node, worker in self._unsettled.items():
+            if node in self._asked or self._workers.get(worker) or worker in self._retired:
+                continue  # its next test, or its shutdown, finishes the teardown anyway
+            waiting = self._chain_after(node) or self.walk.waiting_dependents(node)
+            if waiting:
+                self._asked.add(node)
+                asked.append((worker, node, min(waiting, key=self._order_key)))
+        return asked
+
+    def _continues_held(self, worker: Hashable) -> bool:
+        """Whether ``worker``'s held test, once settled, makes a test of its own group ready:
+        then the worker waits for that chain (it is asked to settle, :meth:`teardowns`) rather
+        than take a test that would tear down the fixtures the chain shares."""
+        held = self.unsettled_on(worker)
+        return held is not None and bool(self._chain_after(held))
+
+    def _chain_after(self, held: int) -> list[int]:
+        """The tests of ``held``'s group that wait for ``held`` alone."""
+        group = self._group
+        if group is None:
+            return []
+        return [u for u in self.walk.released_by(held) if group[u] == group[held]]
+
+    def _continue_after(self, worker: Hashable, step: Step) -> None:
+        """The tests ``step`` made ready in the group ``worker`` ran last: its chain."""
         last = self._last_group.get(worker)
         if last is not None and self._group is not None:
             group = self._group
             self._chain[worker] = [v for v in step.ready if group[v] == last]
-        return step
 
     def assign(self, first: Hashable = None) -> list[tuple[Hashable, list[int]]]:
         """Hand out ready tests to the workers (``first`` first); return, per worker given
@@ -305,7 +392,7 @@ class Dispatcher:
             order.insert(0, first)
         given: dict[Hashable, list[int]] = {}
         for worker in order:
-            if self._workers[worker]:
+            if self._workers[worker] or self._continues_held(worker):
                 continue
             node = self._continue_chain(worker)
             if node is None:
@@ -467,7 +554,11 @@ class Dispatcher:
     def finish(self, node: int, satisfied: bool) -> Step:
         """Record the outcome of a started node; say what became ready (best first) and what
         skips. O(k log n) for the k nodes resolved by this event."""
-        step = self.walk.finish(node, satisfied)
+        self._let_go(node)
+        return self._resolve(node, satisfied)
+
+    def _let_go(self, node: int) -> None:
+        """The worker holding ``node`` is done with it (the next one it holds runs now)."""
         self._early.discard(node)
         worker = self._owner.pop(node, _NOBODY)
         held = self._workers.get(worker) if worker is not _NOBODY else None
@@ -480,6 +571,10 @@ class Dispatcher:
                 self._busy -= 1
         elif worker is None:
             self._busy -= 1  # an anonymous start: it ran alone
+
+    def _resolve(self, node: int, satisfied: bool) -> Step:
+        """Tell the walk how ``node`` went; place what became ready."""
+        step = self.walk.finish(node, satisfied)
         self._unpin(node)
         for skip in step.skipped:
             self._unpin(skip.node)

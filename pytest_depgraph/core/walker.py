@@ -149,6 +149,24 @@ class Walker:
             if waiting[u] == 1 and state[u] == _WAITING and cause[u] is None
         ]
 
+    def waiting_dependents(self, node: int) -> list[int]:
+        """The dependents of ``node`` that still wait for their dependencies (``node`` among
+        them, if it has not finished). O(dependents of ``node``)."""
+        state = self._state
+        return [
+            u for dependents in (self._requires_dependents[node], self._after_dependents[node])
+            for u in dependents if state[u] == _WAITING
+        ]
+
+    def released_by(self, node: int) -> list[int]:
+        """The dependents of ``node`` that wait for ``node`` alone: they are decided (ready or
+        skipped) when it finishes. O(dependents of ``node``)."""
+        state, waiting = self._state, self._waiting
+        return [
+            u for dependents in (self._requires_dependents[node], self._after_dependents[node])
+            for u in dependents if state[u] == _WAITING and waiting[u] == 1
+        ]
+
     def start_early(self, node: int, after: int) -> None:
         """Start ``node`` before ``after`` finished, to run behind it (see :meth:`early`).
         ValueError if ``node`` does not wait for ``after`` alone. O(AFTER-dependents)."""

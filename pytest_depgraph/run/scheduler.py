@@ -36,7 +36,13 @@ from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.durations import load_durations
 from pytest_depgraph.run.outcomes import FAILED, SYNTHETIC, OutcomeRecorder, skip_reason
-from pytest_depgraph.run.state import LOCATIONS_ATTRIBUTE, PLAN_ATTRIBUTE, session_state
+from pytest_depgraph.run.state import (
+    HELD_ATTRIBUTE,
+    LOCATIONS_ATTRIBUTE,
+    PLAN_ATTRIBUTE,
+    session_state,
+)
+from pytest_depgraph.run.worker import TEARDOWN_COMMAND
 
 if TYPE_CHECKING:
     from pytest_depgraph.core.dispatch import Dispatcher, Skip
@@ -157,6 +163,11 @@ class WalkScheduling:
         return dispatcher is not None and dispatcher.finished
 
     @property
+    def walking(self) -> bool:
+        """Whether the walk runs the tests (not aborted, not handed over to xdist)."""
+        return self.dispatcher is not None and not self.aborted
+
+    @property
     def has_pending(self) -> bool:
         """Whether tests are still to run (only used for xdist's status line)."""
         return self.dispatcher is not None and not self.dispatcher.done
@@ -238,15 +249,26 @@ class WalkScheduling:
         self._dispatch()
 
     def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
-        """A worker finished a test: tell the dispatcher how it went, then hand out more."""
-        self._seconds[item_index] = duration
-        self._last_done = time.perf_counter()
+        """A worker finished a test, or the teardown of a test it held: tell the dispatcher how
+        it went, then hand out more.
+
+        A held test (its worker deferred the teardown of its class, module and session
+        fixtures, :mod:`pytest_depgraph.run.worker`) completes twice: when it ran, and when its
+        worker reported that teardown (``depgraph_settled``, passed on by ``xdist_hooks``); its
+        dependents wait for the second, as serially they wait for its teardown."""
         dispatcher = self.dispatcher
-        assert dispatcher is not None and dispatcher.running_on(node) == item_index, (
-            node, item_index
-        )
+        assert dispatcher is not None
         satisfied = self.recorder.satisfied(self._nodeid(item_index))
-        step = dispatcher.complete(node, item_index, satisfied, duration)
+        if dispatcher.unsettled(item_index):
+            step = dispatcher.settle(item_index, satisfied)
+        else:
+            self._seconds[item_index] = duration
+            self._last_done = time.perf_counter()
+            assert dispatcher.running_on(node) == item_index, (node, item_index)
+            held: set[int] = getattr(node, HELD_ATTRIBUTE, set())
+            was_held = item_index in held
+            held.discard(item_index)
+            step = dispatcher.complete(node, item_index, satisfied, duration, held=was_held)
         if self._stopping():  # once per event
             return
         if step.skipped:
@@ -291,7 +313,10 @@ class WalkScheduling:
         # xdist reports the crash as a failure right after this returns; say so already, so
         # the dependents' skip reason reads "failed"
         self.recorder.mark(nodeid, FAILED)
-        step = dispatcher.finish(index, satisfied=False)
+        if dispatcher.unsettled(index):  # it died in the teardown it had deferred
+            step = dispatcher.settle(index, satisfied=False)
+        else:
+            step = dispatcher.finish(index, satisfied=False)
         if not self._stopping():
             self._report_skips(step.skipped)
             self._send()
@@ -468,6 +493,11 @@ class WalkScheduling:
             if known.shutting_down:
                 dispatcher.retire(known)
         given = dispatcher.assign(first)
+        # idle workers whose held test a dependent waits for: finish its teardown now
+        for worker, held, towards in dispatcher.teardowns():
+            self.log(f"{self._nodeid(held)}: teardown towards {self._nodeid(towards)}")
+            worker_node: Any = worker
+            worker_node.sendcommand(TEARDOWN_COMMAND, towards=towards)
         if not given:
             return
         if self._first_sent is None:

@@ -32,6 +32,10 @@ class Walking(Protocol):
     #: how many collection errors the workers' plans hold (the run stops on any)
     plan_errors: int
 
+    @property
+    def walking(self) -> bool:
+        """Whether the walk runs the tests (not aborted, not handed over to xdist)."""
+
     def walk_stats(self) -> WalkStats | None:
         """Statistics of the walk, once it ran."""
 
@@ -80,6 +84,9 @@ _KEY = pytest.StashKey[SessionState]()
 PLAN_ATTRIBUTE = "_depgraph_plan"
 #: ``WorkerController`` attribute where it leaves the items' locations, when it sent them
 LOCATIONS_ATTRIBUTE = "_depgraph_locations"
+#: ``WorkerController`` attribute: the set of the indices of the tests the worker held (ran
+#: with their teardown deferred) whose completion the scheduler has not taken yet
+HELD_ATTRIBUTE = "_depgraph_held"
 
 
 def start_session_state(

@@ -32,11 +32,22 @@ test's teardown towards the new test (``teardown_exact(next)``): module, class a
 fixtures the new test shares are kept, the others are finalised -- the same sequence as a
 serial run of the two tests, so consecutive tests of one module on one worker set module
 fixtures up once. A shutdown finishes it with ``teardown_exact(None)``, as pytest does at the end
-of a session. That deferred teardown runs under the capture manager, and an error in it is
-reported as a ``teardown`` error report of the held test (while the interactor's ``item_index``
-still names it, which xdist asserts), so a failing module fixture finaliser is attributed to the
-last test that used it, as in pytest. It is a second report: the held test's own report already
-went out, and a dependent that started in between is not recalled.
+of a session. An error there is reported as a ``teardown`` error report of the held test (while
+the interactor's ``item_index`` still names it, which xdist asserts), so a failing module
+fixture finaliser is attributed to the last test that used it, as in pytest.
+
+That deferred teardown runs inside a call of the ``pytest_runtest_protocol`` hook for the held
+test, which our own first implementation answers with the teardown alone: every plugin that
+wraps a test's protocol -- pytest-timeout's timer, pytest's ``faulthandler_timeout``, its
+warning capture -- covers it as it covers any teardown, and the capture manager captures its
+output. A teardown that hangs is timed out and reported, not left to run past the test's timer.
+
+Serially a test's dependents start after its teardown; so do they here. The worker tells the
+controller that a test is held (``depgraph_held``, before xdist's ``runtest_protocol_complete``)
+and when its deferred teardown was reported (``depgraph_settled``); the controller starts the
+test's dependents only then. A worker that gets nothing else to run is told to finish the held
+test's teardown towards the dependent that waits for it (``depgraph_teardown``); the scopes both
+share stay set up, and anything left is torn down towards the worker's next test later.
 
 pytest drops a test's ``funcargs`` and ``_request`` at the end of its run protocol, but plugins
 read them when they make a report (pytest-benchmark does). So the held test gets them back
@@ -58,6 +69,13 @@ from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
 
 #: custom channel event carrying the worker's plan as one JSON string (or None)
 PLAN_EVENT = "depgraph_plan"
+#: worker -> controller, just before xdist's ``runtest_protocol_complete``: the test ran with
+#: its teardown of class, module and session fixtures deferred (``item_index``)
+HELD_EVENT = "depgraph_held"
+#: worker -> controller: the deferred teardown of the held test ``item_index`` was reported
+SETTLED_EVENT = "depgraph_settled"
+#: controller -> worker: finish the held test's teardown towards the test ``towards``
+TEARDOWN_COMMAND = "depgraph_teardown"
 
 _XDIST_TOO_OLD = (
     "pytest-depgraph needs pytest-xdist >= 3.7, < 4 to run tests in dependency order on "
@@ -114,7 +132,27 @@ def install(config: pytest.Config) -> None:
             raise RuntimeError(_XDIST_TOO_OLD.format(missing=missing))
     one_at_a_time = OneAtATime(interactor, marker)
     interactor.run_one_test = one_at_a_time.run_one_test
+    original = interactor.handle_command
+
+    def handle_command(command: Any) -> None:
+        # execnet's receiver thread: the request joins the queue the main thread waits on
+        if isinstance(command, tuple) and len(command) == 2 and command[0] == TEARDOWN_COMMAND:
+            interactor.torun.put(_Teardown(command[1]["towards"]))
+            return
+        original(command)
+
+    interactor.handle_command = handle_command
     config.pluginmanager.register(one_at_a_time, "depgraph-one-at-a-time")
+
+
+class _Teardown:
+    """A controller's request, queued among the test indices: finish the held test's teardown
+    towards test ``towards``."""
+
+    __slots__ = ("towards",)
+
+    def __init__(self, towards: int) -> None:
+        self.towards = towards
 
 
 class OneAtATime:
@@ -125,6 +163,10 @@ class OneAtATime:
         self.shutdown = shutdown
         #: index of the last test run with ``nextitem=item.parent``: its scopes are still set up
         self.held: int | None = None
+        #: whether the controller was told that the held test's deferred teardown was reported
+        self.settled = True
+        #: the held test while its deferred teardown runs (see :meth:`pytest_runtest_protocol`)
+        self._deferring: pytest.Item | None = None
         #: the ``funcargs`` and ``_request`` of the test whose teardown began last
         self._request_state: tuple[pytest.Item, object, object] | None = None
 
@@ -135,6 +177,31 @@ class OneAtATime:
         self._request_state = (
             item, getattr(item, "funcargs", None), getattr(item, "_request", None)
         )
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> bool | None:
+        """The held test's deferred teardown, inside the protocol hook's wrappers (a timer, a
+        fault handler): only the teardown runs, and its error is reported."""
+        if item is not self._deferring:
+            return None
+        self._deferring = None
+        config: pytest.Config = self.interactor.config
+        done = pytest.CallInfo.from_call(
+            lambda: self._deferred_teardown(config, item.session, item, nextitem),
+            when="teardown",
+            reraise=(pytest.exit.Exception, KeyboardInterrupt),
+        )
+        # our own path failing is an error of the held test too, never an INTERNALERROR
+        report = (
+            done.result
+            if done.excinfo is None
+            else pytest.TestReport.from_item_and_call(item, cast(Any, done))
+        )
+        if report is not None:
+            config.hook.pytest_runtest_logreport(report=report)
+        return True
 
     def run_one_test(self) -> None:
         interactor = self.interactor
@@ -147,6 +214,9 @@ class OneAtATime:
         interactor.item_index = index
         with interactor.torun.lock() as queue:
             following = queue.popleft() if queue else None
+            if isinstance(following, _Teardown):  # not for this test: after it
+                queue.appendleft(following)
+                following = None
         nextitem: Any
         if following is None:
             nextitem = item.parent
@@ -159,20 +229,26 @@ class OneAtATime:
         start = time.perf_counter()
         interactor.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         duration = time.perf_counter() - start
-        interactor.sendevent("runtest_protocol_complete", item_index=index, duration=duration)
 
         if following is not None:
+            interactor.sendevent("runtest_protocol_complete", item_index=index, duration=duration)
             interactor.nextitem_index = following
             return
-        self.held = index
+        self.held, self.settled = index, False
         self._keep_request(item)
+        interactor.sendevent(HELD_EVENT, item_index=index)
+        interactor.sendevent("runtest_protocol_complete", item_index=index, duration=duration)
         if session.shouldfail or session.shouldstop:
             # xdist's loop ends right after this call: finish the teardown now
             self._finish_held(None)
             interactor.nextitem_index = self.shutdown
             return
-        interactor.nextitem_index = interactor.torun.get()
-        if interactor.nextitem_index is self.shutdown:
+        following = interactor.torun.get()
+        while isinstance(following, _Teardown):
+            self._finish_held(items[following.towards], partly=True)
+            following = interactor.torun.get()
+        interactor.nextitem_index = following
+        if following is self.shutdown:
             self._finish_held(None)
 
     def _keep_request(self, item: pytest.Item) -> None:
@@ -185,33 +261,38 @@ class OneAtATime:
             item.funcargs = funcargs  # type: ignore[attr-defined]
             item._request = request
 
-    def _finish_held(self, nextitem: pytest.Item | None) -> None:
-        """Tear the held test down towards ``nextitem``; report an error against the held test."""
+    def _finish_held(self, nextitem: pytest.Item | None, partly: bool = False) -> None:
+        """Tear the held test down towards ``nextitem``; report an error against the held test;
+        tell the controller it settled. ``partly``: the worker's next test is not known yet,
+        so the held test stays held with the scopes it shares with ``nextitem``."""
         interactor = self.interactor
         session: pytest.Session = interactor.session
-        held, self.held = self.held, None
+        held = self.held
         assert held is not None
         previous = session.items[held]
         interactor.item_index = held
         config: pytest.Config = interactor.config
+        self._deferring = previous
         try:
             done = pytest.CallInfo.from_call(
-                lambda: self._deferred_teardown(config, session, previous, nextitem),
+                lambda: config.hook.pytest_runtest_protocol(item=previous, nextitem=nextitem),
                 when="teardown",
                 reraise=(pytest.exit.Exception, KeyboardInterrupt),
             )
-            # our own path failing is an error of the held test too, never an INTERNALERROR
-            report = (
-                done.result
-                if done.excinfo is None
-                else pytest.TestReport.from_item_and_call(previous, cast(Any, done))
-            )
+            if done.excinfo is not None:  # a plugin's wrapper of the protocol failed
+                config.hook.pytest_runtest_logreport(
+                    report=pytest.TestReport.from_item_and_call(previous, cast(Any, done))
+                )
         finally:
-            if hasattr(previous, "_request"):  # what pytest does at the end of the protocol
-                previous._request = False
-                previous.funcargs = None  # type: ignore[attr-defined]
-        if report is not None:
-            config.hook.pytest_runtest_logreport(report=report)
+            self._deferring = None
+            if not partly:
+                self.held = None
+                if hasattr(previous, "_request"):  # what pytest does at the end of the protocol
+                    previous._request = False
+                    previous.funcargs = None  # type: ignore[attr-defined]
+        if not self.settled:
+            self.settled = True
+            interactor.sendevent(SETTLED_EVENT, item_index=held)
 
     def _deferred_teardown(
         self,

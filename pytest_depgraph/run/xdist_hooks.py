@@ -29,7 +29,12 @@ from pytest_depgraph.run.role import (
     role,
     sends_locations,
 )
-from pytest_depgraph.run.state import LOCATIONS_ATTRIBUTE, PLAN_ATTRIBUTE, session_state
+from pytest_depgraph.run.state import (
+    HELD_ATTRIBUTE,
+    LOCATIONS_ATTRIBUTE,
+    PLAN_ATTRIBUTE,
+    session_state,
+)
 
 MIN_XDIST = (3, 7)
 #: ``--dist`` modes the depgraph scheduler runs: tests one by one, or whole work units
@@ -128,14 +133,30 @@ class XdistHooks:
             "locations": locations,
         }
         # xdist drops a node on an unknown event: take ours out of the stream first. This runs
-        # in execnet's receiver thread, so it only stores the text; the scheduler parses it.
+        # in execnet's receiver thread, so it only stores what came; the scheduler reads it.
         original = node.process_from_remote
-        relay = session_state(node.config).relay
+        state = session_state(node.config)
+        relay = state.relay
+        held: set[int] = set()
+        setattr(node, HELD_ATTRIBUTE, held)
 
         def process_from_remote(eventcall: Any) -> None:
-            if isinstance(eventcall, tuple) and eventcall and eventcall[0] == worker.PLAN_EVENT:
+            name = eventcall[0] if isinstance(eventcall, tuple) and eventcall else None
+            if name == worker.PLAN_EVENT:
                 setattr(node, PLAN_ATTRIBUTE, eventcall[1].get("plan"))
                 setattr(node, LOCATIONS_ATTRIBUTE, eventcall[1].get("locations"))
+                return
+            if name == worker.HELD_EVENT:
+                # comes just before the test's runtest_protocol_complete, on the same channel
+                held.add(eventcall[1]["item_index"])
+                return
+            if name == worker.SETTLED_EVENT:
+                # the scheduler takes it in the main thread, as a second completion of the test
+                # (xdist's own scheduler, when the walk handed the run over, never sees it)
+                scheduler = state.scheduler
+                if scheduler is not None and scheduler.walking:
+                    index = eventcall[1]["item_index"]
+                    original(("runtest_protocol_complete", {"item_index": index, "duration": 0.0}))
                 return
             if channel_values.take_event(relay, node, eventcall):
                 return
