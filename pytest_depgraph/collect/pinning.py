@@ -184,7 +184,7 @@ def _computed_modules(
 
 def _peer_edges_in_modules(builder: Context, run: Sequence[int], graph: Graph, union: Any) -> None:
     """Join the two tests of every pytest-dependency or pytest-order edge inside one module.
-    O(#origins) without such edges, else O(E)."""
+    O(E), in C up to the origins when there is none."""
     table, origin_index = graph.origin_indexes()
     kinds = {i: origin.kind for i, origin in enumerate(table)
              if origin.kind in (DEPENDENCY, ORDER)}
