@@ -323,6 +323,9 @@ def test_ordinal_groups_are_tied_with_few_edges_and_keep_the_serial_order(
         test_many="import pytest\n"
         + "".join(f"@pytest.mark.order(5)\ndef test_o{i}(): pass\n" for i in range(30))
         + "".join(f"def test_p{i}(): pass\n" for i in range(60)),
+        test_fewer="import pytest\n"
+        + "".join(f"@pytest.mark.order(5)\ndef test_o{i}(): pass\n" for i in range(30))
+        + "".join(f"def test_p{i}(): pass\n" for i in range(20)),
     )
     result = run("-p", "no:pytest_order", "test_few.py")
     assert names(result) == ["test_start", "test_one", "test_u1", "test_u2", "test_end"]
@@ -333,6 +336,11 @@ def test_ordinal_groups_are_tied_with_few_edges_and_keep_the_serial_order(
     # 30 x 60 pairs would be 1800 edges: the 30 are chained (29) and the 60 wait for the
     # last of them (60)
     result.stdout.fnmatch_lines(["90 tests, 89 edges (*89 keeping pytest-order's positions*"])
+    # the unordered group is the smaller one: it is chained (19), its first test waits for
+    # each of the 30 (the chain's edges name the marker that tied the groups)
+    result = run("-p", "no:pytest_order", "test_fewer.py")
+    assert names(result) == [f"test_o{i}" for i in range(30)] + [f"test_p{i}" for i in range(20)]
+    result.stdout.fnmatch_lines(["50 tests, 49 edges (*49 keeping pytest-order's positions*"])
 
 
 def test_ordinal_groups_do_not_glue_a_suite_into_one_shard(

@@ -1,12 +1,14 @@
 """Pinned groups on xdist: tests that need serial semantics run on one worker, in order.
 
-Two causes (docs/parallel.md): a module calls pytest-dependency's ``depends()`` with names
-computed at run time (no edge can be read, so the whole module is kept serial), and tests linked
-by a dependency edge share a module- or class-scoped fixture instance.
+Three causes (docs/parallel.md): a module calls pytest-dependency's ``depends()`` with names
+computed at run time (no edge can be read, so the whole module is kept serial), tests linked
+by a dependency edge share a module- or class-scoped fixture instance, and tests of one module
+are linked by a pytest-dependency or pytest-order edge (state in module globals).
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -234,8 +236,9 @@ def test_computed_depends_names_give_the_serial_outcomes_on_two_workers(
     plan = collected_plan(pytester)
     pinned = [[plan.nodeids[i] for i in group] for group in plan.pinned]
     modules = {nodeid.split("::")[0] for group in pinned for nodeid in group}
-    assert modules == {f"{name}.py" for name, _, _ in COMPUTED} | {"test_steps.py",
-                                                                   "test_two_sites.py"}
+    # (test_other.py's two tests are linked by a dependency marker: pinned, without warning)
+    assert modules == {f"{name}.py" for name, _, _ in COMPUTED} | {
+        "test_steps.py", "test_two_sites.py", "test_other.py"}
     for sent in walks(pytester, plan):
         for group in pinned:
             holders = [tests for tests in sent if group[0] in tests]
@@ -441,7 +444,9 @@ def test_computed_names_pin_the_whole_module(pytester: pytest.Pytester) -> None:
     assert groups == [["test_a", "test_free", "test_b"]]
 
 
-def test_literal_names_do_not_pin(pytester: pytest.Pytester) -> None:
+def test_literal_names_pin_the_tests_they_link(pytester: pytest.Pytester) -> None:
+    """Read from the source, they are edges like the marker's: the linked tests are pinned
+    (they may hand state over in the module), the module's other tests are not."""
     assert pinned_names(pytester, """
         import pytest
         from pytest_dependency import depends
@@ -456,7 +461,7 @@ def test_literal_names_do_not_pin(pytester: pytest.Pytester) -> None:
         @pytest.mark.dependency()
         def test_b(request):
             depends(request, ["test_a"])
-    """) == []
+    """) == [["test_a", "test_b"]]
 
 
 def test_the_chain_is_in_the_dot_file(pytester: pytest.Pytester) -> None:
@@ -535,3 +540,95 @@ def test_another_plugins_private_fixture_does_not_pin(pytester: pytest.Pytester)
         def test_again(fake_db):
             pass
     """) == [["test_fill", "test_read", "test_again"]]
+
+
+#: pytest-dependency's common idiom: a producer fills a module global, its dependents read it
+MODULE_GLOBALS = """
+import time
+import pytest
+
+faces = []
+
+@pytest.mark.dependency()
+def test_polygonize():
+    global faces
+    time.sleep(0.05)
+    faces = [[0, 1, 2], [2, 3, 0]]
+
+@pytest.mark.dependency(depends=["test_polygonize"])
+def test_duplication():
+    assert faces, "faces is empty: test_polygonize ran in another process"
+
+@pytest.mark.dependency(depends=["test_polygonize"])
+def test_area():
+    assert faces, "faces is empty: test_polygonize ran in another process"
+
+@pytest.mark.dependency(depends=["test_polygonize"])
+def test_normals():
+    assert faces, "faces is empty: test_polygonize ran in another process"
+"""
+
+
+def test_state_in_module_globals_reaches_the_dependents_on_two_workers(
+    pytester: pytest.Pytester,
+) -> None:
+    """Each module's producer and its dependents run in one worker process, as serially
+    (before, a dependent that an idle worker took found the global empty). The worker of
+    each test is read from -v; the scheduler then tries 50 completion orders in process."""
+    pytester.makepyfile(**{f"test_m{i}": MODULE_GLOBALS for i in range(6)})
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly", "-v")
+    result.assert_outcomes(passed=24)
+    workers: dict[str, set[str]] = {}
+    for line in result.outlines:
+        found = re.match(r"\[(gw\d+)\] \[ *\d+%\] PASSED (\S+?)::", line)
+        if found:
+            workers.setdefault(found[2], set()).add(found[1])
+    assert len(workers) == 6 and all(len(w) == 1 for w in workers.values()), workers
+    plan = collected_plan(pytester)
+    for sent in walks(pytester, plan):
+        for tests in sent:
+            modules = {t.split("::")[0] for t in tests}
+            assert all(sum(t.startswith(m) for t in tests) == 4 for m in modules), sent
+
+
+def test_peer_edges_pin_within_their_module_only(pytester: pytest.Pytester) -> None:
+    """A pytest-dependency or pytest-order edge pins its two tests when they are in one
+    module, groups join through shared members; an edge across modules does not pin, nor
+    does depends_on (values travel as outputs)."""
+    pytester.makepyfile(test_q="""
+        import pytest
+
+        @pytest.mark.order(after="test_p.py::test_a")
+        def test_elsewhere():
+            pass
+    """)
+    assert pinned_names(pytester, """
+        import pytest
+
+        @pytest.mark.dependency()
+        def test_a():
+            pass
+
+        @pytest.mark.dependency(depends=["test_a"])
+        def test_b():
+            pass
+
+        @pytest.mark.order(after="test_b")
+        def test_c():
+            pass
+
+        def test_free():
+            pass
+
+        @pytest.mark.depends_on("test_free")
+        def test_uses_free():
+            pass
+
+        class TestK:
+            @pytest.mark.order(before="test_x")
+            def test_w(self):
+                pass
+
+            def test_x(self):
+                pass
+    """) == [["test_a", "test_b", "test_c"], ["TestK::test_w", "TestK::test_x"]]

@@ -219,6 +219,108 @@ def test_order_first_and_last_hold_on_workers(pytester: pytest.Pytester) -> None
         'test_o.py:' in text
 
 
+POSITIONS = """
+import pytest
+
+value = 0
+
+@pytest.mark.order("second")
+def test_{f}_second():
+    global value
+    assert value == 1
+    value = 2
+
+def test_{f}_unordered():
+    assert value == 2
+
+@pytest.mark.order("first")
+def test_{f}_first():
+    global value
+    value = 1
+"""
+
+
+def test_order_positions_under_loadfile_and_loadscope_give_way_across_units(
+    pytester: pytest.Pytester,
+) -> None:
+    """pytest-order's own way to run on xdist: each file in its own order, state in module
+    globals. Under --dist loadfile (pytest-order installed) and loadscope (not installed) the
+    positions that would make the files wait for each other give way with one warning naming
+    their markers, instead of a collection error; test_c.py's "last" still waits for both."""
+    pytester.makepyfile(
+        test_a=POSITIONS.format(f="a"), test_b=POSITIONS.format(f="b"),
+        test_c="""
+        import pytest
+
+        @pytest.mark.order("last")
+        def test_c_last():
+            pass
+        """,
+    )
+    dot = pytester.path / "g.dot"
+    for args in (("--dist", "loadfile", f"--depgraph-dot={dot}"),
+                 ("--dist", "loadscope", "-p", "no:pytest_order")):
+        result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", *args)
+        result.assert_outcomes(passed=7)
+        unit = "file" if "loadfile" in args else "class or module"
+        result.stdout.fnmatch_lines([
+            f"*depgraph: test_a.py:5: pytest-order positions that hold within their {unit} but "
+            f"not across * under --dist {args[1]}: test_a.py:5, test_b.py:5. Each {unit} runs "
+            "whole on one worker, in its own order*",
+        ])
+        assert result.stdout.str().count("pytest-order positions") == 1
+    text = dot.read_text()
+    # the position edges inside a file hold, and "last" waits for both files
+    assert '"test_a.py::test_a_second" -> "test_a.py::test_a_first"' in text
+    assert '"test_c.py::test_c_last" -> "test_a.py::test_a_unordered"' in text
+    assert '"test_c.py::test_c_last" -> "test_b.py::test_b_unordered"' in text
+    assert '"test_a.py::test_a_second" -> "test_b.py::test_b_first"' not in text
+
+
+def test_bind_units_gives_way_to_positions_that_tie_units_into_a_cycle() -> None:
+    """test_a.py and test_b.py each have a "first" test: across files, each file would wait for
+    the other. Only those position edges give way; "last" in test_c.py still holds, a position
+    that explicit edges already imply holds, and a cycle of explicit edges stays an error."""
+    from pytest_depgraph.core.units import bind_units
+
+    nodeids = ["a.py::a1", "a.py::a2", "b.py::b1", "b.py::b2", "c.py::c1"]
+    first_a, first_b, last = (Origin("ordinal", w) for w in ("a.py:2", "b.py:2", "c.py:2"))
+    positions = [(1, 0, first_a), (1, 2, first_b), (3, 0, first_a), (3, 2, first_b),
+                 (4, 1, last), (4, 3, last)]
+
+    def plan_with(explicit: list[tuple[int, int]]) -> Plan:
+        plan = unit_plan(nodeids, explicit)
+        plan.graph.add_edges((u, v, Kind.AFTER, origin) for u, v, origin in positions)
+        plan.edge_counts = {"ordinal": len(positions)}
+        return plan
+
+    def ordinal(plan: Plan) -> list[tuple[int, int]]:
+        return sorted((e.dependent, e.dependency) for e in plan.graph.edges()
+                      if e.origin.kind == "ordinal")
+
+    plan = plan_with([])
+    assert bind_units(plan, "loadfile") == []
+    assert ordinal(plan) == [(1, 0), (3, 2), (4, 1), (4, 3)]
+    assert plan.edge_counts["ordinal"] == 4
+    assert plan.warnings == [
+        "depgraph: a.py:2: pytest-order positions that hold within their file but not across "
+        "files under --dist loadfile: a.py:2, b.py:2. Each file runs whole on one worker, in "
+        "its own order, and across files these positions would make files wait for each other."
+    ]
+    # a1 requires b2: test_a.py waits for test_b.py anyway, so a2 after b1 holds
+    plan = plan_with([(0, 3)])
+    assert bind_units(plan, "loadfile") == []
+    assert ordinal(plan) == [(1, 0), (1, 2), (3, 2), (4, 1), (4, 3)]
+    assert plan.warnings[0].endswith("loadfile: a.py:2. Each file runs whole on one worker, "
+                                     "in its own order, and across files these positions "
+                                     "would make files wait for each other.")
+    # explicit edges both ways: an error, that names them and no position
+    plan = plan_with([(0, 3), (2, 1)])
+    [(_, message)] = bind_units(plan, "loadfile")
+    assert "depends_on at" in message and "order marker" not in message
+    assert plan.warnings == []
+
+
 # -- the scheduler in-process, against fake worker nodes (as xdist's own test_dsession.py) ----
 
 

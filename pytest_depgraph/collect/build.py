@@ -931,7 +931,7 @@ def build(
     # pytest-order's ordinal groups, tied for parallel runs by AFTER edges that follow this
     # order (so the serial order stays as it is). Added after the reduction: they tie every
     # unordered test to the ordered ones, and reducing such stars costs more than it saves.
-    ordinal = compat.ordinal_edges(builder.compat, run, order, broken, reduced)
+    ordinal = compat.ordinal_edges(builder.compat, run, order, broken, reduced, acyclic)
     plan_graph = reduced.relabel(new_id)
     plan_graph.compact()
     lap("reduce")

@@ -1,6 +1,6 @@
 """Pinned groups: tests that must run on one xdist worker, one at a time, in serial order.
 
-Two rules make a group (docs/parallel.md, docs/choices.md):
+Three rules make a group (docs/parallel.md, docs/choices.md):
 
 * **Computed names.** A module whose tests or their fixtures call pytest-dependency's
   ``depends(request, names)`` with names that cannot be read from the source (computed at run
@@ -14,6 +14,14 @@ Two rules make a group (docs/parallel.md, docs/choices.md):
   suites. Nor does another plugin's private fixture -- a name starting with ``_`` defined
   outside the rootdir, such as pytest-django's autouse ``_django_setup_unittest``: nobody
   declared state in it, and pinning on it would tie every linked test of a class to one worker.
+* **Another plugin's dependency within a module.** Suites written for pytest-dependency or
+  pytest-order hand state over in module globals and class attributes: a producer fills a
+  global, the tests that depend on it (``dependency(depends=...)``, ``depends()`` with
+  literal names, ``order(after=...)``/``before=``) read it. Tests of one module linked by
+  such an edge, directly or through others of that module, join one group, so they run in
+  one process as serially. Edges across modules do not pin (they are spread), nor do
+  ``depends_on`` edges: a suite written for this plugin hands values over with outputs, or
+  keeps its state in a module-scoped fixture (the rule above).
 
 Each group is chained with AFTER edges between consecutive members in the serial (stable
 topological) order, so the order, the DOT file and the walk all see it; the chain follows an
@@ -28,12 +36,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_depgraph.collect.compat.names import DEPENDENCY, ORDER
 from pytest_depgraph.collect.context import Context
 from pytest_depgraph.core import safe
 from pytest_depgraph.core.graph import PIN, Graph, Kind, Origin
 
 _SCOPES = ("module", "class")
 _SCOPE_WORD = {False: "the module", True: "the class"}
+_PLUGIN = {DEPENDENCY: "pytest-dependency", ORDER: "pytest-order"}
 
 
 class Pins:
@@ -95,6 +105,7 @@ def pin(
             why.setdefault(a, origin)
 
     warnings = _computed_modules(builder, computed, run, broken, union)
+    _peer_edges_in_modules(builder, run, graph, union)
     # the module/class fixture instances of each test with an edge, made when first needed
     instances: list[frozenset[tuple[Any, ...]] | None] = [None] * count
     for dependent, dependency, _kind in graph.triples() if _any_shared(builder) else ():
@@ -169,6 +180,43 @@ def _computed_modules(
             f"{module} runs on one worker in file order"
         )
     return warnings
+
+
+def _peer_edges_in_modules(builder: Context, run: Sequence[int], graph: Graph, union: Any) -> None:
+    """Join the two tests of every pytest-dependency or pytest-order edge inside one module.
+    O(E), in C up to the origins when there is none."""
+    table, origin_index = graph.origin_indexes()
+    kinds = {i: origin.kind for i, origin in enumerate(table)
+             if origin.kind in (DEPENDENCY, ORDER)}
+    if not kinds:
+        return
+    count = len(run)
+    collected = builder.collected
+    modules: dict[int, str] = {}
+    # one reason per module and marker (the declaration's file:line is read only on demand:
+    # xdist workers leave it out of their plans)
+    reasons: dict[tuple[str, str], Origin] = {}
+    dependents, dependencies, _ = graph.columns()
+    for e, o in enumerate(origin_index):
+        kind = kinds.get(o)
+        if kind is None:
+            continue
+        a, b = dependents[e], dependencies[e]
+        if a >= count or b >= count:
+            continue
+        module_a, module_b = modules.get(a), modules.get(b)
+        if module_a is None:
+            module_a = modules[a] = collected[run[a]].nodeid.split("::", 1)[0]
+        if module_b is None:
+            module_b = modules[b] = collected[run[b]].nodeid.split("::", 1)[0]
+        if module_a != module_b:
+            continue
+        reason = reasons.get((kind, module_a))
+        if reason is None:
+            reason = reasons[kind, module_a] = Origin(
+                PIN, f"{module_a}: tests linked by {_PLUGIN[kind]} share the module's state"
+            )
+        union(a, b, reason)
 
 
 def _any_shared(builder: Context) -> bool:

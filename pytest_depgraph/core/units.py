@@ -14,13 +14,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pytest_depgraph.core.graph import Edge, Kind, Origin, find_cycles
+from pytest_depgraph.core.graph import (
+    Edge,
+    Graph,
+    Kind,
+    Origin,
+    find_cycles,
+    strongly_connected_components,
+)
 from pytest_depgraph.core.plan import Plan
 
 #: origin kind of the edges that keep a unit whole
 UNIT = "unit"
 #: the ``--dist`` modes whose units are bound here
 MODES = ("loadfile", "loadscope", "loadgroup")
+#: origin kind of the edges between pytest-order's position groups (``collect.compat`` names
+#: it; ``core`` cannot import it from there)
+_ORDINAL = "ordinal"
+#: what a unit is, in a user's words: (one, many)
+_UNIT_WORDS = {
+    "loadfile": ("file", "files"),
+    "loadscope": ("class or module", "classes and modules"),
+    "loadgroup": ("xdist_group", "xdist_groups"),
+}
 
 
 def _file(nodeid: str) -> str:
@@ -63,8 +79,9 @@ def bind_units(plan: Plan, dist: str) -> list[tuple[str, str]]:
     (the file to report it under, the message).
 
     Existing pinned groups (:mod:`pytest_depgraph.collect.pinning`) are merged with the units they
-    touch. Replaces ``plan.graph`` and ``plan.pinned``; on a cycle, only adds the errors to
-    ``plan.errors``. O(V + E).
+    touch. pytest-order's position edges between units that wait for each other are dropped,
+    with a warning in ``plan.warnings``. Replaces ``plan.graph`` and ``plan.pinned``; on a
+    cycle, only adds the errors to ``plan.errors``. O(V + E).
     """
     count = plan.item_count
     names: dict[str, int] = {}
@@ -88,7 +105,8 @@ def bind_units(plan: Plan, dist: str) -> list[tuple[str, str]]:
         if node not in plan.broken:
             members.setdefault(find(of[node]), []).append(node)
     label = {find(u): name for name, u in reversed(names.items())}
-    graph = plan.graph
+    unit_of_node = [find(u) for u in of]
+    graph, given_way = _soft_positions(plan.graph, unit_of_node, count)
     edges: list[tuple[int, int, Kind, Origin]] = []
     for root, nodes in members.items():
         if len(nodes) > 1:
@@ -120,12 +138,110 @@ def bind_units(plan: Plan, dist: str) -> list[tuple[str, str]]:
     if errors:
         plan.errors.extend(message for _, message in errors)
         return errors
+    if given_way:
+        left = plan.edge_counts.pop(_ORDINAL, 0) - len(given_way)
+        if left > 0:
+            plan.edge_counts[_ORDINAL] = left
+        plan.warnings.append(_given_way_message(given_way, dist))
     if bound.edge_count > graph.edge_count:
         plan.edge_counts[UNIT] = bound.edge_count - graph.edge_count
     plan.graph = bound
     plan.pinned = sorted((nodes for nodes in members.values() if len(nodes) > 1),
                          key=lambda nodes: nodes[0])
     return []
+
+
+def _soft_positions(
+    graph: Graph, unit: list[int], count: int
+) -> tuple[Graph, list[Origin]]:
+    """``graph`` without the ordinal edges that tie units into a cycle, and the origin of
+    each edge dropped. O(V + E) when no ordinal edge joins two units that wait for each other.
+
+    Two units wait for each other when they are in one strongly connected component of the
+    graph of units (an edge between two units for each edge between their tests): an edge
+    inside such a component lies on a cycle of units. An ordinal edge there gives way unless
+    explicit edges already make its unit wait for the other, and not the other way round:
+    then it lies on no cycle (each kept ordinal edge has an explicit path beside it). The
+    cycles that explicit edges make are left: they stay errors, and name no position.
+    Checking that costs a search of the explicit edges inside the component per unit with
+    such an ordinal edge.
+    """
+    table, origin_index = graph.origin_indexes()
+    ordinal = {i for i, origin in enumerate(table) if origin.kind == _ORDINAL}
+    if not ordinal:
+        return graph, []
+    dependents, dependencies, _ = graph.columns()
+    pairs: set[tuple[int, int]] = set()
+    #: unit -> the units it waits for through explicit edges
+    explicit: dict[int, set[int]] = {}
+    candidates: list[int] = []
+    for e, (a, b) in enumerate(zip(dependents, dependencies)):
+        if a >= count or b >= count or unit[a] == unit[b]:
+            continue
+        pairs.add((unit[a], unit[b]))
+        if origin_index[e] in ordinal:
+            candidates.append(e)
+        else:
+            explicit.setdefault(unit[a], set()).add(unit[b])
+    if not candidates:
+        return graph, []
+    units = Graph(len(unit))
+    units.add_edges((u, v, Kind.AFTER, _ANY) for u, v in pairs)
+    component = [0] * len(unit)
+    for number, members in enumerate(strongly_connected_components(units)):
+        for u in members:
+            component[u] = number
+    waits_for: dict[int, set[int]] = {}
+
+    def explicitly_waits(u: int, v: int) -> bool:
+        found = waits_for.get(u)
+        if found is None:
+            # a path from u to v lies inside their component, since v reaches u
+            found = waits_for[u] = set()
+            todo = [u]
+            while todo:
+                for w in explicit.get(todo.pop(), ()):
+                    if w not in found and component[w] == component[u]:
+                        found.add(w)
+                        todo.append(w)
+        return v in found
+
+    dropped = []
+    for e in candidates:
+        u, v = unit[dependents[e]], unit[dependencies[e]]
+        if component[u] == component[v] and (
+            not explicitly_waits(u, v) or explicitly_waits(v, u)
+        ):
+            dropped.append(e)
+    if not dropped:
+        return graph, []
+    size = graph.size
+    # (the columns' positions are the live edges in order, not the graph's edge numbers)
+    numbers = graph.edges_keyed(dependents[e] * size + dependencies[e] for e in dropped)
+    return graph.without_edges(numbers), [table[origin_index[e]] for e in dropped]
+
+
+#: the origin of the edges of the graph of units (read by nobody)
+_ANY = Origin(UNIT)
+
+
+def _given_way_message(given_way: list[Origin], dist: str) -> str:
+    """The warning that names the order markers whose positions could not hold across
+    units, each once, by file and line."""
+
+    def place(where: str) -> tuple[str, int]:
+        path, _, line = where.rpartition(":")
+        return (path, int(line)) if line.isdigit() else (where, 0)
+
+    places = sorted({origin.where for origin in given_way if origin.where}, key=place)
+    one, many = _UNIT_WORDS[dist]
+    first = f"{places[0]}: " if places else ""
+    markers = ", ".join(places) if places else "(places not known)"
+    return (
+        f"depgraph: {first}pytest-order positions that hold within their {one} but not across "
+        f"{many} under --dist {dist}: {markers}. Each {one} runs whole on one worker, in its "
+        f"own order, and across {many} these positions would make {many} wait for each other."
+    )
 
 
 def _cycle_message(loop: list[Edge], plan: Plan, dist: str, unit: dict[int, str]) -> str:

@@ -85,13 +85,15 @@ def computed_sites(readers: Readers | None) -> Mapping[int, list[str]]:
 
 
 def ordinal_edges(
-    readers: Readers | None, run: Sequence[int], order: Sequence[int], broken: Any, graph: Any
+    readers: Readers | None, run: Sequence[int], order: Sequence[int], broken: Any, graph: Any,
+    declared: Any = None,
 ) -> int:
     """AFTER edges between pytest-order's ordinal groups, added to ``graph``; their number
-    (:meth:`~pytest_depgraph.collect.compat.order.OrderReader.ordinal_edges`)."""
+    (:meth:`~pytest_depgraph.collect.compat.order.OrderReader.ordinal_edges`; ``declared``:
+    the graph before reduction)."""
     if readers is None or readers.order is None:
         return 0
-    return readers.order.ordinal_edges(run, order, broken, graph)
+    return readers.order.ordinal_edges(run, order, broken, graph, declared)
 
 
 def register(config: pytest.Config, strict: bool = False) -> Settings:
@@ -114,6 +116,15 @@ def register(config: pytest.Config, strict: bool = False) -> Settings:
     if loaded_plugin(config, "pytest_order") is None:
         config.addinivalue_line("markers", ORDER_HELP)
         config.pluginmanager.register(OrderIndex(), "depgraph-order-index")
+    else:
+        # (pytest-order's own options: without pytest-order they do not exist)
+        level = _option(lambda: config.getoption("order_scope_level"))
+        found = Settings(
+            automark=found.automark, ignore_unknown=found.ignore_unknown, strict=strict,
+            order_scope=str(_option(lambda: config.getoption("order_scope")) or "session"),
+            order_scope_level=level if type(level) is int else 0,
+            order_group_scope=str(_option(lambda: config.getoption("order_group_scope")) or ""),
+        )
     return found
 
 

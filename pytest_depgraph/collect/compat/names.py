@@ -26,20 +26,37 @@ ORDER_HELP = (
 ORDINAL = "ordinal"
 
 
+#: pytest-order's scopes, smallest first
+ORDER_SCOPES = ("class", "module", "session")
+
+
 class Settings:
-    """pytest-dependency's options, when it is installed, and ``--depgraph-strict``."""
+    """pytest-dependency's and pytest-order's options, when they are installed, and
+    ``--depgraph-strict``."""
 
     # (a plain class: every pytest process imports this module, and a dataclass is made at
     # import by compiling its methods)
-    __slots__ = ("automark", "ignore_unknown", "strict")
+    __slots__ = ("automark", "ignore_unknown", "order_group_scope", "order_scope",
+                 "order_scope_level", "strict")
 
     def __init__(
-        self, automark: bool = False, ignore_unknown: bool = False, strict: bool = False
+        self, automark: bool = False, ignore_unknown: bool = False, strict: bool = False,
+        order_scope: str = "session", order_scope_level: int = 0,
+        order_group_scope: str | None = None,
     ) -> None:
         self.automark = automark
         self.ignore_unknown = ignore_unknown
         #: ``--depgraph-strict``: a name that matches no test is an error, not a warning
         self.strict = strict
+        #: pytest-order's ``--order-scope``, ``--order-scope-level`` and ``--order-group-scope``
+        #: as pytest-order reads them: an unknown scope is "session"; a level only with the
+        #: session scope; a group scope only when smaller than the scope
+        self.order_scope = order_scope if order_scope in ORDER_SCOPES else "session"
+        self.order_scope_level = order_scope_level if self.order_scope == "session" else 0
+        group = order_group_scope if order_group_scope in ORDER_SCOPES else self.order_scope
+        if ORDER_SCOPES.index(group) > ORDER_SCOPES.index(self.order_scope):
+            group = self.order_scope
+        self.order_group_scope = group
 
 
 def loaded_plugin(config: pytest.Config, module: str) -> Any:

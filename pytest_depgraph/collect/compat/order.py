@@ -5,6 +5,13 @@ resolved as pytest-order does: a label is the end of a node id, matched within t
 test's module and its parent directories. Ordinals (``order(1)``, ``"first"``, ``"last"``...)
 sort the tests when pytest-order is not installed (:class:`OrderIndex`), and tie the ordinal
 groups with *after* edges for parallel runs (:meth:`OrderReader.ordinal_edges`).
+
+pytest-order's scopes hold as it documents them (they exist only when it is installed):
+``--order-scope=module``/``class`` and ``--order-scope-level`` order only within each module,
+class or directory -- a marker that names a test outside it makes no edge, and positions are
+compared within it only; ``--order-group-scope`` orders tests within each class or module,
+then the classes or modules as wholes, by their first position and by the markers between
+them (:meth:`OrderReader.ordinal_edges` ties the whole groups).
 """
 
 from __future__ import annotations
@@ -15,12 +22,12 @@ from typing import Any
 
 import pytest
 
-from pytest_depgraph.collect.compat.names import ORDER, ORDINAL, Settings
+from pytest_depgraph.collect.compat.names import ORDER, ORDER_SCOPES, ORDINAL, Settings
 from pytest_depgraph.collect.compat.shared import PeerReader
 from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.markers import Declaration
 from pytest_depgraph.core import safe
-from pytest_depgraph.core.graph import Kind, Origin
+from pytest_depgraph.core.graph import Graph, Kind, Origin
 
 #: pytest-order's words for positions
 _ORDER_WORDS = {
@@ -87,7 +94,7 @@ class OrderReader(PeerReader):
                              label)
                         )
                     for match in matches:
-                        if match != position:
+                        if match != position and self._in_scope(match, position):
                             self._before_of.setdefault(match, []).append((position, where, label))
 
     def sources(self, position: int) -> Iterator[Source]:
@@ -110,7 +117,8 @@ class OrderReader(PeerReader):
                 continue
             for label in labels:
                 found = self._order_matches(label, position, node)
-                matches = tuple(m for m in found if m != position)  # pytest-order: a no-op
+                # itself: a no-op for pytest-order; outside its scope: ignored, without warning
+                matches = tuple(m for m in found if m != position and self._in_scope(m, position))
                 if matches:
                     yield Source(
                         Declaration((label,), Kind.AFTER, where), Origin(ORDER, where),
@@ -129,6 +137,17 @@ class OrderReader(PeerReader):
                 f"{self.context.collected[declarer].nodeid}",
                 False, (declarer,),
             )
+
+    def _in_scope(self, other: int, position: int) -> bool:
+        """Whether pytest-order orders the tests at ``other`` and ``position`` relative to each
+        other: both in one ``--order-scope`` (everything, by default)."""
+        settings = self.settings
+        if settings.order_scope == "session" and not settings.order_scope_level:
+            return True
+        collected = self.context.collected
+        scope, level = settings.order_scope, settings.order_scope_level
+        return (_scope_key(collected[other].nodeid, scope, level)
+                == _scope_key(collected[position].nodeid, scope, level))
 
     def _order_matches(self, label: str, position: int, node: object) -> list[int]:
         """pytest-order's ``items_from_label`` and ``items_from_class_label``."""
@@ -183,7 +202,8 @@ class OrderReader(PeerReader):
         )
 
     def ordinal_edges(
-        self, run: Sequence[int], order: Sequence[int], broken: Any, graph: Any
+        self, run: Sequence[int], order: Sequence[int], broken: Any, graph: Graph,
+        declared: Graph | None = None,
     ) -> int:
         """Add AFTER edges that keep pytest-order's ordinal groups apart when tests run at once.
 
@@ -194,48 +214,163 @@ class OrderReader(PeerReader):
         the usual few ordered tests beside many unordered ones. When that product is large the
         smaller group is chained in serial order, and only its last (or first) test is tied to
         the other group: |A|+|B| edges, at the price of running that group one test at a time.
+
+        Positions are compared within each of pytest-order's scopes only (``--order-scope``,
+        ``--order-scope-level``; the whole session by default). With ``--order-group-scope``
+        they are compared within each class or module, and the classes or modules of a scope
+        are then tied as wholes, the same way: by their group's position (its smallest index
+        >= 0, else its largest negative one), and for each ``after=``/``before=`` edge of
+        ``declared`` (the graph before reduction) between two of them.
         ``run[n]`` is the builder position of graph node ``n``; returns the number of edges
         added.
         """
-        keyed: dict[tuple[int, int], list[int]] = {}
-        #: the origin of the edges of each ordered test: its order marker
+        #: ordered node -> its ordinal key, and the origin of its edges: its order marker
+        key_of: dict[int, tuple[int, int]] = {}
         origin_of: dict[int, Origin] = {}
         origins: dict[str, Origin] = {}
         ordinals = self._ordinals
         for n, position in enumerate(run):
-            if n in broken:
-                continue
             found = ordinals.get(position)
-            if found is None:
-                keyed.setdefault((1, 0), []).append(n)
+            if found is None or n in broken:
                 continue
             index, node, mark = found
-            keyed.setdefault(_ordinal_key(index), []).append(n)
+            key_of[n] = _ordinal_key(index)
             where = self.where(node, mark)
             origin_of[n] = origins.setdefault(where, Origin(ORDINAL, where))
-        if len(keyed) < 2:
+        levels = self._levels()
+        if not key_of and len(levels) == 1:
             return 0
+        count = len(run)
         at = {v: i for i, v in enumerate(order)}
-        after = Kind.AFTER
         edges: list[tuple[int, int, Kind, Origin]] = []
-        append = edges.append
-        groups = [sorted(keyed[key], key=at.__getitem__) for key in sorted(keyed)]
-        # a pair the serial order puts the other way round gets no edge: an edge put it there
-        for earlier, later in zip(groups, groups[1:]):
-            if len(earlier) * len(later) > _PAIRS_PER_TEST * (len(earlier) + len(later)):
-                chained = earlier if len(earlier) <= len(later) else later
-                pairs = list(zip(chained[1:], chained))
-                if chained is earlier:
-                    pairs += [(u, earlier[-1]) for u in later]
-                else:
-                    pairs += [(later[0], v) for v in earlier]
+        collected = self.context.collected
+        # the nodes of each group of the innermost level, in serial order
+        innermost: dict[str, list[int]] = {}
+        scope, level = levels[0]
+        for n in order:
+            if n < count and n not in broken:
+                key = _scope_key(collected[run[n]].nodeid, scope, level) if scope else ""
+                innermost.setdefault(key, []).append(n)
+        for members in innermost.values():
+            classes: dict[tuple[int, int], list[int]] = {}
+            for n in members:
+                classes.setdefault(key_of.get(n, _UNORDERED), []).append(n)
+            _tie_consecutive([classes[k] for k in sorted(classes)], at, origin_of, edges)
+        children = innermost
+        for (scope, level), (inner, _) in zip(levels[1:], levels):
+            # each child group as one "test": its group's position, from the first of its tests
+            child_key: dict[str, tuple[int, int]] = {}
+            for child, members in children.items():
+                keys = [key_of[n] for n in members if n in key_of]
+                starts = [k for k in keys if k[0] == 0]
+                ends = [k for k in keys if k[0] == 2]
+                child_key[child] = min(starts) if starts else max(ends) if ends else _UNORDERED
+                keyed = [n for n in members if key_of.get(n) == child_key[child]]
+                for n in members:  # the edges of a whole group name the marker that placed it
+                    if keyed:
+                        origin_of.setdefault(n, origin_of[keyed[0]])
+            parents: dict[str, dict[tuple[int, int], list[int]]] = {}
+            for child, members in children.items():
+                parent = _scope_key(collected[run[members[0]]].nodeid, scope, level)
+                parents.setdefault(parent, {}).setdefault(child_key[child], []).extend(members)
+            for classes in parents.values():
+                _tie_consecutive([sorted(classes[k], key=at.__getitem__) for k in sorted(classes)],
+                                 at, origin_of, edges)
+            if declared is not None:
+                self._tie_related(declared, run, children, inner, scope, level, at, edges)
+            children = {
+                parent: sorted((n for members in classes.values() for n in members),
+                               key=at.__getitem__)
+                for parent, classes in parents.items()
+            }
+        before = graph.edge_count
+        graph.add_edges(edges)  # (a pair that already has an edge keeps it)
+        return graph.edge_count - before
+
+    def _levels(self) -> list[tuple[str, int]]:
+        """The groups pytest-order sorts within, innermost first, each as (scope, directory
+        level): the ``--order-group-scope`` and every scope above it up to the
+        ``--order-scope``, whose groups are the last level ("" for the whole session)."""
+        settings = self.settings
+        scope, level = settings.order_scope, settings.order_scope_level
+        top = ("" if scope == "session" and not level else scope, level)
+        inner = ORDER_SCOPES[ORDER_SCOPES.index(settings.order_group_scope):
+                             ORDER_SCOPES.index(scope)]
+        return [*((s, 0) for s in inner), top]
+
+    def _tie_related(
+        self, declared: Graph, run: Sequence[int], children: dict[str, list[int]], inner: str,
+        scope: str, level: int, at: dict[int, int], edges: list[tuple[int, int, Kind, Origin]],
+    ) -> None:
+        """For each ``after=``/``before=`` edge between two child groups (of scope ``inner``)
+        of one group (of ``scope``), tie the whole groups: pytest-order moves them as wholes."""
+        collected = self.context.collected
+        count = len(run)
+        dependents, dependencies, _ = declared.columns()
+        table, origin_index = declared.origin_indexes()
+        order_origins = {i for i, origin in enumerate(table) if origin.kind == ORDER}
+        tied: set[tuple[str, str]] = set()
+        for e, o in enumerate(origin_index):
+            if o not in order_origins:
+                continue
+            u, v = dependents[e], dependencies[e]
+            if u >= count or v >= count:
+                continue
+            nodeid_u, nodeid_v = collected[run[u]].nodeid, collected[run[v]].nodeid
+            later, earlier = _scope_key(nodeid_u, inner, 0), _scope_key(nodeid_v, inner, 0)
+            if (later == earlier or (later, earlier) in tied
+                    or later not in children or earlier not in children
+                    or _scope_key(nodeid_u, scope, level) != _scope_key(nodeid_v, scope, level)):
+                continue
+            tied.add((later, earlier))
+            marker = Origin(ORDINAL, table[o].where)
+            _tie_consecutive([children[earlier], children[later]], at,
+                             dict.fromkeys(children[later], marker), edges)
+
+
+#: the ordinal key of a test without a position (see :func:`_ordinal_key`)
+_UNORDERED = (1, 0)
+
+
+def _tie_consecutive(
+    classes: list[list[int]], at: dict[int, int], origin_of: dict[int, Origin],
+    edges: list[tuple[int, int, Kind, Origin]],
+) -> None:
+    """AFTER edges that make every node of each class (in serial order) wait for every node
+    of the class before it (:meth:`OrderReader.ordinal_edges`), appended to ``edges``; a pair
+    the serial order puts the other way round gets none: an edge put it there."""
+    after = Kind.AFTER
+    for earlier, later in zip(classes, classes[1:]):
+        # the marker that tied these two classes: on the later one's tests, else the earlier's
+        tie = next((origin_of[n] for n in (*later, *earlier) if n in origin_of), None)
+        if tie is None:
+            continue
+        if len(earlier) * len(later) > _PAIRS_PER_TEST * (len(earlier) + len(later)):
+            chained = earlier if len(earlier) <= len(later) else later
+            pairs = list(zip(chained[1:], chained))
+            if chained is earlier:
+                pairs += [(u, earlier[-1]) for u in later]
             else:
-                pairs = [(u, v) for u in later for v in earlier]
-            for u, v in pairs:
-                if at[v] < at[u]:
-                    append((u, v, after, origin_of.get(u) or origin_of[v]))
-        graph.add_edges(edges)
-        return len(edges)
+                pairs += [(later[0], v) for v in earlier]
+        else:
+            pairs = [(u, v) for u in later for v in earlier]
+        for u, v in pairs:
+            if at[v] < at[u]:
+                edges.append((u, v, after, origin_of.get(u) or origin_of.get(v) or tie))
+
+
+def _scope_key(nodeid: str, scope: str, level: int) -> str:
+    """The group of a test under pytest-order's scope ``scope`` (``--order-scope-level``
+    ``level`` for "session"): its module, its class (a module's functions outside classes are
+    one group), its directory at that level, or "" for the whole session."""
+    if scope == "module":
+        return nodeid.split("::", 1)[0]
+    if scope == "class":
+        parts = nodeid.split("::", 2)
+        return "::".join(parts[:2]) if len(parts) == 3 else parts[0]
+    if level:
+        return "/".join(nodeid.split("::", 1)[0].split("/")[:level])
+    return ""
 
 
 def _labels(value: object) -> list[Any] | None:
