@@ -350,12 +350,22 @@ def test_order_keeps_the_innermost_scope_first() -> None:
     # 0 needs 4 instead: D is done, C goes on (3 is before 4), then the module takes 0
     graph = make(10, [(0, 4, R)])
     assert _scoped_order(graph, scopes) == [1, 2, 3, 4, 5, 0, 6, 7, 8, 9]
-    # 0 needs 7 (a/u.py): it waits for a/u.py, then runs before b/ starts (same folder)
+    # 0 needs 7 (a/u.py, its last test): 0 runs right after it, before b/
     graph = make(10, [(0, 7, R)])
     assert _scoped_order(graph, scopes) == [1, 2, 3, 4, 5, 6, 7, 0, 8, 9]
-    # 8 (b/) needs 2 and 0 needs 8: 8 leaves a/ only when a/ is done, as 0 then runs there
+    # 0 needs 8 (b/v.py), which needs 2: 8 keeps its place, 0 waits for the rest of b/v.py
     graph = make(10, [(8, 2, R), (0, 8, R)])
     assert _scoped_order(graph, scopes) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 0]
+
+
+def test_order_keeps_a_package_together() -> None:
+    # 0 (package c) needs 1 (package a, module u.py); 2 (a/w.py) keeps package a going
+    graph = make(3, [(0, 1, R)])
+    assert _scoped_order(graph, [("c/", "c/x.py"), ("a/", "a/u.py"), ("a/", "a/w.py")]) == [
+        1, 2, 0
+    ]
+    # plain folders are no scopes: then nothing holds 0 back after 1
+    assert _scoped_order(graph, [("c/x.py",), ("a/u.py",), ("a/w.py",)]) == [1, 0, 2]
 
 
 def test_order_keeps_scopes_yet_never_moves_a_test_up() -> None:
