@@ -167,3 +167,38 @@ def reachable(graph: Graph, kinds: tuple[Kind, ...] = (R, A)) -> list[int]:
             reach[v] = bits
             done[v] = True
     return reach
+
+
+#: the scopes of each node, outermost first (folders, a module, classes): as the build names them
+Scopes = list[tuple[str, ...]]
+
+
+def scope_layout(rng: random.Random, size: int, interleaved: bool = False) -> Scopes:
+    """Scopes for nodes in id order as pytest collects a suite: runs of tests in a class
+    (sometimes nested), in a module, in a folder (sometimes nested). ``interleaved``: a few
+    nodes swap places, so some scopes are no longer contiguous in id order, as pytest-order's
+    positions or ``--ff`` leave them."""
+    chains: Scopes = []
+    folders: list[str] = []
+    module = ""
+    classes: list[str] = []
+    for v in range(size):
+        r = rng.random()
+        if not chains or r < 0.05:  # a new folder, at the top or inside the current one
+            folders = folders[: rng.randint(0, len(folders))]
+            folders.append(f"{folders[-1] if folders else ''}d{v}/")
+            module, classes = "", []
+        if not module or r < 0.15:
+            module, classes = f"{folders[-1]}m{v}.py", []
+        elif r < 0.3:
+            classes = [f"{module}::C{v}"]
+        elif r < 0.35 and classes:
+            classes = [*classes, f"{classes[-1]}::C{v}"]
+        elif r < 0.45:
+            classes = classes[:-1]
+        chains.append((*folders, module, *classes))
+    if interleaved:
+        for _ in range(rng.randint(1, max(1, size // 10))):
+            i, j = rng.randrange(size), rng.randrange(size)
+            chains[i], chains[j] = chains[j], chains[i]
+    return chains

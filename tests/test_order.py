@@ -374,3 +374,186 @@ def test_ordinal_groups_do_not_glue_a_suite_into_one_shard(
         assert keys == sorted(keys), shard_names
         ran += shard_names
     assert sorted(ran) == ["test_end", "test_start", "test_u1", "test_u2", "test_u3"]
+
+
+def test_a_dependent_collected_first_does_not_split_its_targets_class(
+    pytester: pytest.Pytester, run
+) -> None:
+    """The dependent waits until the class of its target is done: the class fixture is set
+    up once, as without the plugin (before, test_report ran between the two and test_query
+    got a second connection)."""
+    pytester.makepyfile(
+        test_cls="""
+        import pytest
+        N = []
+
+        @pytest.fixture(scope="class")
+        def conn():
+            N.append(1)
+            yield len(N)
+
+        @pytest.mark.depends_on("TestDb::test_connect")
+        def test_report():
+            pass
+
+        class TestDb:
+            def test_connect(self, conn):
+                assert conn == 1
+
+            def test_query(self, conn):
+                assert conn == 1
+        """
+    )
+    result = run()
+    result.assert_outcomes(passed=3)
+    assert names(result) == ["test_connect", "test_query", "test_report"]
+
+
+def test_a_dependent_does_not_split_its_targets_module_or_package(
+    pytester: pytest.Pytester, run
+) -> None:
+    """The same for a module fixture, and for a package fixture across the package's
+    modules: the dependent runs once its target's module, then package, is done."""
+    counted = """
+        import pytest
+        N = []
+
+        @pytest.fixture(scope="{scope}")
+        def conn():
+            N.append(1)
+            yield len(N)
+        """
+    pytester.makepyfile(
+        test_a="""
+        import pytest
+
+        @pytest.mark.depends_on("test_b.py::test_connect")
+        def test_report():
+            pass
+        """,
+        test_b=counted.format(scope="module") + """
+        def test_connect(conn):
+            assert conn == 1
+
+        def test_query(conn):
+            assert conn == 1
+        """,
+        **{
+            "api/__init__": "",
+            "api/test_api": """
+            import pytest
+
+            @pytest.mark.depends_on("db/test_1.py::test_connect")
+            def test_login():
+                pass
+            """,
+            "db/__init__": "",
+            "db/conftest": counted.format(scope="package"),
+            "db/test_1": "def test_connect(conn):\n    assert conn == 1\n",
+            "db/test_2": "def test_query(conn):\n    assert conn == 1\n",
+        },
+    )
+    result = run()
+    result.assert_outcomes(passed=6)
+    assert passed_order(result) == [
+        "db/test_1.py::test_connect", "db/test_2.py::test_query", "api/test_api.py::test_login",
+        "test_b.py::test_connect", "test_b.py::test_query", "test_a.py::test_report",
+    ]
+
+
+#: pytest-randomly 5's reorganisation of the items (modules, then classes and functions in a
+#: module, then the tests of each, sorted by the CRC32 of the seed and their names), copied so
+#: that the test does not depend on the plugin being installed: ``--randomly-seed=N`` gives
+#: the same order.
+SHUFFLE_LIKE_PYTEST_RANDOMLY = """
+import itertools, zlib
+import pytest
+
+def pytest_addoption(parser):
+    parser.addoption("--shuffle-seed", type=int)
+
+def _crc(seed, name):
+    return zlib.crc32(f"{seed}::{name}".encode())
+
+def _name(obj):
+    return None if obj is None else getattr(obj, "__qualname__", obj.__name__)
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    seed = config.getoption("--shuffle-seed")
+    modules = []
+    for module, in_module in itertools.groupby(items, lambda item: item.module):
+        groups = []
+        for cls, in_class in itertools.groupby(in_module, lambda item: item.cls):
+            tests = sorted(in_class, key=lambda item: _crc(seed, item.nodeid))
+            key = _crc(seed, f"{cls.__module__}.{cls.__qualname__}" if cls else None)
+            groups.append((key, tests))
+        groups.sort(key=lambda group: group[0])
+        modules.append((_crc(seed, module.__name__), [t for _, g in groups for t in g]))
+    modules.sort(key=lambda module: module[0])
+    items[:] = [t for _, tests in modules for t in tests]
+"""
+
+
+def test_shuffled_suites_keep_every_class_and_module_fixture_set_up_once(
+    pytester: pytest.Pytester, run
+) -> None:
+    """pytest-randomly's seeds put dependents before and after their targets' classes and
+    modules; the tests that set up scoped fixtures are never split by a dependent."""
+    pytester.makeconftest(
+        SHUFFLE_LIKE_PYTEST_RANDOMLY + """
+SETUPS = {}
+
+def _count(key):
+    SETUPS[key] = SETUPS.get(key, 0) + 1
+    return SETUPS[key]
+
+@pytest.fixture(scope="module")
+def mod(request):
+    yield _count(request.module.__name__)
+
+@pytest.fixture(scope="class")
+def cls(request):
+    yield _count(request.cls.__qualname__)
+"""
+    )
+    pytester.makepyfile(
+        test_db="""
+        def test_migrate(mod): assert mod == 1
+        def test_seed(mod): assert mod == 1
+
+        class TestTables:
+            def test_users(self, mod, cls): assert (mod, cls) == (1, 1)
+            def test_orders(self, mod, cls): assert (mod, cls) == (1, 1)
+            def test_items(self, mod, cls): assert (mod, cls) == (1, 1)
+        """,
+        test_api="""
+        import pytest
+
+        @pytest.mark.depends_on("test_db.py::TestTables::test_users")
+        def test_login(): pass
+
+        @pytest.mark.depends_on("test_db.py::test_migrate")
+        def test_health(): pass
+
+        class TestCache:
+            def test_put(self, mod, cls): assert (mod, cls) == (1, 1)
+            def test_get(self, mod, cls): assert (mod, cls) == (1, 1)
+
+        @pytest.mark.depends_on("TestCache::test_put")
+        def test_cached_login(): pass
+        """,
+        test_report="""
+        import pytest
+
+        @pytest.mark.depends_on("test_db.py::TestTables::test_orders")
+        def test_totals(): pass
+
+        @pytest.mark.depends_on("test_api.py::TestCache::test_get", "test_db.py::test_seed")
+        def test_export(): pass
+        """,
+    )
+    outcomes = {}
+    for seed in (1, 2):  # before, seed 1 split TestCache, seed 2 test_db.py and TestTables
+        outcomes[seed] = run("--shuffle-seed", str(seed)).parseoutcomes()
+    assert outcomes == {1: {"passed": 12}, 2: {"passed": 12}}

@@ -296,3 +296,53 @@ def test_tests_moved_after_the_graph_was_built(pytester: pytest.Pytester, run) -
         "test_c": f"depgraph: {file}::test_b has not run (another plugin changed the order or "
         "the selection of the tests after pytest-depgraph built the graph)"
     }
+
+
+@pytest.mark.skipif(
+    pytest.version_tuple[0] < 9, reason="the subtests fixture is pytest 9's own (from 9.0)"
+)
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_a_skipped_subtest_leaves_its_test_satisfied_a_failing_one_does_not(
+    pytester: pytest.Pytester, run, workers: tuple[str, ...]
+) -> None:
+    """A dependency's outcome is its own (setup, call, teardown), not its subtests': a test
+    with a skipped subtest passed, a test with a failing subtest failed (before, the skipped
+    subtest skipped the dependents of a test pytest reported PASSED)."""
+    pytester.makepyfile(
+        test_sub="""
+        import pytest
+
+        def test_skipped_subtest(subtests):
+            with subtests.test("not here"):
+                pytest.skip("not on this platform")
+            with subtests.test("here"):
+                pass
+
+        @pytest.mark.depends_on("test_skipped_subtest")
+        def test_after_skipped_subtest():
+            pass
+
+        def test_failing_subtest(subtests):
+            with subtests.test("broken"):
+                assert 0
+
+        @pytest.mark.depends_on("test_failing_subtest")
+        def test_after_failing_subtest():
+            pass
+        """
+    )
+    result = run(*workers)
+    calls = {
+        report.nodeid.rsplit("::", 1)[-1]: report.outcome
+        for report in result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+        if report.when == "call" and type(report) is pytest.TestReport
+    }
+    assert calls == {
+        "test_skipped_subtest": "passed",
+        "test_after_skipped_subtest": "passed",
+        "test_failing_subtest": "failed",
+    }
+    assert skip_reasons(result) == {
+        "test_after_failing_subtest": "depgraph: upstream test_sub.py::test_failing_subtest failed"
+    }
+    assert result.ret == pytest.ExitCode.TESTS_FAILED

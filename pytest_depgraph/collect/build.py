@@ -11,7 +11,7 @@ import operator
 import time
 from array import array
 from collections import deque
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from functools import partial
 from itertools import repeat
 from pathlib import Path
@@ -717,6 +717,32 @@ def _groups(nodeids: Sequence[str]) -> list[int]:
     return list(map(dict(zip(first, range(len(first)))).__getitem__, scopes))
 
 
+def _scopes_of(
+    collected: Sequence[pytest.Item], numbered: Sequence[int]
+) -> Callable[[int], tuple[str, ...]]:
+    """``scopes(node)``: the node ids of the collectors that hold the test of graph node
+    ``node`` (``collected[numbered[node]]``) and own fixtures of their scope, outermost first:
+    its packages, its module, its classes; not a plain folder (a ``package`` fixture outside a
+    package is a session one) nor the session. One tuple per innermost collector, shared by
+    its tests; O(depth) for the first of them."""
+    known: dict[object, tuple[str, ...]] = {}
+
+    def scopes(node: int) -> tuple[str, ...]:
+        parent = collected[numbered[node]].parent
+        chain = known.get(parent)
+        if chain is None:
+            found = []
+            collector = parent
+            while collector is not None and not isinstance(collector, pytest.Session):
+                if not isinstance(collector, pytest.Dir):
+                    found.append(collector.nodeid)
+                collector = collector.parent
+            chain = known[parent] = tuple(reversed(found))
+        return chain
+
+    return scopes
+
+
 def _module_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
@@ -911,7 +937,9 @@ def build(
 
     acyclic = graph.subgraph_without(set(broken))
     lap("validate")
-    order = dag.stable_topological_order(acyclic)
+    # a dependent collected before its dependency waits until the dependency's class, module
+    # and package are done, rather than splitting them (their fixtures would be set up twice)
+    order = dag.stable_topological_order(acyclic, _scopes_of(builder.collected, numbered))
     # tests that must share a worker, chained in this order (AFTER edges added to acyclic)
     from pytest_depgraph.collect import pinning  # a session without declarations never pins
 

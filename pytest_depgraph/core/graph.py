@@ -11,7 +11,7 @@ import enum
 import heapq
 from array import array
 from collections import Counter, deque
-from collections.abc import Container, Iterable, Iterator, Sequence
+from collections.abc import Container, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import compress, repeat
@@ -841,45 +841,140 @@ def find_cycles(graph: Graph, kahn: list[int] | None = None) -> list[list[Edge]]
     return loops
 
 
-def stable_topological_order(graph: Graph) -> list[int]:
-    """The serial run order: Kahn's algorithm taking, among ready nodes, the smallest id.
+def stable_topological_order(
+    graph: Graph, scopes: Callable[[int], Sequence[Hashable]] | None = None
+) -> list[int]:
+    """The serial run order: Kahn's algorithm over the id order, keeping scopes together.
 
-    A node never comes earlier than its id puts it: a dependent waits for its dependencies
-    (moves down), and a dependency is never pulled up past the nodes before it. With no edges
-    the result is ``range(size)``. ValueError on a cycle. O(V + E + k log k) for the k nodes
-    that become ready only after a larger id was placed: a cursor walks the ids in order, and
-    only the nodes it had to pass over while they waited go through a heap.
+    A cursor walks the ids in order and places each node it finds ready; a node it passes
+    while the node still waits for a dependency is *late*, and is placed once it is ready.
+    The candidates at each step are the ready late nodes and the cursor's node, never a node
+    past it, so nothing moves up: a node comes after a larger one only if it was late, which
+    needs an edge to a larger id up its dependencies (without ``scopes``: from the node to a
+    dependency larger than itself, directly or through others). With no edges the result is
+    ``range(size)``. Without ``scopes`` the smallest candidate goes first. With ``scopes``
+    (``scopes(n)``: keys of the scopes that hold node n, outermost first, e.g. a package, a
+    module, a class; the nodes of one innermost scope may share one sequence), the candidate
+    sharing the most scopes with the node placed last goes first, the smallest among equals:
+    a late node waits until the scopes it would split are done, and a scope whose nodes are
+    consecutive ids and need no node outside it is never split. ValueError on a cycle.
+    O(V + E + k d log k) for the k late nodes, d scopes deep: only late nodes go through
+    heaps, and ``scopes`` is asked only while some wait.
     """
     size = graph.size
     if not graph._live:
         return list(range(size))
     dependencies, dependents = graph._lists()
     waiting = list(map(len, dependencies))
+    if scopes is not None:
+        order = _keeping_scopes(dependents, waiting, scopes)
+    else:
+        order = []
+        append = order.append
+        # ``late``: each is smaller than ``cursor``, so the smallest of them always beats the
+        # next ready node the cursor finds
+        late: list[int] = []
+        push, pop = heapq.heappush, heapq.heappop
+        cursor = 0
+        while True:
+            if late:
+                v = pop(late)
+            else:
+                while cursor < size and waiting[cursor]:
+                    cursor += 1
+                if cursor == size:
+                    break
+                v = cursor
+                cursor += 1
+            append(v)
+            for u in dependents[v]:
+                waiting[u] = left = waiting[u] - 1
+                if not left and u < cursor:
+                    push(late, u)
+    if len(order) < size:
+        stuck = next(v for v in range(size) if waiting[v])
+        raise ValueError(f"graph has a cycle through node {stuck}")
+    return order
+
+
+def _keeping_scopes(
+    dependents: list[list[int]], waiting: list[int], scopes: Callable[[int], Sequence[Hashable]]
+) -> list[int]:
+    """:func:`stable_topological_order` with ``scopes``, on its adjacency and in-degrees."""
+    size = len(waiting)
     order: list[int] = []
     append = order.append
-    # ``late``: released nodes the cursor has passed; each is smaller than ``cursor``, so the
-    # smallest of them always beats the next ready node the cursor finds
-    late: list[int] = []
     push, pop = heapq.heappush, heapq.heappop
+    # the late nodes: a heap of them all and one per scope of those it holds; a node placed
+    # from one heap stays in the others until it comes to their top (lazy deletion)
+    late: list[int] = []
+    by_scope: dict[Hashable, list[int]] = {}
+    placed = bytearray(size)
+    count = 0
+    chains: list[Sequence[Hashable] | None] = [None] * size  # ``scopes``, asked once a node
     cursor = 0
     while True:
-        if late:
-            v = pop(late)
-        else:
-            while cursor < size and waiting[cursor]:
-                cursor += 1
+        while cursor < size and waiting[cursor]:
+            cursor += 1
+        if not count:
             if cursor == size:
                 break
             v = cursor
             cursor += 1
+        else:
+            v = order[-1]
+            chain = chains[v]
+            if chain is None:
+                chain = chains[v] = scopes(v)
+            shared = 0
+            if cursor < size:
+                other = chains[cursor]
+                if other is None:
+                    other = chains[cursor] = scopes(cursor)
+                if other is chain:
+                    shared = len(chain)
+                else:
+                    for key, other_key in zip(chain, other):
+                        if key != other_key:
+                            break
+                        shared += 1
+            # the deepest scope of the node placed last that holds a late node, down to the
+            # depth it shares with the cursor's node (a tie goes to the late node: it is smaller)
+            v = -1
+            for depth in range(len(chain) - 1, max(shared - 1, 0) - 1, -1):
+                heap = by_scope.get(chain[depth])
+                while heap and placed[heap[0]]:
+                    pop(heap)
+                if heap:
+                    v = heap[0]
+                    break
+            if v < 0:
+                if shared:
+                    v = cursor
+                else:
+                    while placed[late[0]]:
+                        pop(late)
+                    v = late[0]
+            if v == cursor:
+                cursor += 1
+            else:
+                count -= 1
+            placed[v] = 1
         append(v)
         for u in dependents[v]:
             waiting[u] = left = waiting[u] - 1
             if not left and u < cursor:
+                count += 1
                 push(late, u)
-    if len(order) < size:
-        stuck = next(v for v in range(size) if waiting[v])
-        raise ValueError(f"graph has a cycle through node {stuck}")
+                chain = chains[u]
+                if chain is None:
+                    chain = chains[u] = scopes(u)
+                for key in chain:
+                    heap = by_scope.get(key)
+                    if heap is None:
+                        by_scope[key] = [u]
+                    else:
+                        push(heap, u)
     return order
 
 

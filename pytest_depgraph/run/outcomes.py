@@ -1,8 +1,10 @@
 """Test outcomes as the graph sees them: which reports make a dependency satisfied, and why not.
 
 A dependency is satisfied when its setup, call and teardown all passed; a non-strict XPASS
-counts as passed; skip, xfail, failure and error do not (docs/how-it-works.md). The recorder
-folds the reports of each test, from whichever process ran it, into one outcome per node id.
+counts as passed; skip, xfail, failure and error do not (docs/how-it-works.md). The test's own
+reports decide, not its subtests': a skipped subtest leaves the test passed, a failing one
+fails it (as pytest does). The recorder folds the reports of each test, from whichever process
+ran it, into one outcome per node id.
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ from pytest_depgraph.core.graph import Kind
 
 if TYPE_CHECKING:
     from pytest_depgraph.core.plan import Plan
+
+try:  # pytest 9's ``subtests`` fixture
+    from _pytest.subtests import SubtestReport as _SubtestReport
+except ImportError:  # pytest 8 has none
+    _SubtestReport = None  # type: ignore[assignment,misc]
 
 PASSED = "passed"
 FAILED = "failed"
@@ -61,6 +68,11 @@ class OutcomeRecorder:
         nodeid = report.nodeid
         outcome = report.outcome
         outcomes, durations, unran = self._outcomes, self._durations, self._unran
+        if report.when == "call" and is_subtest_report(report):
+            # its time is part of the call's; only a failure counts (pytest fails the test)
+            if outcome == "failed":
+                outcomes[nodeid] = FAILED
+            return
         current = outcomes.get(nodeid)
         durations[nodeid] = durations.get(nodeid, 0.0) + report.duration
         if outcome == "passed" and (current is None or current == PASSED):
@@ -114,6 +126,18 @@ class OutcomeRecorder:
 
     def __contains__(self, nodeid: str) -> bool:
         return nodeid in self._outcomes
+
+
+def is_subtest_report(report: pytest.TestReport) -> bool:
+    """Whether ``report`` is the report of one subtest, not of its test.
+
+    Relies on pytest 9's ``subtests`` fixture: each ``subtests.test()`` block reports a
+    ``_pytest.subtests.SubtestReport`` (a ``TestReport`` with the test's node id and ``when ==
+    "call"``) through ``pytest_runtest_logreport`` while the test runs, and pytest's
+    ``pytest_report_from_serializable`` makes it that class again on the xdist controller.
+    Always False on pytest 8, which has no subtests of its own.
+    """
+    return _SubtestReport is not None and isinstance(report, _SubtestReport)
 
 
 def _worse(current: str, new: str) -> str:
