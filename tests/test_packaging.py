@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -110,3 +111,12 @@ def test_the_tests_import_the_installed_package() -> None:
     )
     recorded = {str(path) for distribution in found for path in distribution.files or ()}
     assert "pytest_depgraph/__init__.py" in recorded, "the installed package is not a wheel's"
+
+
+def test_the_readme_has_no_link_that_dies_on_the_registry() -> None:
+    """The README is the package's page on the registry, where a relative link (or one to a
+    heading) leads nowhere: it names files of the repository instead of linking them."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)\s]+)", readme) + re.findall(r'(?:src|href)="([^"]+)"', readme)
+    relative = [t for t in targets if not re.match(r"(https?:|mailto:)", t)]
+    assert not relative, f"relative links in README.md: {relative}"
