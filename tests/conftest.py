@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,11 +17,20 @@ pytest_plugins = ["pytester"]
 #: with -p (a later -p unblocks a plugin).
 _GENERATED_RUN_ADDOPTS = "-p no:hypothesispytest -p no:benchmark -p no:rerunfailures"
 
+#: this checkout: pytest puts it on sys.path, since tests/ is a package
+_CHECKOUT = Path(__file__).resolve().parent.parent
+
 
 @pytest.fixture
 def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """pytest's ``pytester``, with the plugins the generated suites never need turned off."""
+    """pytest's ``pytester``, with the plugins the generated suites never need turned off,
+    and this checkout off sys.path."""
     monkeypatch.setenv("PYTEST_ADDOPTS", _GENERATED_RUN_ADDOPTS)
+    # pytest 8 marks for assertion rewriting each package that a pytest plugin's metadata
+    # lists, and warns about one already imported: a build in the checkout (pip install .)
+    # leaves there pytest_depgraph.egg-info, which lists this package, "tests".
+    path = [entry for entry in sys.path if not entry or Path(entry).resolve() != _CHECKOUT]
+    monkeypatch.setattr(sys, "path", path)
     return pytester
 
 

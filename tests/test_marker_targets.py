@@ -253,7 +253,13 @@ def test_the_markers_shortcut_marks_exactly_as_pytest_does() -> None:
     for mine, reference in zip(ours, theirs):
         assert type(mine) is type(reference)
         if isinstance(reference, pytest.MarkDecorator):  # not a decoration: targets added
-            assert mine.mark == reference.mark
+            # each list has its own subjects: a staticmethod, no callable before Python 3.10,
+            # is such a target there, and its twin in the other list is another object
+            kinds = [[a if isinstance(a, str) else type(a) for a in m.mark.args]
+                     for m in (mine, reference)]
+            assert kinds[0] == kinds[1]
+            assert mine.mark.name == reference.mark.name
+            assert mine.mark.kwargs == reference.mark.kwargs
             continue
         function = getattr(reference, "__func__", reference)
         assert getattr(mine, "__func__", mine).pytestmark == function.pytestmark
