@@ -25,6 +25,7 @@ from pytest_depgraph.collect.markers import (
 )
 from pytest_depgraph.core import safe
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.hosts import pytest as host
 from pytest_depgraph.options import add_options, dot_option, read_settings
 from pytest_depgraph.run import dependency_runtime
 from pytest_depgraph.run.role import Role, role, sends_locations
@@ -89,10 +90,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if config.getoption("lf", False):
         # --lf narrows collection to the files and tests that failed, so the tests they depend
         # on would never be seen; collect everything and let --lf deselect instead.
-        for name in ("lfplugin-collwrapper", "lfplugin-collskip"):
-            plugin = config.pluginmanager.get_plugin(name)
-            if plugin is not None:
-                config.pluginmanager.unregister(plugin)
+        host.collect_all_for_last_failed(config)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -175,8 +173,14 @@ class _Collection:
         added = {result.plan.nodeids[n] for n in result.plan.added}
         items[:] = result.items
         if added:
-            _undo_deselection(config, added)
-        _uncount(config, [item for item in widened_only if item.nodeid not in added])
+            # tests pulled back in as dependencies are not 'deselected' in the terminal count
+            host.undo_deselection(config, added)
+        # tests collected only to find dependencies, and not needed, are not part of the run:
+        # the terminal's "collected N items" leaves them out, as pytest would never have
+        # collected them (they are not "deselected" either: the user did not select them)
+        host.uncount_collected(
+            config, sum(1 for item in widened_only if item.nodeid not in added)
+        )
         if settings.shard is not None:  # split after selection and pull-in, before the walk
             from pytest_depgraph.run import sharding
 
@@ -310,25 +314,6 @@ def _phases(timings: dict[str, float]) -> str:
     return f"{phases}; total {sum(timings.values()) * 1000:.1f} ms"
 
 
-def _undo_deselection(config: pytest.Config, added: set[str]) -> None:
-    """Tests pulled back in as dependencies are not 'deselected' in the terminal count."""
-    terminal = config.pluginmanager.get_plugin("terminalreporter")
-    stats = getattr(terminal, "stats", None)
-    if stats and stats.get("deselected"):
-        stats["deselected"] = [i for i in stats["deselected"] if i.nodeid not in added]
-        if not stats["deselected"]:
-            del stats["deselected"]
-
-
-def _uncount(config: pytest.Config, hidden: list[pytest.Item]) -> None:
-    """Tests collected only to find dependencies, and not needed, are not part of the run:
-    the terminal's "collected N items" leaves them out, as pytest would never have collected
-    them (they are not "deselected" either: the user did not select them)."""
-    terminal = config.pluginmanager.get_plugin("terminalreporter")
-    if hidden and isinstance(getattr(terminal, "_numcollected", None), int):
-        terminal._numcollected -= len(hidden)  # type: ignore[union-attr]
-
-
 class _Recorder:
     """Feeds every test report of this process (controller: of every worker) to the recorder."""
 
@@ -343,10 +328,7 @@ class _Recorder:
         self.record(report)
         if self.skips and report.nodeid in self.skips:
             # skipped because of an upstream failure: not passed, so --lf must run it again
-            lfplugin = self.config.pluginmanager.get_plugin("lfplugin")
-            lastfailed = getattr(lfplugin, "lastfailed", None)
-            if lastfailed is not None:
-                lastfailed[report.nodeid] = True
+            host.keep_last_failed(self.config, report.nodeid)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

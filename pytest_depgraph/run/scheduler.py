@@ -27,12 +27,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from xdist.remote import Producer  # type: ignore[import-untyped]
-from xdist.report import report_collection_diff  # type: ignore[import-untyped]
-from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
-from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyped]
 
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.hosts import xdist
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.durations import load_durations
 from pytest_depgraph.run.outcomes import FAILED, SYNTHETIC, OutcomeRecorder, skip_reason
@@ -61,7 +58,7 @@ class DepGraphScheduling:
     the path of its events.
     """
 
-    def __init__(self, config: pytest.Config, log: Producer | None = None) -> None:
+    def __init__(self, config: pytest.Config, log: Any = None) -> None:
         self.walk = WalkScheduling(config, log, self)
         self._current: Any = self.walk
 
@@ -75,9 +72,6 @@ class DepGraphScheduling:
         handed = self.walk.handed_over
         if handed is not None and self._current is self.walk:
             self._current = handed
-        dsession = self.walk.dsession
-        if dsession is not None and getattr(dsession, "sched", None) is self:
-            dsession.sched = self._current
 
     def _priorities(self, plan: Plan) -> list[float]:
         """The walk's priorities (bench/xdist_bench.py replaces this to measure plain
@@ -103,20 +97,18 @@ class WalkScheduling:
     """xdist's ``Scheduling`` protocol over a :class:`Dispatcher`."""
 
     def __init__(
-        self, config: pytest.Config, log: Producer | None, front: DepGraphScheduling
+        self, config: pytest.Config, log: Any, front: DepGraphScheduling
     ) -> None:
         self.config = config
         self.front = front
-        self.log = Producer("depgraphsched") if log is None else log.depgraphsched
-        self.numnodes = len(parse_tx_spec_config(config))
+        self.log = xdist.scheduler_log(log)
+        self.numnodes = xdist.worker_count(config)
         self.session = session_state(config)
         parallelism = self.session.settings.parallelism
         self.explicit_limit = parallelism is not None
         self.limit = parallelism if parallelism is not None else self.numnodes
         self.recorder: OutcomeRecorder = self.session.recorder
         self.skips: dict[str, str] = self.session.skips
-        #: xdist's session (None in-process): how the run is stopping, and where ``sched`` is
-        self.dsession: Any = config.pluginmanager.get_plugin("dsession")
         self.workers: dict[Any, _Worker] = {}
         self.collection: list[str] | None = None
         self.plan: Plan | None = None
@@ -350,7 +342,7 @@ class WalkScheduling:
     def _agrees(self, node: Any, worker: _Worker) -> bool:
         """Whether a late (replacement) worker collected what the first ones did."""
         assert self.collection is not None and worker.collection is not None
-        message = report_collection_diff(
+        message = xdist.collection_diff(
             self.collection, worker.collection, "the first workers", node.gateway.id
         )
         if not message and not _same_plan(worker.plan_text, self._plan_text):
@@ -368,7 +360,7 @@ class WalkScheduling:
         problems: list[tuple[Any, str]] = []
         for node, worker in collected[1:]:
             assert worker.collection is not None
-            message = report_collection_diff(
+            message = xdist.collection_diff(
                 first.collection, worker.collection, first_node.gateway.id, node.gateway.id
             )
             if not message and not _same_plan(worker.plan_text, first.plan_text):
@@ -417,26 +409,19 @@ class WalkScheduling:
 
     def _hand_over(self) -> None:
         """Hand the run to xdist's own scheduler for this ``--dist`` mode."""
-        from xdist.scheduler import (
-            LoadFileScheduling,
-            LoadGroupScheduling,
-            LoadScopeScheduling,
-            WorkStealingScheduling,
-        )
-
         mode = {
-            "loadfile": LoadFileScheduling,
-            "loadscope": LoadScopeScheduling,
-            "loadgroup": LoadGroupScheduling,
-            "worksteal": WorkStealingScheduling,
-        }.get(str(self.config.getoption("dist", "load")), LoadScheduling)
-        delegate = mode(self.config, self.log)
-        for node, worker in self.workers.items():
-            delegate.add_node(node)
-            if worker.collection is not None:
-                delegate.add_node_collection(node, worker.collection)
-        self.handed_over = delegate
-        delegate.schedule()
+            "loadfile": "LoadFileScheduling",
+            "loadscope": "LoadScopeScheduling",
+            "loadgroup": "LoadGroupScheduling",
+            "worksteal": "WorkStealingScheduling",
+        }.get(str(self.config.getoption("dist", "load")), "LoadScheduling")
+        self.handed_over = xdist.hand_over(
+            self.config,
+            self.log,
+            mode,
+            [(node, worker.collection) for node, worker in self.workers.items()],
+            instead_of=self.front,
+        )
 
     def _abort(self) -> None:
         self.aborted = True
@@ -475,10 +460,7 @@ class WalkScheduling:
             )
 
     def _stopping(self) -> bool:
-        dsession = self.dsession
-        return dsession is not None and bool(
-            getattr(dsession, "shouldstop", False) or getattr(dsession, "shuttingdown", False)
-        )
+        return xdist.stopping(self.config)
 
     def _dispatch(self) -> None:
         """Send the tests the dispatcher hands out, unless the run is stopping."""

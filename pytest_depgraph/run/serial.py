@@ -6,12 +6,8 @@ import pytest
 
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.walker import Walker
+from pytest_depgraph.hosts.pytest import skip_at_test
 from pytest_depgraph.run.outcomes import OutcomeRecorder, skip_reason
-
-try:  # a skip that reports the test's location, not ours (what skip markers use)
-    from _pytest.outcomes import Skipped as _Skipped
-except ImportError:  # pragma: no cover - pytest moved it
-    _Skipped = None  # type: ignore[assignment,misc]
 
 
 class SerialWalk:
@@ -101,8 +97,8 @@ class SerialWalk:
 def _skip(item: pytest.Item, reason: str) -> None:
     """Skip ``item`` at its own location, as skip markers do; at ours when pytest knows no line
     of it (an item of another plugin without ``reportinfo``: pytest would stop on it)."""
-    if _Skipped is not None and _known_line(item):
-        raise _Skipped(reason, _use_item_location=True)
+    if _known_line(item):
+        skip_at_test(reason)
     pytest.skip(reason)
 
 

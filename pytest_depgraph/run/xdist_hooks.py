@@ -20,6 +20,7 @@ import pytest
 
 from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
 from pytest_depgraph.core.units import MODES as UNIT_MODES
+from pytest_depgraph.hosts import xdist
 from pytest_depgraph.run import channel_values, durations, worker
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.role import (
@@ -36,7 +37,6 @@ from pytest_depgraph.run.state import (
     session_state,
 )
 
-MIN_XDIST = (3, 7)
 #: ``--dist`` modes the depgraph scheduler runs: tests one by one, or whole work units
 WALKED_MODES = ("load", "worksteal", "loadfile", "loadscope", "loadgroup")
 _NAME = "depgraph-xdist"
@@ -52,16 +52,6 @@ def register(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin("xdist") or config.pluginmanager.has_plugin(_NAME):
         return
     config.pluginmanager.register(XdistHooks(), _NAME)
-
-
-def xdist_version() -> tuple[int, ...]:
-    """The installed pytest-xdist version as integers (0 when unknown)."""
-    try:
-        import xdist  # type: ignore[import-untyped]
-    except ImportError:
-        return (0,)
-    numbers = re.findall(r"\d+", str(getattr(xdist, "__version__", "0")))[:3]
-    return tuple(int(n) for n in numbers) or (0,)
 
 
 def shows_places(config: pytest.Config) -> bool:
@@ -96,10 +86,10 @@ class XdistHooks:
         distributing = bool(config.getoption("numprocesses", None)) or (
             parallelism is not None and parallelism > 1
         )
-        if distributing and xdist_version() < MIN_XDIST:
+        if distributing and xdist.version() < xdist.MIN_VERSION:
             raise pytest.UsageError(
                 "pytest-depgraph needs pytest-xdist >= 3.7, < 4 for -n / --depgraph-parallelism; "
-                f"found {'.'.join(map(str, xdist_version()))}. "
+                f"found {'.'.join(map(str, xdist.version()))}. "
                 "Upgrade it: pip install 'pytest-xdist>=3.7,<4'"
             )
         if (
@@ -111,12 +101,8 @@ class XdistHooks:
             and not config.getoption("usepdb", False)
             and this is Role.SERIAL  # not already an xdist controller
         ):
-            # what xdist's pytest_cmdline_main does for -n N; its pytest_configure (trylast)
-            # has not run yet, so the session it creates starts N workers
-            config.option.numprocesses = parallelism
-            config.option.tx = ["popen"] * parallelism
-            if config.getoption("dist") == "no":
-                config.option.dist = "load"
+            # xdist's pytest_configure (trylast) has not run yet: its session starts them
+            xdist.start_workers(config, parallelism)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -134,35 +120,30 @@ class XdistHooks:
         }
         # xdist drops a node on an unknown event: take ours out of the stream first. This runs
         # in execnet's receiver thread, so it only stores what came; the scheduler reads it.
-        original = node.process_from_remote
         state = session_state(node.config)
         relay = state.relay
         held: set[int] = set()
         setattr(node, HELD_ATTRIBUTE, held)
 
-        def process_from_remote(eventcall: Any) -> None:
-            name = eventcall[0] if isinstance(eventcall, tuple) and eventcall else None
+        def take(name: str, kwargs: dict[str, Any]) -> bool:
             if name == worker.PLAN_EVENT:
-                setattr(node, PLAN_ATTRIBUTE, eventcall[1].get("plan"))
-                setattr(node, LOCATIONS_ATTRIBUTE, eventcall[1].get("locations"))
-                return
+                setattr(node, PLAN_ATTRIBUTE, kwargs.get("plan"))
+                setattr(node, LOCATIONS_ATTRIBUTE, kwargs.get("locations"))
+                return True
             if name == worker.HELD_EVENT:
                 # comes just before the test's runtest_protocol_complete, on the same channel
-                held.add(eventcall[1]["item_index"])
-                return
+                held.add(kwargs["item_index"])
+                return True
             if name == worker.SETTLED_EVENT:
                 # the scheduler takes it in the main thread, as a second completion of the test
                 # (xdist's own scheduler, when the walk handed the run over, never sees it)
                 scheduler = state.scheduler
                 if scheduler is not None and scheduler.walking:
-                    index = eventcall[1]["item_index"]
-                    original(("runtest_protocol_complete", {"item_index": index, "duration": 0.0}))
-                return
-            if channel_values.take_event(relay, node, eventcall):
-                return
-            original(eventcall)
+                    xdist.forward_completion(node, kwargs["item_index"])
+                return True
+            return channel_values.take_event(relay, node, name, kwargs)
 
-        node.process_from_remote = process_from_remote
+        xdist.take_events(node, take)
 
     @pytest.hookimpl(tryfirst=True, optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
