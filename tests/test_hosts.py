@@ -18,6 +18,7 @@ from xdist.dsession import DSession  # type: ignore[import-untyped]
 from xdist.workermanage import WorkerController  # type: ignore[import-untyped]
 
 from pytest_depgraph.hosts import xdist as door
+from pytest_depgraph.run.units import MODES
 
 from .fake_workers import FakeNode
 from .helpers import plan_of
@@ -197,12 +198,7 @@ def test_collections_are_compared_by_xdist(pytester: pytest.Pytester) -> None:
     ), "xdist's Producer no longer makes a child log per attribute"
 
 
-SCHEDULERS = {"load": "LoadScheduling", "worksteal": "WorkStealingScheduling",
-              "loadfile": "LoadFileScheduling", "loadscope": "LoadScopeScheduling",
-              "loadgroup": "LoadGroupScheduling"}
-
-
-@pytest.mark.parametrize("dist", sorted(SCHEDULERS))
+@pytest.mark.parametrize("dist", sorted(MODES))
 def test_the_run_is_handed_to_xdists_own_scheduler(pytester: pytest.Pytester, dist: str) -> None:
     from xdist import scheduler as schedulers  # type: ignore[import-untyped]
 
@@ -212,7 +208,7 @@ def test_the_run_is_handed_to_xdists_own_scheduler(pytester: pytest.Pytester, di
     session = door.dsession(config)
     ours = object()
     session.sched = ours
-    name = SCHEDULERS[dist]
+    name = MODES[dist].xdist_scheduler
     scheduler = door.hand_over(
         config, door.scheduler_log(None), name, [(n, plan.nodeids) for n in nodes], ours
     )

@@ -281,7 +281,7 @@ def test_bind_units_gives_way_to_positions_that_tie_units_into_a_cycle() -> None
     """test_a.py and test_b.py each have a "first" test: across files, each file would wait for
     the other. Only those position edges give way; "last" in test_c.py still holds, a position
     that explicit edges already imply holds, and a cycle of explicit edges stays an error."""
-    from pytest_depgraph.core.units import bind_units
+    from pytest_depgraph.run.units import bind_units
 
     nodeids = ["a.py::a1", "a.py::a2", "b.py::b1", "b.py::b2", "c.py::c1"]
     first_a, first_b, last = (Origin("ordinal", w) for w in ("a.py:2", "b.py:2", "c.py:2"))
@@ -298,8 +298,8 @@ def test_bind_units_gives_way_to_positions_that_tie_units_into_a_cycle() -> None
         return sorted((e.dependent, e.dependency) for e in plan.graph.edges()
                       if e.origin.kind == "ordinal")
 
-    plan = plan_with([])
-    assert bind_units(plan, "loadfile") == []
+    plan, errors = bind_units(plan_with([]), "loadfile")
+    assert errors == []
     assert ordinal(plan) == [(1, 0), (3, 2), (4, 1), (4, 3)]
     assert plan.edge_counts["ordinal"] == 4
     assert plan.warnings == [
@@ -308,15 +308,14 @@ def test_bind_units_gives_way_to_positions_that_tie_units_into_a_cycle() -> None
         "its own order, and across files these positions would make files wait for each other."
     ]
     # a1 requires b2: test_a.py waits for test_b.py anyway, so a2 after b1 holds
-    plan = plan_with([(0, 3)])
-    assert bind_units(plan, "loadfile") == []
+    plan, errors = bind_units(plan_with([(0, 3)]), "loadfile")
+    assert errors == []
     assert ordinal(plan) == [(1, 0), (1, 2), (3, 2), (4, 1), (4, 3)]
     assert plan.warnings[0].endswith("loadfile: a.py:2. Each file runs whole on one worker, "
                                      "in its own order, and across files these positions "
                                      "would make files wait for each other.")
     # explicit edges both ways: an error, that names them and no position
-    plan = plan_with([(0, 3), (2, 1)])
-    [(_, message)] = bind_units(plan, "loadfile")
+    plan, [(_, message)] = bind_units(plan_with([(0, 3), (2, 1)]), "loadfile")
     assert "depends_on at" in message and "order marker" not in message
     assert plan.warnings == []
 
@@ -443,13 +442,14 @@ def test_workers_beyond_what_can_run_at_once_are_stopped_before_any_test(
 def test_bind_units_merges_pinned_groups_that_span_units_and_gates_each_unit() -> None:
     """A pinned group across two loadscope units makes them one; a unit's first test waits
     for what any of its tests needs outside it; the chain follows plan order."""
-    from pytest_depgraph.core.units import bind_units
+    from pytest_depgraph.run.units import bind_units
 
     nodeids = ["t.py::A::a1", "t.py::A::a2", "t.py::B::b1", "t.py::B::b2", "t.py::C::c1",
                "t.py::C::c2"]
     plan = unit_plan(nodeids, [(5, 0)])      # c2 needs a1
     plan.pinned = [[1, 2]]                   # a2 and b1 share a module fixture: A and B join
-    assert bind_units(plan, "loadscope") == []
+    plan, errors = bind_units(plan, "loadscope")
+    assert errors == []
     assert plan.pinned == [[0, 1, 2, 3], [4, 5]]
     gate = plan.graph.edge(4, 0)             # C starts after a1, for c2's sake
     assert gate is not None and gate.kind is Kind.AFTER

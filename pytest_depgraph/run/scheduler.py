@@ -12,7 +12,7 @@ what is ready, which ready test goes to which worker, what must be skipped -- is
   that will never run are reported skipped here, on the controller, naming their root cause;
 * a worker that dies fails the test it ran; its pinned groups go on elsewhere;
 * with ``--dist loadfile``, ``loadscope`` or ``loadgroup`` each of xdist's work units is a
-  pinned group (:mod:`pytest_depgraph.core.units`);
+  pinned group (:mod:`pytest_depgraph.run.units`);
 * a plan without edges, broken or unselected tests, with no ``--depgraph-parallelism``, is
   handed to xdist's own scheduler for the ``--dist`` mode (:class:`DepGraphScheduling`):
   the plugin changes nothing for a suite that declares no dependencies.
@@ -204,12 +204,13 @@ class WalkScheduling:
         if self._nothing_to_walk(plan):
             self._hand_over()
             return
-        from pytest_depgraph.core import units
         from pytest_depgraph.core.dispatch import MAX_HOLD, Dispatcher
+        from pytest_depgraph.run import units
 
         dist = str(self.config.getoption("dist", "load"))
-        if dist in units.MODES:
-            unit_errors = units.bind_units(plan, dist)
+        if units.has_units(dist):
+            plan, unit_errors = units.bind_units(plan, dist)
+            self.plan = self.session.plan = plan
             if unit_errors:
                 for path, message in unit_errors:
                     self.config.hook.pytest_collectreport(
@@ -409,16 +410,12 @@ class WalkScheduling:
 
     def _hand_over(self) -> None:
         """Hand the run to xdist's own scheduler for this ``--dist`` mode."""
-        mode = {
-            "loadfile": "LoadFileScheduling",
-            "loadscope": "LoadScopeScheduling",
-            "loadgroup": "LoadGroupScheduling",
-            "worksteal": "WorkStealingScheduling",
-        }.get(str(self.config.getoption("dist", "load")), "LoadScheduling")
+        from pytest_depgraph.run.units import MODES
+
         self.handed_over = xdist.hand_over(
             self.config,
             self.log,
-            mode,
+            MODES[str(self.config.getoption("dist", "load"))].xdist_scheduler,
             [(node, worker.collection) for node, worker in self.workers.items()],
             instead_of=self.front,
         )

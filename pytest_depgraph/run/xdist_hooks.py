@@ -19,9 +19,8 @@ from typing import Any
 import pytest
 
 from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
-from pytest_depgraph.core.units import MODES as UNIT_MODES
 from pytest_depgraph.hosts import xdist
-from pytest_depgraph.run import channel_values, durations, worker
+from pytest_depgraph.run import channel_values, durations, units, worker
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.role import (
     WORKERINPUT_KEY,
@@ -37,8 +36,6 @@ from pytest_depgraph.run.state import (
     session_state,
 )
 
-#: ``--dist`` modes the depgraph scheduler runs: tests one by one, or whole work units
-WALKED_MODES = ("load", "worksteal", "loadfile", "loadscope", "loadgroup")
 _NAME = "depgraph-xdist"
 
 
@@ -60,12 +57,12 @@ def shows_places(config: pytest.Config) -> bool:
     plans (:meth:`~pytest_depgraph.core.plan.Plan.to_json`): it reads the source of every
     declaration."""
     settings = session_state(config).settings
-    return bool(settings.dot or settings.report) or config.getoption("dist", "no") in UNIT_MODES
+    return bool(settings.dot or settings.report) or units.has_units(config.getoption("dist", "no"))
 
 
 def walks(config: pytest.Config) -> bool:
     """Whether this controller's tests are scheduled by :class:`DepGraphScheduling`."""
-    return role(config) is Role.CONTROLLER and config.getoption("dist", "no") in WALKED_MODES
+    return role(config) is Role.CONTROLLER and units.walked(config.getoption("dist", "no"))
 
 
 class XdistHooks:
