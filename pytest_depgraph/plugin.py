@@ -204,8 +204,7 @@ class _Collection:
             config.pluginmanager.unregister(previous)
         if config.option.collectonly or role(config) is Role.WALKED_WORKER:
             return  # nothing runs, or the xdist controller decides what runs
-        plan = result.plan
-        if not plan.graph.edge_count and not plan.broken and plan.item_count == len(plan.nodeids):
+        if not result.plan.needs_walk:
             return  # nothing to wait for and nothing to skip: pytest's own loop as it is
         from pytest_depgraph.run.serial import SerialWalk  # only a run with dependencies needs it
 

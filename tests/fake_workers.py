@@ -13,16 +13,17 @@ import pytest
 
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.run.controller import controller
 from pytest_depgraph.run.outcomes import PASSED
 from pytest_depgraph.run.scheduler import DepGraphScheduling
-from pytest_depgraph.run.state import HELD_ATTRIBUTE, PLAN_ATTRIBUTE, session_state
+from pytest_depgraph.run.state import session_state
 from pytest_depgraph.run.worker import TEARDOWN_COMMAND
 
 
 class FakeNode:
     """What the scheduler uses of xdist's WorkerController."""
 
-    def __init__(self, name: str, plan: Plan) -> None:
+    def __init__(self, name: str) -> None:
         self.gateway = SimpleNamespace(id=name)
         self.shutting_down = False
         self.sent: list[int] = []
@@ -30,8 +31,6 @@ class FakeNode:
         self.teardowns: list[int] = []
         #: the test this worker ran with its teardown deferred, until it reports that teardown
         self.held: int | None = None
-        setattr(self, PLAN_ATTRIBUTE, plan.to_json())
-        setattr(self, HELD_ATTRIBUTE, set())
 
     def send_runtest_some(self, indices: list[int]) -> None:
         self.sent.extend(indices)
@@ -73,20 +72,35 @@ def start_on(
     config: pytest.Config, plan: Plan, workers: int = 2
 ) -> tuple[DepGraphScheduling, list[FakeNode]]:
     """A scheduler on ``config`` that got ``plan`` from ``workers`` fake nodes and started."""
+    state = session_state(config)
+    state.controller, state.plan = None, None  # a new run on the same configuration
     scheduler = DepGraphScheduling(config)
-    nodes = [FakeNode(f"gw{i}", plan) for i in range(workers)]
+    nodes = [FakeNode(f"gw{i}") for i in range(workers)]
     for node in nodes:
         scheduler.add_node(node)
-    for node in nodes:
-        scheduler.add_node_collection(node, plan.nodeids[: plan.item_count])
+    collect(config, scheduler, nodes, plan)
     assert scheduler.collection_is_completed
     scheduler.schedule()
     return scheduler, nodes
 
 
+def collect(
+    config: pytest.Config, scheduler: DepGraphScheduling, nodes: list[FakeNode], plan: Plan
+) -> None:
+    """Each of ``nodes`` sends ``plan`` (the first one with the locations), then collects its
+    tests, as xdist's session passes the events on."""
+    for n, node in enumerate(nodes):
+        controller(config).received(
+            node, plan.to_json(), [list(loc) if loc else None for loc in plan.locations]
+            if n == 0 and plan.locations else None,
+        )
+        controller(config).collected(node, plan.nodeids[: plan.item_count])
+        scheduler.add_node_collection(node, plan.nodeids[: plan.item_count])
+
+
 def running(scheduler: DepGraphScheduling, node: FakeNode) -> int | None:
     """The test ``node`` runs now (the first it holds), None when it holds none."""
-    dispatcher = scheduler.walk.dispatcher
+    dispatcher = scheduler.dispatcher
     held = dispatcher.held(node) if dispatcher is not None else ()
     return held[0] if held else None
 
@@ -103,7 +117,7 @@ def complete(
     scheduler.recorder.mark(scheduler.plan.nodeids[index], outcome)
     if held:
         node.held = index
-        getattr(node, HELD_ATTRIBUTE).add(index)
+        scheduler.note_held(node, index)
     scheduler.mark_test_complete(node, index)
     return index
 
@@ -153,7 +167,7 @@ def walks(
     for seed in range(orders):
         rng = random.Random(seed)
         scheduler, nodes = start_on(config, Plan.from_json(plan.to_json()))
-        dispatcher = scheduler.walk.dispatcher
+        dispatcher = scheduler.dispatcher
         assert dispatcher is not None
         settled: set[int] = set()
         seen = [0] * len(nodes)

@@ -204,7 +204,7 @@ def test_the_run_is_handed_to_xdists_own_scheduler(pytester: pytest.Pytester, di
 
     config = pytester.parseconfigure("-p", "xdist", "--dist", dist, "--tx", "2*popen")
     plan = plan_of(["t.py::a", "t.py::b", "u.py::c"], [])
-    nodes = [FakeNode(f"gw{i}", plan) for i in range(2)]
+    nodes = [FakeNode(f"gw{i}") for i in range(2)]
     session = door.dsession(config)
     ours = object()
     session.sched = ours

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from types import SimpleNamespace
 
 import pytest
 
 from pytest_depgraph.core.graph import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.run.scheduler import _sent_locations
-from pytest_depgraph.run.state import LOCATIONS_ATTRIBUTE
+from pytest_depgraph.run.controller import Controller
 from pytest_depgraph.run.xdist_hooks import shows_places, unhonoured_message
 
 #: records, for every test call, "nodeid|start|end|worker" into times.log beside the suite
@@ -560,21 +560,24 @@ def test_workers_leave_out_where_edges_were_declared_unless_the_controller_shows
     assert shown("--dist", "loadfile") and shown("--dist", "loadgroup")
 
 
-def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids() -> None:
-    """One worker sends the items' locations beside its plan; should it die first, the
-    controller's reports name each test's file from its node id."""
-
+def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids(
+    pytester: pytest.Pytester,
+) -> None:
+    """One worker sends the items' locations beside its plan (never in it); should it die
+    first, the controller's reports name each test's file from its node id."""
     class Node:
-        pass
+        def __init__(self, name: str) -> None:
+            self.gateway = SimpleNamespace(id=name)
 
-    silent, sender = Node(), Node()
-    setattr(sender, LOCATIONS_ATTRIBUTE, [None, ["t.py", 4, "test_b"]])
-    assert _sent_locations([silent, sender], 2) == [None, ("t.py", 4, "test_b")]
     plan = Plan(nodeids=["t.py::test_a", "t.py::test_b"], locations=[], graph=Graph(2),
                 group=[0, 0], item_count=2)
-    assert _sent_locations([silent], 2) == plan.locations == []
-    assert plan.location(1) == ("t.py", None, "t.py::test_b")
-    plan.locations = _sent_locations([sender], 2)
-    assert plan.location(1) == ("t.py", 4, "test_b")
-    assert "locations" in json.loads(plan.to_json()) and not json.loads(
-        plan.to_json(locations=False))["locations"]
+    assert "locations" not in json.loads(plan.to_json())
+    config = pytester.parseconfigure("-p", "xdist")
+    silent, sender = Node("gw0"), Node("gw1")
+    for nodes, expected in (([silent, sender], ("t.py", 4, "test_b")),
+                            ([silent], ("t.py", None, "t.py::test_b"))):
+        controller = Controller(config)
+        controller.received(silent, plan.to_json())
+        controller.received(sender, plan.to_json(), [None, ["t.py", 4, "test_b"]])
+        assert controller.agree([(node, plan.nodeids) for node in nodes], print) is not None
+        assert controller.location(1) == expected

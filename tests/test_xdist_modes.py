@@ -406,7 +406,7 @@ def test_units_that_wait_for_each_other_are_a_collection_error(
     scheduler, (gw0, gw1) = start(
         pytester, unit_plan(FILES, [(0, 4), (3, 2)]), "loadfile", plugin=Catch()
     )
-    assert scheduler.plan_errors == 1 and scheduler.aborted
+    assert scheduler.controller.errors == 1 and scheduler.aborted
     assert gw0.sent == gw1.sent == [] and gw0.shutting_down
     [report] = reports
     assert report.failed and report.nodeid == "test_a.py"

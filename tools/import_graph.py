@@ -10,9 +10,9 @@ private (``_``-prefixed) name; the graph core (the ``core`` subpackage, ``CORE``
 nothing from pytest, pluggy or xdist, nor from the rest of the package outside the core; a
 subpackage imports nothing from a layer above it (``LAYERS``: core, hosts, collect, run,
 output; the top-level modules -- the plugin and ``__init__`` -- wire them together; every
-subpackage but the core and the hosts may read the top-level ``options``); the doors to the
-hosts (``HOSTS``) import nothing of the package but the core, and only they import xdist
-(``DOORS_ONLY``).
+subpackage but the core and the hosts may read the top-level ``options`` and ``words``); the
+doors to the hosts (``HOSTS``) import nothing of the package but the core, and only they import
+xdist (``DOORS_ONLY``).
 Modules are named relative to the package, dotted: ``core.graph``, ``run.scheduler``.
 """
 
@@ -32,8 +32,9 @@ CORE = "core"
 HOSTS = "hosts"
 #: the subpackages from the bottom up: each may import the ones below it, never one above
 LAYERS = ("core", HOSTS, "collect", "run", "output")
-#: top-level modules the layers above the hosts may import: the settings every part reads
-SHARED = {"options"}
+#: top-level modules the layers above the hosts may import: the settings every part reads,
+#: and counts in a user's words
+SHARED = {"options", "words"}
 HOST = ("pytest", "_pytest", "pluggy", "xdist", "execnet")
 #: packages only the doors import (every touch of them goes through ``hosts``)
 DOORS_ONLY = ("xdist", "execnet")

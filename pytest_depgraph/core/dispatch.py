@@ -13,7 +13,9 @@ skips), a :class:`Dispatcher` decides which ready test goes to which worker:
   tests go only to that worker, first, until the whole group finished (or skipped) or the
   worker left (:meth:`Dispatcher.release`);
 * **the bound**: at most ``limit`` tests *running* at once. A worker runs one test at a time;
-  what it holds beyond that is queued behind it and is not running;
+  what it holds beyond that is queued behind it and is not running. Workers beyond what can
+  ever run at once (the bound, or the graph's width: a chain keeps one busy) are of no use
+  (:meth:`Dispatcher.surplus`);
 * **queueing**: a worker may hold more than the test it runs (up to ``hold``), so that it
   never waits for the controller between two tests -- see :meth:`Dispatcher.assign` for when
   a test is queued behind another. Only a ready test (every dependency finished) is ever
@@ -110,6 +112,8 @@ class Dispatcher:
         if hold < 1:
             raise ValueError(f"hold must be at least 1, not {hold}")
         self.walk = Walker(graph, unsatisfied=unsatisfied)
+        self._graph = graph
+        self._width: int | None = None
         self._size = size
         self._limit = limit
         self._hold = hold
@@ -232,7 +236,30 @@ class Dispatcher:
         """The pinned groups bound to ``worker`` now (indexes into ``pinned``)."""
         return [g for g, w in self._bound.items() if w == worker]
 
+    def width(self) -> int:
+        """How many tests can ever run at once, bound aside: the graph's :func:`width` without
+        the tests that never run (unsatisfied from the start, skipped at once). O(V + E) the
+        first time."""
+        if self._width is None:
+            never = {*self.walk.unsatisfied, *(skip.node for skip in self.initial.skipped)}
+            self._width = width(self._graph, never)
+        return self._width
+
+    def at_once(self) -> int:
+        """The most tests that can ever run at once: the bound, or :meth:`width`; at least
+        one."""
+        found = self.width()
+        return max(1, found if self._limit is None else min(self._limit, found))
+
     # -- workers -------------------------------------------------------------------------------
+
+    def surplus(self) -> list[Hashable]:
+        """Retire the workers beyond :meth:`at_once` (the last ones added), and return them:
+        they could never get a test. Asked before anything is handed out."""
+        workers = [w for w in self._workers if w not in self._retired]
+        surplus = workers[self.at_once():]
+        self._retired.update(surplus)
+        return surplus
 
     def add_worker(self, worker: Hashable) -> None:
         """A worker that may be given tests (after the ones added before it)."""

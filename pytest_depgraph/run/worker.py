@@ -92,7 +92,7 @@ def send_plan(
     send_event(
         config,
         PLAN_EVENT,
-        plan=None if plan is None else plan.to_json(places=places, locations=False),
+        plan=None if plan is None else plan.to_json(places=places),
         locations=plan.locations if locations and plan is not None else None,
         protocol=PROTOCOL_VERSION,
     )

@@ -21,6 +21,7 @@ import pytest
 from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
 from pytest_depgraph.hosts import xdist
 from pytest_depgraph.run import channel_values, durations, units, worker
+from pytest_depgraph.run.controller import controller
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.role import (
     WORKERINPUT_KEY,
@@ -29,12 +30,8 @@ from pytest_depgraph.run.role import (
     role,
     sends_locations,
 )
-from pytest_depgraph.run.state import (
-    HELD_ATTRIBUTE,
-    LOCATIONS_ATTRIBUTE,
-    PLAN_ATTRIBUTE,
-    session_state,
-)
+from pytest_depgraph.run.state import session_state
+from pytest_depgraph.words import plural
 
 _NAME = "depgraph-xdist"
 
@@ -116,26 +113,24 @@ class XdistHooks:
             "locations": locations,
         }
         # xdist drops a node on an unknown event: take ours out of the stream first. This runs
-        # in execnet's receiver thread, so it only stores what came; the scheduler reads it.
+        # in execnet's receiver thread, so it only hands on what came; the main thread reads it.
         state = session_state(node.config)
+        plans = controller(node.config)
         relay = state.relay
-        held: set[int] = set()
-        setattr(node, HELD_ATTRIBUTE, held)
 
         def take(name: str, kwargs: dict[str, Any]) -> bool:
             if name == worker.PLAN_EVENT:
-                setattr(node, PLAN_ATTRIBUTE, kwargs.get("plan"))
-                setattr(node, LOCATIONS_ATTRIBUTE, kwargs.get("locations"))
+                plans.received(node, kwargs.get("plan"), kwargs.get("locations"))
                 return True
             if name == worker.HELD_EVENT:
                 # comes just before the test's runtest_protocol_complete, on the same channel
-                held.add(kwargs["item_index"])
+                if state.scheduler is not None:
+                    state.scheduler.note_held(node, kwargs["item_index"])
                 return True
             if name == worker.SETTLED_EVENT:
                 # the scheduler takes it in the main thread, as a second completion of the test
                 # (xdist's own scheduler, when the walk handed the run over, never sees it)
-                scheduler = state.scheduler
-                if scheduler is not None and scheduler.walking:
+                if state.scheduler is not None and state.scheduler.walking:
                     xdist.forward_completion(node, kwargs["item_index"])
                 return True
             return channel_values.take_event(relay, node, name, kwargs)
@@ -151,33 +146,25 @@ class XdistHooks:
             return DepGraphScheduling(config, log)
         return None
 
-    @pytest.hookimpl(optionalhook=True)
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        if self._warned or walks(node.config):
-            return
-        text = getattr(node, PLAN_ATTRIBUTE, None)
-        if text is None:
+        # first: the other hooks (shards, the run report) read the first worker's plan
+        config = node.config
+        controller(config).collected(node, ids)
+        plan = session_state(config).plan
+        if self._warned or walks(config) or plan is None:
             return
         self._warned = True
-        try:
-            plan = Plan.from_json(text)
-        except ValueError:
-            return
-        # no scheduler of ours keeps the plan: the first worker's is the summary's
-        state = session_state(node.config)
-        if state.plan is None:
-            state.plan = plan
-        message = unhonoured_message(plan, str(node.config.getoption("dist")))
+        message = unhonoured_message(plan, str(config.getoption("dist")))
         if message:
-            record_warning(node.config, message, dist_location(node.config))
+            record_warning(config, message, dist_location(config))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         result = yield
-        scheduler = session_state(session.config).scheduler
-        if scheduler is not None and scheduler.plan_errors:
-            n = scheduler.plan_errors
-            raise session.Interrupted(f"{n} error{'s' if n != 1 else ''} during collection")
+        plans = session_state(session.config).controller
+        if plans is not None and plans.errors:
+            raise session.Interrupted(f"{plural(plans.errors, 'error')} during collection")
         return result
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
