@@ -17,7 +17,7 @@ from pytest_depgraph.run.outcomes import ERROR
 
 from .fake_workers import FakeNode, collect, complete, controller_config, running, settle, start
 from .graph_strategies import PROPERTIES, Drawn, dags
-from .test_walker import A, R, make, oracle
+from .helpers import A, R, make, oracle
 
 
 def test_a_worker_continues_the_chain_of_its_group_before_better_work() -> None:
