@@ -71,6 +71,8 @@ class SessionState:
     compat: CompatSettings
     #: folded outcomes of every test seen by this process (on the xdist controller: all tests)
     recorder: OutcomeRecorder = field(default_factory=OutcomeRecorder)
+    #: the test whose run protocol runs now in this process (:mod:`pytest_depgraph.run.recording`)
+    running: pytest.Item | None = None
     #: tests skipped by an unsatisfied dependency: node id -> root cause node id
     skips: dict[str, str] = field(default_factory=dict)
     #: every collected test in the order pytest collected it (see :func:`keep_collected`)
