@@ -29,7 +29,7 @@ from pytest_depgraph.options import add_options
 from pytest_depgraph.output import session as output_session
 from pytest_depgraph.run import session as run_session
 from pytest_depgraph.run.role import Role, role, sends_locations
-from pytest_depgraph.run.state import keep_collected, session_state
+from pytest_depgraph.run.state import session_state
 
 if TYPE_CHECKING:
     from pytest_depgraph.values import DepGraph
@@ -115,7 +115,6 @@ class _Collection:
         # Outermost wrapper: -k/-m/--lf/--deselect have selected when the yield returns.
         collected = list(items)
         state = session_state(config)
-        keep_collected(state, collected)
         chosen = state.selection
         if chosen is not None:
             chosen.check_found(collected)

@@ -257,37 +257,6 @@ def test_random_walks_match_the_oracle(
 # -- pinned groups -------------------------------------------------------------------------
 
 
-@settings(max_examples=200, deadline=None)
-@given(scenarios())
-def test_a_quiet_walk_keeps_the_same_books(
-    scenario: tuple[Graph, set[int], set[int], int | None, int],
-) -> None:
-    """finish_quietly (the serial walk's) changes the walk exactly as finish does."""
-    graph, failing, unsatisfied, _limit, seed = scenario
-    rng = random.Random(seed)
-    loud, quiet = Walker(graph, unsatisfied=unsatisfied), Walker(graph, unsatisfied=unsatisfied)
-    running: list[int] = []
-    while not loud.done:
-        for node in range(graph.size):
-            if loud.is_ready(node) and rng.random() < 0.5:
-                loud.start(node)
-                assert quiet.start_if_ready(node)
-                running.append(node)
-        if not running:
-            continue
-        node = running.pop(rng.randrange(len(running)))
-        loud.finish(node, node not in failing)
-        quiet.finish_quietly(node, node not in failing)
-        assert [loud.is_ready(v) for v in range(graph.size)] == [
-            quiet.is_ready(v) for v in range(graph.size)
-        ]
-        assert dict(loud.skipped) == dict(quiet.skipped)
-        assert (loud.ready_count, loud.in_flight, loud.done) == (
-            quiet.ready_count, quiet.in_flight, quiet.done
-        )
-    assert not quiet.start_if_ready(0)
-
-
 def test_a_pinned_group_stays_on_the_worker_that_started_it() -> None:
     # 0 -> 1 pinned (chained by an AFTER edge, as the plan does); 2 free
     graph = make(3, [(1, 0, A)])

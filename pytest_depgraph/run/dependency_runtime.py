@@ -9,6 +9,7 @@ sends a test once its requires dependencies passed.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -32,13 +33,12 @@ def install(config: pytest.Config) -> None:
             config.pluginmanager.register(runtime, "depgraph-dependency-runtime")
 
 
+@dataclass(frozen=True)
 class _Passed:
     """A report-like value with the two attributes pytest-dependency's ``addResult`` reads."""
 
-    outcome = "passed"
-
-    def __init__(self, when: str) -> None:
-        self.when = when
+    when: str
+    outcome: str = "passed"
 
 
 class DependencyRuntime:

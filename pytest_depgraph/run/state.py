@@ -75,8 +75,6 @@ class SessionState:
     running: pytest.Item | None = None
     #: tests skipped by an unsatisfied dependency: node id -> root cause node id
     skips: dict[str, str] = field(default_factory=dict)
-    #: every collected test in the order pytest collected it (see :func:`keep_collected`)
-    collected: list[pytest.Item] = field(default_factory=list)
     #: node ids given as arguments, widened to their files (None: none given, or a controller)
     selection: NodeIdSelection | None = None
     #: the plan built after collection (serial session and every xdist worker); on the
@@ -117,22 +115,6 @@ def start_session_state(
 def session_state(config: pytest.Config) -> SessionState:
     """The session's state (made by the plugin's ``pytest_configure``)."""
     return config.stash[_KEY]
-
-
-def keep_collected(state: SessionState, collected: list[pytest.Item]) -> None:
-    """Keep the tests, in the order they were collected, in a list older than ``session.items``.
-
-    CPython's cyclic garbage collector keeps the objects it tracks in a linked list, and a
-    full collection re-links an object it finds alive through a container in the order that
-    container lists it. The tests were made, and lie in memory, in collection order; once they
-    run in dependency order, ``session.items`` would re-link them, and everything they hold, in
-    run order, scattered across memory, and every later full collection (the interpreter runs
-    several at exit) would pay a cache miss for nearly each of them. This list is made with the
-    session's state, before ``session.items``, so the collector reaches the tests through it
-    first and they keep the order they lie in. The tests stay alive for the session anyway
-    (pytest's summary keeps the deselected ones).
-    """
-    state.collected[:] = collected
 
 
 def find_session_state(config: pytest.Config) -> SessionState | None:
