@@ -7,6 +7,7 @@ completion orders in milliseconds, and checks where each test was sent.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import pytest
@@ -59,7 +60,7 @@ def controller_config(
     args: tuple[str, ...] = (),
 ) -> pytest.Config:
     """The configuration of an xdist controller with ``workers`` workers."""
-    config = pytester.parseconfigure("-p", "xdist", "--dist", dist, *args)
+    config = pytester.parseconfigure("-p", "xdist", "-p", "depgraph", "--dist", dist, *args)
     if plugin is not None:
         config.pluginmanager.register(plugin)
     config.option.tx = ["popen"] * workers
@@ -106,10 +107,15 @@ def running(scheduler: DepGraphScheduling, node: FakeNode) -> int | None:
 
 
 def complete(
-    scheduler: DepGraphScheduling, node: FakeNode, outcome: str = PASSED, held: bool = False
+    scheduler: DepGraphScheduling,
+    node: FakeNode,
+    outcome: str = PASSED,
+    held: bool = False,
+    seconds: float = 0.0,
 ) -> int:
-    """The node's running test finishes with ``outcome``; return its index. ``held``: the
-    worker knew no next test, so the test's teardown waits (:func:`settle` reports it)."""
+    """The node's running test finishes with ``outcome`` after ``seconds``; return its index.
+    ``held``: the worker knew no next test, so the test's teardown waits (:func:`settle`
+    reports it)."""
     index = running(scheduler, node)
     assert index is not None
     assert scheduler.plan is not None
@@ -118,7 +124,7 @@ def complete(
     if held:
         node.held = index
         scheduler.note_held(node, index)
-    scheduler.mark_test_complete(node, index)
+    scheduler.mark_test_complete(node, index, seconds)
     return index
 
 
@@ -146,32 +152,65 @@ class PlanGrab:
 def collected_plan(pytester: pytest.Pytester, *args: str) -> Plan:
     """The plan of the suite in ``pytester.path``, from an in-process collection."""
     grab = PlanGrab()
-    pytester.inline_run("--collect-only", "-p", "no:randomly", *args, plugins=[grab])
+    pytester.inline_run(
+        "--collect-only", "-p", "depgraph", "-p", "no:randomly", *args, plugins=[grab]
+    )
     assert grab.plan is not None
     return grab.plan
 
 
-def walks(
-    pytester: pytest.Pytester, plan: Plan, orders: int = 50, dist: str = "load"
-) -> list[list[list[str]]]:
-    """Walk ``plan`` on two fake workers ``orders`` times, each time finishing the running tests
-    in another (seeded) random order, every test passing; return, per walk, the node ids each
-    worker was sent, in order. Every test is sent exactly once in every walk.
+@dataclass
+class Walked:
+    """One walk of a plan on fake workers: what was sent where, and when."""
+
+    #: per worker, the node ids it was sent, in order
+    sent: list[list[str]]
+    #: node id -> the node ids that had finished (and settled) when it was sent
+    after: dict[str, set[str]] = field(default_factory=dict)
+    #: node id -> the event that sent it, and the event that finished (and settled) it; an
+    #: event is a test's completion or settling, 0 the start of the walk
+    sent_at: dict[str, int] = field(default_factory=dict)
+    finished_at: dict[str, int] = field(default_factory=dict)
+    #: the most workers running a test at the same moment
+    most_running: int = 0
+
+
+def walked(
+    pytester: pytest.Pytester,
+    plan: Plan,
+    orders: int = 50,
+    dist: str = "load",
+    workers: int = 2,
+    outcomes: dict[str, str] | None = None,
+    seconds: float = 0.0,
+    args: tuple[str, ...] = (),
+) -> list[Walked]:
+    """Walk ``plan`` on ``workers`` fake workers ``orders`` times, each time finishing the
+    running tests in another (seeded) random order, each test with its outcome in
+    ``outcomes`` (passed unless named there) after ``seconds``; return each walk. Every test
+    that is not skipped is sent exactly once in every walk.
 
     As a real worker does, a worker that holds nothing behind the test it finishes may hold
     that test (its teardown deferred): it reports the teardown when it begins its next test,
     when the controller asks, or at the end. No test is ever sent before every test it
-    depends on finished and settled."""
+    requires finished and settled."""
     found = []
-    config = controller_config(pytester, dist)
+    config = controller_config(pytester, dist, workers, args=args)
+    outcomes = outcomes or {}
     for seed in range(orders):
         rng = random.Random(seed)
-        scheduler, nodes = start_on(config, Plan.from_json(plan.to_json()))
+        walk = Walked([])
+        scheduler, nodes = start_on(config, Plan.from_json(plan.to_json()), workers)
         dispatcher = scheduler.dispatcher
         assert dispatcher is not None
         settled: set[int] = set()
         seen = [0] * len(nodes)
+        event = 0
+        _check_sent(plan, nodes, seen, settled, walk, event)
         while not scheduler.tests_finished:
+            walk.most_running = max(
+                walk.most_running, sum(running(scheduler, node) is not None for node in nodes)
+            )
             moves = []
             for node in nodes:
                 index = running(scheduler, node)
@@ -181,28 +220,51 @@ def walks(
                     moves.append((node, "complete"))
             assert moves, "nothing runs and the walk is not over"
             node, move = rng.choice(moves)
+            event += 1
             if move == "settle":
                 node.teardowns.clear()
-                settled.add(settle(scheduler, node))
+                done = settle(scheduler, node)
+                settled.add(done)
+                walk.finished_at[plan.nodeids[done]] = event
             else:
                 holds = len(dispatcher.held(node)) == 1 and rng.random() < 0.6
-                index = complete(scheduler, node, held=holds)
+                index = running(scheduler, node)
+                assert index is not None
+                outcome = outcomes.get(plan.nodeids[index], PASSED)
+                complete(scheduler, node, outcome, held=holds, seconds=seconds)
                 if not holds:
                     settled.add(index)
-            _check_sent(plan, nodes, seen, settled)
+                    walk.finished_at[plan.nodeids[index]] = event
+            _check_sent(plan, nodes, seen, settled, walk, event)
         for node in nodes:  # the shutdown: each held test's teardown runs now
             if node.held is not None:
                 settled.add(settle(scheduler, node))
-        sent = [[plan.nodeids[i] for i in node.sent] for node in nodes]
-        assert sorted(n for s in sent for n in s) == sorted(plan.nodeids[: plan.item_count]), (
+        walk.sent = [[plan.nodeids[i] for i in node.sent] for node in nodes]
+        ran = sorted(n for s in walk.sent for n in s)
+        assert ran == sorted(set(plan.nodeids[: plan.item_count]) - set(scheduler.skips)), (
             "a test was sent twice, or never (the walk ended while a held test was awaited)"
         )
-        found.append(sent)
+        found.append(walk)
     return found
 
 
-def _check_sent(plan: Plan, nodes: list[FakeNode], seen: list[int], settled: set[int]) -> None:
-    """No test sent since the last check requires a test that has not finished and settled."""
+def walks(
+    pytester: pytest.Pytester, plan: Plan, orders: int = 50, dist: str = "load"
+) -> list[list[list[str]]]:
+    """Per walk of :func:`walked`, every test passing, the node ids each worker was sent."""
+    return [walk.sent for walk in walked(pytester, plan, orders, dist)]
+
+
+def _check_sent(
+    plan: Plan,
+    nodes: list[FakeNode],
+    seen: list[int],
+    settled: set[int],
+    walk: Walked,
+    event: int,
+) -> None:
+    """No test sent since the last check requires a test that has not finished and settled;
+    note what had when each was sent."""
     for n, node in enumerate(nodes):
         for index in node.sent[seen[n]:]:
             waiting = [
@@ -210,4 +272,6 @@ def _check_sent(plan: Plan, nodes: list[FakeNode], seen: list[int], settled: set
                 if e.kind is Kind.REQUIRES and e.dependency not in settled
             ]
             assert not waiting, f"{index} sent before {waiting} finished"
+            walk.after[plan.nodeids[index]] = {plan.nodeids[i] for i in settled}
+            walk.sent_at[plan.nodeids[index]] = event
         seen[n] = len(node.sent)

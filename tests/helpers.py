@@ -4,6 +4,7 @@ and a dispatcher driven through its one API."""
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
+from pathlib import Path
 
 import networkx as nx
 
@@ -86,3 +87,29 @@ def run_serial(walk: Dispatcher, failing: Iterable[int] = ()) -> list[int]:
                 walk.complete(worker, node, node not in bad)
     assert walk.done
     return ran
+
+
+#: records, for every test whose body runs, "nodeid|worker" into ran.log beside the suite
+RAN_CONFTEST = """
+import os
+import pytest
+
+LOG = os.path.join(os.path.dirname(__file__), "ran.log")
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    with open(LOG, "a") as f:
+        f.write(f"{item.nodeid}|{os.environ.get('PYTEST_XDIST_WORKER', '-')}\\n")
+"""
+
+
+def ran(folder: Path) -> dict[str, str]:
+    """Test name -> the worker that ran its body (``-`` serially), of every test whose body
+    ran in the suite in ``folder`` (:data:`RAN_CONFTEST`)."""
+    log = folder / "ran.log"
+    found: dict[str, str] = {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            nodeid, worker = line.split("|")
+            found[nodeid.rsplit("::", 1)[-1]] = worker
+    return found

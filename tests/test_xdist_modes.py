@@ -8,8 +8,8 @@ from pytest_depgraph.core.graph import Graph, Kind, Origin, find_cycles
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.run.outcomes import FAILED
 
-from .fake_workers import collected_plan, complete, running, start, walks
-from .test_xdist import TIMING_CONFTEST, times
+from .fake_workers import collected_plan, complete, running, start, walked, walks
+from .helpers import RAN_CONFTEST, ran
 
 
 def test_loadfile_units_wait_for_their_dependencies_and_skips_stay_on_the_controller(
@@ -18,7 +18,7 @@ def test_loadfile_units_wait_for_their_dependencies_and_skips_stay_on_the_contro
     """--dist loadfile: each file runs whole on one worker, in its order (module state is
     shared), and only once the tests it depends on in other files finished. A file goes out
     in one batch: its module fixture is set up once, and its teardown error is reported."""
-    pytester.makeconftest(TIMING_CONFTEST)
+    pytester.makeconftest(RAN_CONFTEST)
     pytester.makepyfile(
         test_one="""
         import os, time
@@ -32,7 +32,7 @@ def test_loadfile_units_wait_for_their_dependencies_and_skips_stay_on_the_contro
             raise RuntimeError("module teardown failed")
 
         def test_create():
-            time.sleep(0.5)
+            pass
 
         def test_broken():
             assert 0
@@ -61,10 +61,14 @@ def test_loadfile_units_wait_for_their_dependencies_and_skips_stay_on_the_contro
     assert (pytester.path / "setups.log").read_text() == "setup\n"
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "cannot honour" not in result.stdout.str()
-    ran = times(pytester)
-    assert ran["test_elsewhere"][0] >= ran["test_create"][1], ran
-    assert ran["test_create"][2] == ran["test_broken"][2]
-    assert ran["test_elsewhere"][2] == ran["test_state"][2]
+    worker = ran(pytester.path)
+    assert worker["test_create"] == worker["test_broken"]
+    assert worker["test_elsewhere"] == worker["test_state"]
+    # test_two.py starts once test_create finished, whichever worker finishes first
+    plan = collected_plan(pytester)
+    outcomes = {"test_one.py::test_broken": FAILED}
+    for walk in walked(pytester, plan, dist="loadfile", outcomes=outcomes, seconds=0.5):
+        assert "test_one.py::test_create" in walk.after["test_two.py::test_elsewhere"]
 
 
 def test_tx_workers_order_and_skip(pytester: pytest.Pytester) -> None:
@@ -179,28 +183,26 @@ def test_class_chains_keep_their_class_fixture_on_a_worker(pytester: pytest.Pyte
 def test_order_first_and_last_hold_on_workers(pytester: pytest.Pytester) -> None:
     """pytest-order's "first" finished before the unordered tests start, "last" starts after
     they all finished, on -n 2 too: after edges between the ordinal groups, shown in DOT."""
-    pytester.makeconftest(TIMING_CONFTEST)
     pytester.makepyfile(
         test_o="""
-        import time
         import pytest
 
         @pytest.mark.order("last")
         def test_end():
-            time.sleep(0.1)
+            pass
 
         def test_u1():
-            time.sleep(0.3)
+            pass
 
         def test_u2():
-            time.sleep(0.3)
+            pass
 
         def test_u3():
-            time.sleep(0.3)
+            pass
 
         @pytest.mark.order("first")
         def test_start():
-            time.sleep(0.3)
+            pass
         """
     )
     out = pytester.path / "g.dot"
@@ -208,10 +210,12 @@ def test_order_first_and_last_hold_on_workers(pytester: pytest.Pytester) -> None
         "-n", "2", "-p", "xdist", "-p", "no:pytest_order", f"--depgraph-dot={out}"
     )
     result.assert_outcomes(passed=5)
-    ran = times(pytester)
-    unordered = [ran[name] for name in ("test_u1", "test_u2", "test_u3")]
-    assert ran["test_start"][1] <= min(start for start, _, _ in unordered), ran
-    assert ran["test_end"][0] >= max(end for _, end, _ in unordered), ran
+    # whichever worker finishes first
+    unordered = {f"test_o.py::test_u{i}" for i in (1, 2, 3)}
+    for walk in walked(pytester, collected_plan(pytester, "-p", "no:pytest_order")):
+        for name in unordered:
+            assert "test_o.py::test_start" in walk.after[name]
+        assert unordered <= walk.after["test_o.py::test_end"]
     text = out.read_text()
     assert '"test_o.py::test_u1" -> "test_o.py::test_start" [tooltip = "order marker at ' \
         'test_o.py:' in text
