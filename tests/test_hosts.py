@@ -341,3 +341,28 @@ def test_the_terminals_counts(pytester: pytest.Pytester) -> None:
         "pytest's terminal no longer counts deselected tests in stats['deselected'] or "
         "collected ones in _numcollected"
     )
+
+
+@pytest.mark.parametrize("dist", [d for d in sorted(MODES) if MODES[d].unit is not None])
+def test_our_units_are_xdists(pytester: pytest.Pytester, dist: str) -> None:
+    """run/units.py splits the tests into --dist units as xdist's own scheduler does
+    (``_split_scope``), which it cannot call before the run is handed to it."""
+    from xdist import scheduler as schedulers
+
+    config = pytester.parseconfigure("-p", "xdist", "--dist", dist, "--tx", "1*popen")
+    theirs = getattr(schedulers, MODES[dist].xdist_scheduler)(config)
+    unit = MODES[dist].unit
+    assert unit is not None
+    nodeids = ["a/test_x.py::test_f", "a/test_x.py::test_f2", "a/test_x.py::TestC::test_m[1]",
+               "a/test_x.py::TestC::test_n", "test_y.py::test_g@db", "test_z.py::test_k@db",
+               "test_y.py::test_h[a@b]", "test_y.py::test_i"]
+
+    def partition(split: object) -> set[frozenset[str]]:
+        units: dict[str, set[str]] = {}
+        for nodeid in nodeids:
+            units.setdefault(split(nodeid), set()).add(nodeid)  # type: ignore[operator]
+        return {frozenset(members) for members in units.values()}
+
+    assert partition(unit) == partition(theirs._split_scope), (
+        f"xdist's {MODES[dist].xdist_scheduler} splits the tests into other units"
+    )
