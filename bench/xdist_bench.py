@@ -50,9 +50,11 @@ import pytest
 LOG = os.path.join(os.path.dirname(__file__), "times.log")
 
 if os.environ.get("BENCH_COLLECTION_ORDER"):
-    from pytest_depgraph.run import scheduler
+    # the walk's priorities all equal: ready tests go in collection order (the scheduler
+    # looks the function up in the module each time it starts a walk)
+    from pytest_depgraph.core import dispatch
 
-    scheduler.DepGraphScheduling._priorities = lambda self, plan: [0.0] * len(plan.nodeids)
+    dispatch.priorities = lambda graph, weight: [0.0] * graph.size
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import warnings
 from collections.abc import Generator
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_depgraph.collect import compat, selection
+from pytest_depgraph.collect import selection
 from pytest_depgraph.collect.build import Result as BuildResult
 from pytest_depgraph.collect.build import build
 from pytest_depgraph.collect.context import function_of
@@ -25,16 +24,12 @@ from pytest_depgraph.collect.markers import (
 )
 from pytest_depgraph.core import safe
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.options import add_options, dot_option, read_settings
-from pytest_depgraph.run import dependency_runtime
+from pytest_depgraph.hosts import pytest as host
+from pytest_depgraph.options import add_options
+from pytest_depgraph.output import session as output_session
+from pytest_depgraph.run import session as run_session
 from pytest_depgraph.run.role import Role, role, sends_locations
-from pytest_depgraph.run.state import (
-    SessionState,
-    find_session_state,
-    keep_collected,
-    session_state,
-    start_session_state,
-)
+from pytest_depgraph.run.state import session_state
 
 if TYPE_CHECKING:
     from pytest_depgraph.values import DepGraph
@@ -48,31 +43,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     install_marker()
-    settings = read_settings(config)
-    state = start_session_state(config, settings, compat.register(config, strict=settings.strict))
-    dependency_runtime.install(config)
-    if settings.dot and not role(config).is_worker:  # workers never write the graph
-        from pytest_depgraph.output import dot  # only --depgraph-dot needs it
-
-        dot.check_path(settings.dot, dot_option(config, settings.dot))
-        config.pluginmanager.register(dot.DotExport(settings.dot), "depgraph-dot")
-    if settings.report and not role(config).is_worker:
-        from pytest_depgraph.output import run_report  # only --depgraph-report needs it
-
-        run_report.configure(config, settings.report)
-    if settings.shard is not None or settings.store_durations:
-        from pytest_depgraph.run import durations, sharding  # only shards and stored durations
-
-        sharding.configure(config, settings)
-        if settings.store_durations:
-            durations.install(config)
-    config.pluginmanager.register(_Recorder(state, config), "depgraph-recorder")
-    config.pluginmanager.register(state.outputs, "depgraph-outputs")
-    # pytest-xdist is a dependency, but a broken or partial install must not break serial runs
-    if importlib.util.find_spec("xdist") is not None:
-        from pytest_depgraph.run import xdist_hooks
-
-        xdist_hooks.register(config)
+    state = run_session.configure(config)
+    # the files first: their plugins' hooks run after the run's (the order of registration)
+    output_session.configure(config, state.settings)
+    run_session.register(config, state)
 
 
 @pytest.fixture
@@ -84,15 +58,8 @@ def depgraph(request: pytest.FixtureRequest) -> DepGraph:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    config = session.config
-    config.pluginmanager.register(_Collection(), "depgraph-collection")
-    if config.getoption("lf", False):
-        # --lf narrows collection to the files and tests that failed, so the tests they depend
-        # on would never be seen; collect everything and let --lf deselect instead.
-        for name in ("lfplugin-collwrapper", "lfplugin-collskip"):
-            plugin = config.pluginmanager.get_plugin(name)
-            if plugin is not None:
-                config.pluginmanager.unregister(plugin)
+    session.config.pluginmanager.register(_Collection(), "depgraph-collection")
+    run_session.start(session)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -148,7 +115,6 @@ class _Collection:
         # Outermost wrapper: -k/-m/--lf/--deselect have selected when the yield returns.
         collected = list(items)
         state = session_state(config)
-        keep_collected(state, collected)
         chosen = state.selection
         if chosen is not None:
             chosen.check_found(collected)
@@ -175,8 +141,14 @@ class _Collection:
         added = {result.plan.nodeids[n] for n in result.plan.added}
         items[:] = result.items
         if added:
-            _undo_deselection(config, added)
-        _uncount(config, [item for item in widened_only if item.nodeid not in added])
+            # tests pulled back in as dependencies are not 'deselected' in the terminal count
+            host.undo_deselection(config, added)
+        # tests collected only to find dependencies, and not needed, are not part of the run:
+        # the terminal's "collected N items" leaves them out, as pytest would never have
+        # collected them (they are not "deselected" either: the user did not select them)
+        host.uncount_collected(
+            config, sum(1 for item in widened_only if item.nodeid not in added)
+        )
         if settings.shard is not None:  # split after selection and pull-in, before the walk
             from pytest_depgraph.run import sharding
 
@@ -195,25 +167,7 @@ class _Collection:
             )
         state.plan = result.plan
         _warn_imported_targets(result.plan, result.items)
-        previous = config.pluginmanager.get_plugin("depgraph-serial")
-        if previous is not None:  # the hook ran again (some plugins call it themselves)
-            config.pluginmanager.unregister(previous)
-        if config.option.collectonly or role(config) is Role.WALKED_WORKER:
-            return  # nothing runs, or the xdist controller decides what runs
-        plan = result.plan
-        if not plan.graph.edge_count and not plan.broken and plan.item_count == len(plan.nodeids):
-            return  # nothing to wait for and nothing to skip: pytest's own loop as it is
-        from pytest_depgraph.run.serial import SerialWalk  # only a run with dependencies needs it
-
-        config.pluginmanager.register(
-            SerialWalk(
-                result.plan,
-                state.recorder,
-                state.skips,
-                strict=not role(config).is_worker,
-            ),
-            "depgraph-serial",
-        )
+        run_session.walk_serially(config, state)
 
 
 def _warn_imported_targets(plan: Plan, items: list[pytest.Item]) -> None:
@@ -310,52 +264,8 @@ def _phases(timings: dict[str, float]) -> str:
     return f"{phases}; total {sum(timings.values()) * 1000:.1f} ms"
 
 
-def _undo_deselection(config: pytest.Config, added: set[str]) -> None:
-    """Tests pulled back in as dependencies are not 'deselected' in the terminal count."""
-    terminal = config.pluginmanager.get_plugin("terminalreporter")
-    stats = getattr(terminal, "stats", None)
-    if stats and stats.get("deselected"):
-        stats["deselected"] = [i for i in stats["deselected"] if i.nodeid not in added]
-        if not stats["deselected"]:
-            del stats["deselected"]
-
-
-def _uncount(config: pytest.Config, hidden: list[pytest.Item]) -> None:
-    """Tests collected only to find dependencies, and not needed, are not part of the run:
-    the terminal's "collected N items" leaves them out, as pytest would never have collected
-    them (they are not "deselected" either: the user did not select them)."""
-    terminal = config.pluginmanager.get_plugin("terminalreporter")
-    if hidden and isinstance(getattr(terminal, "_numcollected", None), int):
-        terminal._numcollected -= len(hidden)  # type: ignore[union-attr]
-
-
-class _Recorder:
-    """Feeds every test report of this process (controller: of every worker) to the recorder."""
-
-    def __init__(self, state: SessionState, config: pytest.Config) -> None:
-        # read once: the hook runs three times a test
-        self.record = state.recorder.record
-        self.skips = state.skips
-        self.config = config
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.record(report)
-        if self.skips and report.nodeid in self.skips:
-            # skipped because of an upstream failure: not passed, so --lf must run it again
-            lfplugin = self.config.pluginmanager.get_plugin("lfplugin")
-            lastfailed = getattr(lfplugin, "lastfailed", None)
-            if lastfailed is not None:
-                lastfailed[report.nodeid] = True
-
-
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    config = session.config
-    state = find_session_state(config)
-    if state is not None and state.settings.shard is not None and not role(config).is_worker:
-        from pytest_depgraph.run import sharding
-
-        sharding.exit_status(session, state.plan)
+    run_session.finish(session)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -363,20 +273,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    config = terminalreporter.config
-    state = find_session_state(config)
-    if state is None or state.plan is None or role(config).is_worker:
-        return
-    plan = state.plan
-    if not (plan.graph.edge_count or plan.errors or state.skips or plan.shard):
-        return  # nothing to say (pytest as usual): the summary's module is not even loaded
-    from pytest_depgraph.output import report
-
-    report.summary(terminalreporter, plan, state.recorder, state.skips)
-
-
-#: read once: the hook below runs for every name of every test module
-_MARK_DECORATOR = pytest.MarkDecorator
+    output_session.terminal_summary(terminalreporter)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -384,8 +281,10 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     # a bare @pytest.mark.depends_on above a wrapping decorator left the marker in the test's
     # place: put the test back, as pytest's own marker would have left it (its marker names
     # no target, which is reported), instead of losing it
-    if not issubclass(type(obj), _MARK_DECORATOR):
-        return None  # called for every name of every test module: the usual case, inline
+    # the type, not isinstance: that would ask the object for its __class__, which a module's
+    # hostile global may raise on
+    if not issubclass(type(obj), pytest.MarkDecorator):
+        return None
     inner = stray_marker(name, obj)
     if inner is None:
         return None

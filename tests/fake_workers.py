@@ -7,22 +7,24 @@ completion orders in milliseconds, and checks where each test was sent.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import pytest
 
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.run.controller import controller
 from pytest_depgraph.run.outcomes import PASSED
 from pytest_depgraph.run.scheduler import DepGraphScheduling
-from pytest_depgraph.run.state import HELD_ATTRIBUTE, PLAN_ATTRIBUTE, session_state
+from pytest_depgraph.run.state import session_state
 from pytest_depgraph.run.worker import TEARDOWN_COMMAND
 
 
 class FakeNode:
     """What the scheduler uses of xdist's WorkerController."""
 
-    def __init__(self, name: str, plan: Plan) -> None:
+    def __init__(self, name: str) -> None:
         self.gateway = SimpleNamespace(id=name)
         self.shutting_down = False
         self.sent: list[int] = []
@@ -30,8 +32,6 @@ class FakeNode:
         self.teardowns: list[int] = []
         #: the test this worker ran with its teardown deferred, until it reports that teardown
         self.held: int | None = None
-        setattr(self, PLAN_ATTRIBUTE, plan.to_json())
-        setattr(self, HELD_ATTRIBUTE, set())
 
     def send_runtest_some(self, indices: list[int]) -> None:
         self.sent.extend(indices)
@@ -60,7 +60,7 @@ def controller_config(
     args: tuple[str, ...] = (),
 ) -> pytest.Config:
     """The configuration of an xdist controller with ``workers`` workers."""
-    config = pytester.parseconfigure("-p", "xdist", "--dist", dist, *args)
+    config = pytester.parseconfigure("-p", "xdist", "-p", "depgraph", "--dist", dist, *args)
     if plugin is not None:
         config.pluginmanager.register(plugin)
     config.option.tx = ["popen"] * workers
@@ -73,29 +73,49 @@ def start_on(
     config: pytest.Config, plan: Plan, workers: int = 2
 ) -> tuple[DepGraphScheduling, list[FakeNode]]:
     """A scheduler on ``config`` that got ``plan`` from ``workers`` fake nodes and started."""
+    state = session_state(config)
+    state.controller, state.plan = None, None  # a new run on the same configuration
     scheduler = DepGraphScheduling(config)
-    nodes = [FakeNode(f"gw{i}", plan) for i in range(workers)]
+    nodes = [FakeNode(f"gw{i}") for i in range(workers)]
     for node in nodes:
         scheduler.add_node(node)
-    for node in nodes:
-        scheduler.add_node_collection(node, plan.nodeids[: plan.item_count])
+    collect(config, scheduler, nodes, plan)
     assert scheduler.collection_is_completed
     scheduler.schedule()
     return scheduler, nodes
 
 
+def collect(
+    config: pytest.Config, scheduler: DepGraphScheduling, nodes: list[FakeNode], plan: Plan
+) -> None:
+    """Each of ``nodes`` sends ``plan`` (the first one with the locations), then collects its
+    tests, as xdist's session passes the events on."""
+    for n, node in enumerate(nodes):
+        controller(config).received(
+            node, plan.to_json(), [list(loc) if loc else None for loc in plan.locations]
+            if n == 0 and plan.locations else None,
+        )
+        controller(config).collected(node, plan.nodeids[: plan.item_count])
+        scheduler.add_node_collection(node, plan.nodeids[: plan.item_count])
+
+
 def running(scheduler: DepGraphScheduling, node: FakeNode) -> int | None:
     """The test ``node`` runs now (the first it holds), None when it holds none."""
-    dispatcher = scheduler.walk.dispatcher
+    dispatcher = scheduler.dispatcher
     held = dispatcher.held(node) if dispatcher is not None else ()
     return held[0] if held else None
 
 
 def complete(
-    scheduler: DepGraphScheduling, node: FakeNode, outcome: str = PASSED, held: bool = False
+    scheduler: DepGraphScheduling,
+    node: FakeNode,
+    outcome: str = PASSED,
+    held: bool = False,
+    seconds: float = 0.0,
 ) -> int:
-    """The node's running test finishes with ``outcome``; return its index. ``held``: the
-    worker knew no next test, so the test's teardown waits (:func:`settle` reports it)."""
+    """The node's running test finishes with ``outcome`` after ``seconds``; return its index.
+    ``held``: the worker knew no next test, so the test's teardown waits (:func:`settle`
+    reports it)."""
     index = running(scheduler, node)
     assert index is not None
     assert scheduler.plan is not None
@@ -103,8 +123,8 @@ def complete(
     scheduler.recorder.mark(scheduler.plan.nodeids[index], outcome)
     if held:
         node.held = index
-        getattr(node, HELD_ATTRIBUTE).add(index)
-    scheduler.mark_test_complete(node, index)
+        scheduler.note_held(node, index)
+    scheduler.mark_test_complete(node, index, seconds)
     return index
 
 
@@ -132,32 +152,65 @@ class PlanGrab:
 def collected_plan(pytester: pytest.Pytester, *args: str) -> Plan:
     """The plan of the suite in ``pytester.path``, from an in-process collection."""
     grab = PlanGrab()
-    pytester.inline_run("--collect-only", "-p", "no:randomly", *args, plugins=[grab])
+    pytester.inline_run(
+        "--collect-only", "-p", "depgraph", "-p", "no:randomly", *args, plugins=[grab]
+    )
     assert grab.plan is not None
     return grab.plan
 
 
-def walks(
-    pytester: pytest.Pytester, plan: Plan, orders: int = 50, dist: str = "load"
-) -> list[list[list[str]]]:
-    """Walk ``plan`` on two fake workers ``orders`` times, each time finishing the running tests
-    in another (seeded) random order, every test passing; return, per walk, the node ids each
-    worker was sent, in order. Every test is sent exactly once in every walk.
+@dataclass
+class Walked:
+    """One walk of a plan on fake workers: what was sent where, and when."""
+
+    #: per worker, the node ids it was sent, in order
+    sent: list[list[str]]
+    #: node id -> the node ids that had finished (and settled) when it was sent
+    after: dict[str, set[str]] = field(default_factory=dict)
+    #: node id -> the event that sent it, and the event that finished (and settled) it; an
+    #: event is a test's completion or settling, 0 the start of the walk
+    sent_at: dict[str, int] = field(default_factory=dict)
+    finished_at: dict[str, int] = field(default_factory=dict)
+    #: the most workers running a test at the same moment
+    most_running: int = 0
+
+
+def walked(
+    pytester: pytest.Pytester,
+    plan: Plan,
+    orders: int = 50,
+    dist: str = "load",
+    workers: int = 2,
+    outcomes: dict[str, str] | None = None,
+    seconds: float = 0.0,
+    args: tuple[str, ...] = (),
+) -> list[Walked]:
+    """Walk ``plan`` on ``workers`` fake workers ``orders`` times, each time finishing the
+    running tests in another (seeded) random order, each test with its outcome in
+    ``outcomes`` (passed unless named there) after ``seconds``; return each walk. Every test
+    that is not skipped is sent exactly once in every walk.
 
     As a real worker does, a worker that holds nothing behind the test it finishes may hold
     that test (its teardown deferred): it reports the teardown when it begins its next test,
     when the controller asks, or at the end. No test is ever sent before every test it
-    depends on finished and settled."""
+    requires finished and settled."""
     found = []
-    config = controller_config(pytester, dist)
+    config = controller_config(pytester, dist, workers, args=args)
+    outcomes = outcomes or {}
     for seed in range(orders):
         rng = random.Random(seed)
-        scheduler, nodes = start_on(config, Plan.from_json(plan.to_json()))
-        dispatcher = scheduler.walk.dispatcher
+        walk = Walked([])
+        scheduler, nodes = start_on(config, Plan.from_json(plan.to_json()), workers)
+        dispatcher = scheduler.dispatcher
         assert dispatcher is not None
         settled: set[int] = set()
         seen = [0] * len(nodes)
+        event = 0
+        _check_sent(plan, nodes, seen, settled, walk, event)
         while not scheduler.tests_finished:
+            walk.most_running = max(
+                walk.most_running, sum(running(scheduler, node) is not None for node in nodes)
+            )
             moves = []
             for node in nodes:
                 index = running(scheduler, node)
@@ -167,28 +220,51 @@ def walks(
                     moves.append((node, "complete"))
             assert moves, "nothing runs and the walk is not over"
             node, move = rng.choice(moves)
+            event += 1
             if move == "settle":
                 node.teardowns.clear()
-                settled.add(settle(scheduler, node))
+                done = settle(scheduler, node)
+                settled.add(done)
+                walk.finished_at[plan.nodeids[done]] = event
             else:
                 holds = len(dispatcher.held(node)) == 1 and rng.random() < 0.6
-                index = complete(scheduler, node, held=holds)
+                index = running(scheduler, node)
+                assert index is not None
+                outcome = outcomes.get(plan.nodeids[index], PASSED)
+                complete(scheduler, node, outcome, held=holds, seconds=seconds)
                 if not holds:
                     settled.add(index)
-            _check_sent(plan, nodes, seen, settled)
+                    walk.finished_at[plan.nodeids[index]] = event
+            _check_sent(plan, nodes, seen, settled, walk, event)
         for node in nodes:  # the shutdown: each held test's teardown runs now
             if node.held is not None:
                 settled.add(settle(scheduler, node))
-        sent = [[plan.nodeids[i] for i in node.sent] for node in nodes]
-        assert sorted(n for s in sent for n in s) == sorted(plan.nodeids[: plan.item_count]), (
+        walk.sent = [[plan.nodeids[i] for i in node.sent] for node in nodes]
+        ran = sorted(n for s in walk.sent for n in s)
+        assert ran == sorted(set(plan.nodeids[: plan.item_count]) - set(scheduler.skips)), (
             "a test was sent twice, or never (the walk ended while a held test was awaited)"
         )
-        found.append(sent)
+        found.append(walk)
     return found
 
 
-def _check_sent(plan: Plan, nodes: list[FakeNode], seen: list[int], settled: set[int]) -> None:
-    """No test sent since the last check requires a test that has not finished and settled."""
+def walks(
+    pytester: pytest.Pytester, plan: Plan, orders: int = 50, dist: str = "load"
+) -> list[list[list[str]]]:
+    """Per walk of :func:`walked`, every test passing, the node ids each worker was sent."""
+    return [walk.sent for walk in walked(pytester, plan, orders, dist)]
+
+
+def _check_sent(
+    plan: Plan,
+    nodes: list[FakeNode],
+    seen: list[int],
+    settled: set[int],
+    walk: Walked,
+    event: int,
+) -> None:
+    """No test sent since the last check requires a test that has not finished and settled;
+    note what had when each was sent."""
     for n, node in enumerate(nodes):
         for index in node.sent[seen[n]:]:
             waiting = [
@@ -196,4 +272,6 @@ def _check_sent(plan: Plan, nodes: list[FakeNode], seen: list[int], settled: set
                 if e.kind is Kind.REQUIRES and e.dependency not in settled
             ]
             assert not waiting, f"{index} sent before {waiting} finished"
+            walk.after[plan.nodeids[index]] = {plan.nodeids[i] for i in settled}
+            walk.sent_at[plan.nodeids[index]] = event
         seen[n] = len(node.sent)

@@ -15,9 +15,9 @@ from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.walker import Skip
 from pytest_depgraph.run.outcomes import ERROR
 
-from .fake_workers import FakeNode, complete, controller_config, running, settle, start
+from .fake_workers import FakeNode, collect, complete, controller_config, running, settle, start
 from .graph_strategies import PROPERTIES, Drawn, dags
-from .test_walker import A, R, make, oracle
+from .helpers import A, R, make, oracle
 
 
 def test_a_worker_continues_the_chain_of_its_group_before_better_work() -> None:
@@ -111,13 +111,13 @@ def test_a_plan_without_anything_to_walk_is_handed_to_xdist_itself(
     config.pluginmanager.register(dsession, "dsession")
     scheduler = DepGraphScheduling(config)
     dsession.sched = scheduler
-    nodes = [FakeNode(f"gw{i}", plan) for i in range(2)]
+    nodes = [FakeNode(f"gw{i}") for i in range(2)]
     for node in nodes:
         scheduler.add_node(node)
-        scheduler.add_node_collection(node, nodeids)
+    collect(config, scheduler, nodes, plan)
     scheduler.schedule()
     assert isinstance(dsession.sched, LoadScheduling)
-    assert scheduler.walk.walk_stats() is None
+    assert scheduler.walk_stats() is None
 
 
 def test_the_adapter_sends_what_the_dispatcher_hands_out(pytester: pytest.Pytester) -> None:

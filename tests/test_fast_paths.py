@@ -4,9 +4,7 @@ copies of a test."""
 
 from __future__ import annotations
 
-import random
 import re
-import sys
 
 import pytest
 
@@ -583,45 +581,3 @@ def test_a_session_where_only_tests_own_markers_declare_reads_as_the_full_path(
         outputs.append((text.replace(str(dot), "graph.dot"), dot.read_text()))
     assert outputs[0] == outputs[1]
     assert "target 'test_missing' matches no collected test" in outputs[0][0]
-
-
-GC_ORDER = """
-import gc
-import sys
-
-import pytest
-
-pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", *sys.argv[1:]])
-gc.collect()
-seen = [o.name for o in gc.get_objects() if type(o) is pytest.Function]
-print("GC-ORDER", " ".join(seen))
-"""
-
-
-@pytest.mark.skipif(
-    sys.implementation.name != "cpython" or sys.version_info >= (3, 14),
-    reason="how CPython's non-incremental cyclic collector (3.13 and older) orders its objects",
-)
-def test_a_full_collection_leaves_the_tests_in_the_order_they_lie_in_memory(
-    pytester: pytest.Pytester,
-) -> None:
-    """After the tests were put in dependency order, a full garbage collection re-links them
-    in collection order (the order they were made in, and lie in memory), as without the
-    plugin, not in run order: a scattered order makes every later collection slower."""
-    # run order a shuffle of collection order: each test depends on the one before it there
-    run_order = list(range(60))
-    random.Random(7).shuffle(run_order)
-    before = dict(zip(run_order[1:], run_order))
-    lines = ["import pytest"]
-    for k in range(60):
-        if k in before:
-            lines.append(f"@pytest.mark.depends_on('test_{before[k]}')")
-        lines.append(f"def test_{k}():\n    pass\n")
-    pytester.makepyfile(test_shuffled="\n".join(lines), run=GC_ORDER)
-    result = pytester.run(sys.executable, "run.py", "test_shuffled.py")
-    result.stdout.fnmatch_lines(["60 tests collected*"])
-    line = next(x for x in result.stdout.lines if x.startswith("GC-ORDER"))
-    numbers = [int(name.split("_")[1]) for name in line.split()[1:]]
-    assert sorted(numbers) == list(range(60))
-    # the collector lists a container's items last to first: either way, not the run order
-    assert numbers in (list(range(60)), list(range(59, -1, -1))), numbers

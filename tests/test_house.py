@@ -40,16 +40,29 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
         f.write("\nfrom pytest_depgraph.collect.build import _module_of\n")
     with (package / "run/state.py").open("a") as f:
         f.write("\nfrom pytest_depgraph.output import dot\n")
-    findings = "\n".join(_tool().graph(tmp_path)[1])
+    with (package / "hosts/pytest.py").open("a") as f:
+        f.write("\nfrom pytest_depgraph import options\nfrom pytest_depgraph.run import role\n")
+    with (package / "run/serial.py").open("a") as f:
+        f.write("\nimport xdist.scheduler\n")
+    with (package / "collect/selection.py").open("a") as f:
+        f.write("\nfrom pytest_depgraph.hosts import xdist\n")
+    found = _tool().graph(tmp_path)[1]
+    findings = "\n".join(found)
     for expected in (
         "collect.markers imports run.state, from a layer above collect",
         "core module core.walker imports pytest",
         "core module core.walker imports run.role, outside the core",
         "output.dot imports the private name collect.build._module_of",
         "run.state imports output.dot, from a layer above run",
+        "door hosts.pytest imports options: doors import the core only",
+        "door hosts.pytest imports run.role: doors import the core only",
+        "hosts.pytest imports run.role, from a layer above hosts",
+        "run.serial imports xdist.scheduler, outside the hosts doors",
         "import cycle: ",
     ):
         assert expected in findings
+    # a layer below may be imported: collect reads the doors
+    assert not [f for f in found if "collect.selection" in f]
 
 
 @pytest.mark.parametrize("flag", ["--check", "--mermaid"])

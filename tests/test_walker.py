@@ -1,10 +1,12 @@
-"""The walk state and the dispatch policy's one-node-at-a-time choices: order, skips with
-their root causes, the bound, priority, affinity and pinned groups.
+"""The walk state and the dispatch policy's choices for idle workers: order, skips with their
+root causes, the bound, priority, affinity and pinned groups.
 
 Hand-made graphs, small random ones against an oracle, and large ones (up to a few hundred
 nodes, :mod:`tests.graph_strategies`) walked by random workers that fail and crash, each
 answer checked against :class:`Reference`, a plain simulation of the documented walk. The
-dispatcher's worker-level choices (the chain rule, queueing) are in tests/test_dispatch.py.
+dispatcher is driven through the API the xdist scheduler uses (``assign``, ``complete``,
+``remove_worker``, ``finish``); its worker-level choices (the chain rule, queueing, held tests)
+are in tests/test_dispatch.py.
 """
 
 from __future__ import annotations
@@ -28,112 +30,91 @@ from pytest_depgraph.core.graph import (
 from pytest_depgraph.core.walker import Skip, Step, Walker
 
 from .graph_strategies import PROPERTIES, Drawn, dags, reachable
-
-R, A = Kind.REQUIRES, Kind.AFTER
-M = Origin("marker")
-
-
-def make(size: int, edges: list[tuple[int, int, Kind]]) -> Graph:
-    graph = Graph(size)
-    for dependent, dependency, kind in edges:
-        graph.add_edge(dependent, dependency, kind, M)
-    return graph
-
-
-def run_serial(walker: Dispatcher, failing: frozenset[int] = frozenset()) -> list[int]:
-    ran = []
-    while (node := walker.next()) is not None:
-        ran.append(node)
-        walker.finish(node, node not in failing)
-    assert walker.done
-    return ran
-
+from .helpers import A, R, dispatcher, make, oracle, run_serial, to_nx
 
 # -- hand-made graphs ----------------------------------------------------------------------
 
 
 def test_diamond_runs_in_order() -> None:
     graph = make(4, [(1, 0, R), (2, 0, R), (3, 1, R), (3, 2, R)])
-    walker = Dispatcher(graph)
-    assert walker.initial == Step([0], [])
-    assert walker.next() == 0
-    assert walker.next() is None
-    assert walker.in_flight == 1
-    assert walker.finish(0, True) == Step([1, 2], [])
-    assert walker.ready_count == 2
-    assert walker.next() == 1 and walker.next() == 2
-    assert walker.finish(2, True) == Step([], [])
-    assert walker.finish(1, True) == Step([3], [])
-    assert run_serial(walker) == [3]
+    walk = dispatcher(graph, ("w1", "w2"))
+    assert walk.initial == Step([0], [])
+    assert walk.assign() == [("w1", [0])]
+    assert walk.assign() == []
+    assert walk.in_flight == 1
+    assert walk.complete("w1", 0, True) == Step([1, 2], [])
+    assert walk.ready_count == 2
+    assert walk.assign() == [("w1", [1]), ("w2", [2])]
+    assert walk.complete("w2", 2, True) == Step([], [])
+    assert walk.complete("w1", 1, True) == Step([3], [])
+    assert run_serial(walk) == [3]
 
 
 def test_failure_skips_requires_dependents_with_the_first_failure_as_root() -> None:
     # 0 <- 1 <- 2 (requires), 3 after 2, 4 requires 3
     graph = make(5, [(1, 0, R), (2, 1, R), (3, 2, A), (4, 3, R)])
-    walker = Dispatcher(graph)
-    assert walker.next() == 0
-    step = walker.finish(0, False)
+    walk = dispatcher(graph)
+    assert walk.assign() == [("w", [0])]
+    step = walk.complete("w", 0, False)
     assert step == Step([3], [Skip(1, 0), Skip(2, 0)])
-    assert walker.skipped == {1: 0, 2: 0}
-    assert walker.root_cause(2) == 0 and walker.root_cause(3) is None
-    assert run_serial(walker) == [3, 4]
+    assert walk.skipped == {1: 0, 2: 0}
+    assert walk.walk.root_cause(2) == 0 and walk.walk.root_cause(3) is None
+    assert run_serial(walk) == [3, 4]
 
 
 def test_a_node_waits_for_every_dependency_before_it_skips() -> None:
     # 2 requires 0 (fails) and 1 (still running): 2 is decided only when 1 finishes, so an
     # AFTER-dependent of 2 cannot overtake 1.
     graph = make(4, [(2, 0, R), (2, 1, R), (3, 2, A)])
-    walker = Dispatcher(graph)
-    assert walker.next() == 0 and walker.next() == 1
-    assert walker.finish(0, False) == Step([], [])
-    assert walker.finish(1, True) == Step([3], [Skip(2, 0)])
+    walk = dispatcher(graph, ("w1", "w2"))
+    assert walk.assign() == [("w1", [0]), ("w2", [1])]
+    assert walk.complete("w1", 0, False) == Step([], [])
+    assert walk.complete("w2", 1, True) == Step([3], [Skip(2, 0)])
 
 
 def test_unsatisfied_nodes_at_construction() -> None:
     graph = make(4, [(1, 0, R), (2, 0, A), (3, 1, R)])
-    walker = Dispatcher(graph, unsatisfied=[0])
-    assert walker.initial == Step([2], [Skip(1, 0), Skip(3, 0)])
-    assert run_serial(walker) == [2]
+    walk = dispatcher(graph, unsatisfied=[0])
+    assert walk.initial == Step([2], [Skip(1, 0), Skip(3, 0)])
+    assert run_serial(walk) == [2]
     # an unsatisfied node with pending dependencies does not wait for them
-    walker = Dispatcher(make(2, [(1, 0, R)]), unsatisfied=[1])
-    assert walker.initial == Step([0], [])
-    assert run_serial(walker) == [0]
+    walk = dispatcher(make(2, [(1, 0, R)]), unsatisfied=[1])
+    assert walk.initial == Step([0], [])
+    assert run_serial(walk) == [0]
     with pytest.raises(ValueError):
         Dispatcher(Graph(1), unsatisfied=[1])
 
 
 def test_priority_then_id() -> None:
-    walker = Dispatcher(Graph(4), priority=[1.0, 3.0, 3.0, 2.0])
-    assert walker.initial.ready == [1, 2, 3, 0]
-    assert run_serial(walker) == [1, 2, 3, 0]
+    walk = dispatcher(Graph(4), priority=[1.0, 3.0, 3.0, 2.0])
+    assert walk.initial.ready == [1, 2, 3, 0]
+    assert run_serial(walk) == [1, 2, 3, 0]
 
 
 def test_group_affinity_only_at_equal_priority() -> None:
-    walker = Dispatcher(Graph(4), priority=[1.0, 1.0, 1.0, 0.5], group=[0, 1, 1, 1])
-    assert walker.next(prefer_group=1) == 1
-    assert walker.next(prefer_group=1) == 2
-    assert walker.next(prefer_group=1) == 0  # group 1 has only a lower priority left
-    assert walker.next(prefer_group=7) == 3
-    assert walker.next(prefer_group=1) is None
+    """A worker prefers the group it ran last, but never over a better priority."""
+    walk = dispatcher(Graph(4), priority=[2.0, 1.0, 1.0, 0.5], group=[1, 0, 1, 1])
+    assert walk.assign() == [("w", [0])]
+    walk.complete("w", 0, True)
+    assert walk.assign() == [("w", [2])]  # group 1's, at the best priority, before 1
+    walk.complete("w", 2, True)
+    assert walk.assign() == [("w", [1])]  # group 1 has only a lower priority left
+    walk.complete("w", 1, True)
+    assert walk.assign() == [("w", [3])]
 
 
-def test_limit_and_start() -> None:
-    walker = Dispatcher(Graph(3), limit=2)
-    walker.start(2)
-    assert not walker.is_ready(2)
+def test_the_bound_and_a_finish_of_what_never_started() -> None:
+    walk = dispatcher(Graph(3), ("w1", "w2", "w3"), limit=2)
+    assert walk.assign() == [("w1", [0]), ("w2", [1])]
+    assert not walk.walk.is_ready(0)
+    assert walk.running == 2 and walk.assign() == []  # the bound
     with pytest.raises(ValueError):
-        walker.start(2)
-    assert walker.next() == 0
-    assert walker.next() is None  # limit
-    with pytest.raises(ValueError):
-        walker.start(1)
-    with pytest.raises(ValueError):
-        walker.finish(1, True)  # not started
-    walker.finish(2, True)
-    assert walker.next() == 1
-    walker.finish(0, True)
-    walker.finish(1, True)
-    assert walker.done
+        walk.finish(2, True)  # not started
+    walk.complete("w1", 0, True)
+    assert walk.assign() == [("w1", [2])]
+    walk.complete("w2", 1, True)
+    walk.complete("w1", 2, True)
+    assert walk.done
     with pytest.raises(ValueError):
         Dispatcher(Graph(1), limit=0)
 
@@ -158,20 +139,20 @@ def test_the_walk_state_alone_is_shaped_like_graphlib() -> None:
 
 
 def test_empty_graph_is_done() -> None:
-    walker = Dispatcher(Graph(0))
-    assert walker.done and walker.next() is None and walker.initial == Step([], [])
+    walk = dispatcher(Graph(0))
+    assert walk.done and walk.assign() == [] and walk.initial == Step([], [])
 
 
 def test_long_chain_walk() -> None:
     n = 100_000
     graph = make(n, [(i + 1, i, R) for i in range(n - 1)])
-    walker = Dispatcher(graph, group=[i % 7 for i in range(n)])
-    assert walker.next(prefer_group=0) == 0
-    step = walker.finish(0, False)
+    walk = dispatcher(graph, group=[i % 7 for i in range(n)])
+    assert walk.assign() == [("w", [0])]
+    step = walk.complete("w", 0, False)
     assert len(step.skipped) == n - 1 and step.skipped[-1] == Skip(n - 1, 0)
-    assert walker.done
-    walker = Dispatcher(graph, limit=1)
-    assert run_serial(walker) == list(range(n))
+    assert walk.done
+    walk = dispatcher(graph, limit=1)
+    assert run_serial(walk) == list(range(n))
 
 
 # -- random graphs against an oracle -------------------------------------------------------
@@ -195,24 +176,6 @@ def scenarios(draw: st.DrawFn) -> tuple[Graph, set[int], set[int], int | None, i
     return graph, failing, unsatisfied, limit, draw(st.integers(0, 2**32))
 
 
-def oracle(graph: Graph, failing: set[int], unsatisfied: set[int]) -> set[int]:
-    """Skipped iff some REQUIRES dependency is unsatisfied (failed, skipped, or given)."""
-    g = nx.DiGraph()
-    g.add_nodes_from(range(graph.size))
-    requires: dict[int, list[int]] = {}
-    for dependent, dependency, kind in graph.triples():
-        g.add_edge(dependency, dependent)
-        if kind is R:
-            requires.setdefault(dependent, []).append(dependency)
-    skipped: set[int] = set()
-    bad = failing | unsatisfied
-    for v in nx.topological_sort(g):
-        if v not in unsatisfied and any(d in bad for d in requires.get(v, ())):
-            skipped.add(v)
-            bad.add(v)
-    return skipped
-
-
 def simulate(
     graph: Graph,
     full: Graph,
@@ -221,7 +184,8 @@ def simulate(
     limit: int | None,
     seed: int,
 ) -> Dispatcher:
-    """Walk ``graph`` with random finish orders, checking the order against ``full``."""
+    """Walk ``graph`` on random workers with random finish orders, checking the order against
+    ``full``."""
     rng = random.Random(seed)
     # Unsatisfied nodes count as finished from the start, whatever their own dependencies do,
     # so nothing waits for a dependency reached only through one of them. That is also why
@@ -234,31 +198,27 @@ def simulate(
     ancestors = {v: nx.descendants(g, v) for v in range(full.size)}
     group = [rng.randrange(3) for _ in range(graph.size)]
     priority = [float(rng.randrange(3)) for _ in range(graph.size)]
-    walker = Dispatcher(graph, priority=priority, group=group, limit=limit, unsatisfied=unsatisfied)
-    finished = set(unsatisfied) | {s.node for s in walker.initial.skipped}
-    ready = set(walker.initial.ready)
-    running: list[int] = []
+    workers = [f"w{i}" for i in range(rng.randint(1, 4))]
+    walk = dispatcher(graph, workers, priority=priority, group=group, limit=limit,
+                      unsatisfied=unsatisfied)
+    finished = set(unsatisfied) | {s.node for s in walk.initial.skipped}
+    ready = set(walk.initial.ready)
+    running: dict[int, str] = {}  # node -> worker
     started: list[int] = []
-    while not walker.done:
-        while rng.random() < 0.7:
-            node = walker.next(prefer_group=rng.choice([None, 0, 1, 2]))
-            if node is None:
-                break
-            assert node in ready and node not in finished
-            assert ancestors[node] <= finished, "started before a dependency finished"
-            ready.discard(node)
-            running.append(node)
-            started.append(node)
+    while not walk.done:
+        if not running or rng.random() < 0.7:
+            for worker, nodes in walk.assign(rng.choice([None, *workers])):
+                for node in nodes:
+                    assert node in ready and node not in finished
+                    assert ancestors[node] <= finished, "started before a dependency finished"
+                    ready.discard(node)
+                    running[node] = worker
+                    started.append(node)
             assert limit is None or len(running) <= limit
-            assert walker.in_flight == len(running)
-        if not running:
-            node = walker.next()
-            assert node is not None, "stalled"
-            running.append(node)
-            started.append(node)
-            ready.discard(node)
-        node = running.pop(rng.randrange(len(running)))
-        step = walker.finish(node, node not in failing)
+            assert walk.in_flight == len(running)
+        assert running, "stalled"
+        node = rng.choice(sorted(running))
+        step = walk.complete(running.pop(node), node, node not in failing)
         finished.add(node)
         for skip in step.skipped:
             assert skip.node not in finished and skip.node not in ready
@@ -266,22 +226,15 @@ def simulate(
             finished.add(skip.node)
         assert not (set(step.ready) & finished)
         ready.update(step.ready)
-        assert walker.ready_count == len(ready)
+        assert walk.ready_count == len(ready)
     assert not running and not ready
     assert len(started) == len(set(started))
     assert finished == set(range(graph.size))
-    return walker
+    return walk
 
 
 def full_pairs(graph: Graph) -> list[tuple[int, int]]:
     return [(e.dependent, e.dependency) for e in graph.edges()]
-
-
-def to_nx(graph: Graph, kinds: tuple[Kind, ...] = (R, A)) -> nx.DiGraph:
-    g = nx.DiGraph()
-    g.add_nodes_from(range(graph.size))
-    g.add_edges_from((e.dependent, e.dependency) for e in graph.edges() if e.kind in kinds)
-    return g
 
 
 @settings(max_examples=400, deadline=None)
@@ -304,97 +257,62 @@ def test_random_walks_match_the_oracle(
 # -- pinned groups -------------------------------------------------------------------------
 
 
-@settings(max_examples=200, deadline=None)
-@given(scenarios())
-def test_a_quiet_walk_keeps_the_same_books(
-    scenario: tuple[Graph, set[int], set[int], int | None, int],
-) -> None:
-    """finish_quietly (the serial walk's) changes the walk exactly as finish does."""
-    graph, failing, unsatisfied, _limit, seed = scenario
-    rng = random.Random(seed)
-    loud, quiet = Walker(graph, unsatisfied=unsatisfied), Walker(graph, unsatisfied=unsatisfied)
-    running: list[int] = []
-    while not loud.done:
-        for node in range(graph.size):
-            if loud.is_ready(node) and rng.random() < 0.5:
-                loud.start(node)
-                assert quiet.start_if_ready(node)
-                running.append(node)
-        if not running:
-            continue
-        node = running.pop(rng.randrange(len(running)))
-        loud.finish(node, node not in failing)
-        quiet.finish_quietly(node, node not in failing)
-        assert [loud.is_ready(v) for v in range(graph.size)] == [
-            quiet.is_ready(v) for v in range(graph.size)
-        ]
-        assert dict(loud.skipped) == dict(quiet.skipped)
-        assert (loud.ready_count, loud.in_flight, loud.done) == (
-            quiet.ready_count, quiet.in_flight, quiet.done
-        )
-    assert not quiet.start_if_ready(0)
-
-
 def test_a_pinned_group_stays_on_the_worker_that_started_it() -> None:
     # 0 -> 1 pinned (chained by an AFTER edge, as the plan does); 2 free
     graph = make(3, [(1, 0, A)])
-    walker = Dispatcher(graph, priority=[5.0, 5.0, 3.0], pinned=[[0, 1]])
-    assert walker.next(worker="w1") == 0
-    assert walker.next(worker="w2") == 2
-    walker.finish(0, True)
-    assert not walker.may_start(1, "w2") and walker.may_start(1, "w1")
-    assert walker.next(worker="w2") is None
-    with pytest.raises(ValueError, match="pinned to another worker"):
-        walker.start(1, "w2")
-    assert walker.next(worker="w1") == 1
-    walker.finish(1, True)
-    walker.finish(2, True)
-    assert walker.done and walker.bound_groups("w1") == []
+    walk = dispatcher(graph, ("w1", "w2"), priority=[5.0, 5.0, 3.0], pinned=[[0, 1]])
+    assert walk.assign() == [("w1", [0]), ("w2", [2])]
+    walk.complete("w1", 0, True)
+    assert not walk.may_start(1, "w2") and walk.may_start(1, "w1")
+    walk.complete("w2", 2, True)
+    assert walk.assign(first="w2") == [("w1", [1])]  # w2 asks first and gets nothing
+    walk.complete("w1", 1, True)
+    assert walk.done and walk.bound_groups("w1") == []
 
 
 def test_a_bound_worker_takes_its_group_before_better_work() -> None:
     graph = make(4, [(1, 0, A)])
-    walker = Dispatcher(graph, priority=[1.0, 1.0, 9.0, 9.0], pinned=[[0, 1]])
-    assert walker.next(worker="w1") == 2
-    assert walker.next(worker="w2") == 3
-    walker.finish(2, True)
-    assert walker.next(worker="w1") == 0
-    walker.finish(0, True)
-    walker.finish(3, True)
+    walk = dispatcher(graph, ("w1", "w2"), priority=[1.0, 1.0, 9.0, 9.0], pinned=[[0, 1]])
+    assert walk.assign() == [("w1", [2]), ("w2", [3])]
+    walk.complete("w1", 2, True)
+    assert walk.assign(first="w1") == [("w1", [0])]
+    walk.complete("w1", 0, True)
+    walk.complete("w2", 3, True)
     # w2 is idle first, but the group is bound to w1
-    assert walker.next(worker="w2") is None
-    assert walker.next(worker="w1") == 1
+    assert walk.assign(first="w2") == [("w1", [1])]
 
 
-def test_release_hands_a_dead_workers_group_to_another() -> None:
+def test_a_dead_workers_group_goes_to_another() -> None:
     graph = make(3, [(1, 0, A), (2, 1, R)])
-    walker = Dispatcher(graph, pinned=[[0, 1, 2]])
-    assert walker.next(worker="w1") == 0
-    walker.finish(0, True)
-    assert walker.next(worker="w1") == 1
-    walker.release("w1")  # w1 died running 1
-    step = walker.finish(1, False)
+    walk = dispatcher(graph, ("w1",), pinned=[[0, 1, 2]])
+    assert walk.assign() == [("w1", [0])]
+    walk.complete("w1", 0, True)
+    assert walk.assign() == [("w1", [1])]
+    assert walk.remove_worker("w1") == 1  # w1 died running 1
+    step = walk.finish(1, False)
     assert step.skipped == [Skip(2, 1)]
-    assert walker.done
+    assert walk.done
 
 
-def test_release_moves_the_ready_nodes_of_a_dead_worker() -> None:
+def test_the_ready_nodes_of_a_dead_workers_group_go_to_another() -> None:
     graph = make(3, [(1, 0, A)])
-    walker = Dispatcher(graph, pinned=[[0, 1]])
-    assert walker.next(worker="w1") == 0
-    walker.finish(0, True)
-    walker.release("w1")
-    assert walker.next(worker="w2") == 1
+    walk = dispatcher(graph, ("w1",), pinned=[[0, 1]])
+    assert walk.assign() == [("w1", [0])]
+    walk.complete("w1", 0, True)
+    assert walk.remove_worker("w1") is None  # it left between two tests of its group
+    walk.add_worker("w2")
+    assert walk.assign() == [("w2", [1])]
 
 
 def test_a_group_is_free_again_once_every_node_finished_or_skipped() -> None:
     graph = make(4, [(1, 0, R), (2, 1, A)])
-    walker = Dispatcher(graph, pinned=[[0, 1]], unsatisfied=[3])
-    assert walker.next(worker="w1") == 0
-    step = walker.finish(0, False)
+    walk = dispatcher(graph, ("w1",), pinned=[[0, 1]], unsatisfied=[3])
+    assert walk.assign() == [("w1", [0])]
+    step = walk.complete("w1", 0, False)
     assert step.skipped == [Skip(1, 0)]
-    assert walker.bound_groups("w1") == []
-    assert walker.next(worker="w2") == 2
+    assert walk.bound_groups("w1") == []
+    walk.add_worker("w2")
+    assert walk.assign(first="w2") == [("w2", [2])]
 
 
 def test_pinned_groups_are_checked() -> None:
@@ -432,53 +350,41 @@ def test_random_pinned_walks_keep_order_and_binding(
     rng = random.Random(seed)
     group_of = {v: g for g, members in enumerate(groups) for v in members}
     ancestors = {v: nx.descendants(to_nx(graph), v) for v in range(graph.size)}
-    walker = Dispatcher(
-        graph, priority=[float(rng.randrange(3)) for _ in range(graph.size)],
+    alive = list(range(workers))
+    walk = dispatcher(
+        graph, alive, priority=[float(rng.randrange(3)) for _ in range(graph.size)],
         group=[rng.randrange(2) for _ in range(graph.size)], limit=limit, pinned=groups,
     )
-    alive = list(range(workers))
     next_worker = workers
     running: dict[int, int] = {}  # worker -> node
-    finished = {s.node for s in walker.initial.skipped}
+    finished = {s.node for s in walk.initial.skipped}
     owner: dict[int, int] = {}  # group -> worker that runs it now
-    while not walker.done:
-        for w in alive:
-            if w in running or rng.random() < 0.2:
-                continue
-            node = walker.next(prefer_group=rng.choice([None, 0, 1]), worker=w)
-            if node is None:
-                continue
-            assert ancestors[node] <= finished, "started before a dependency finished"
-            g = group_of.get(node)
-            if g is not None:
-                members = groups[g]
-                assert all(m in finished for m in members[: members.index(node)]), "order"
-                assert not any(running.get(x) in members for x in running), "two in flight"
-                assert owner.get(g, w) == w, "group moved to another live worker"
-                owner[g] = w
-            running[w] = node
-        if not running:  # some worker must get something
-            for w in alive:
-                node = walker.next(worker=w)
-                if node is not None:
-                    g = group_of.get(node)
-                    if g is not None:
-                        assert owner.get(g, w) == w
-                        owner[g] = w
-                    running[w] = node
-                    break
-            assert running, "stalled"
+    while not walk.done:
+        if not running or rng.random() < 0.8:
+            for w, nodes in walk.assign(rng.choice([None, *alive])):
+                [node] = nodes
+                assert ancestors[node] <= finished, "started before a dependency finished"
+                g = group_of.get(node)
+                if g is not None:
+                    members = groups[g]
+                    assert all(m in finished for m in members[: members.index(node)]), "order"
+                    assert not any(running.get(x) in members for x in running), "two in flight"
+                    assert owner.get(g, w) == w, "group moved to another live worker"
+                    owner[g] = w
+                running[w] = node
+        assert running, "stalled"
         w = rng.choice(list(running))
         node = running.pop(w)
         if rng.random() < crash_rate:  # the worker dies in the test; a new one replaces it
             alive.remove(w)
-            walker.release(w)
+            assert walk.remove_worker(w) == node
             owner = {g: o for g, o in owner.items() if o != w}
             alive.append(next_worker)
+            walk.add_worker(next_worker)
             next_worker += 1
-            step = walker.finish(node, False)
+            step = walk.finish(node, False)
         else:
-            step = walker.finish(node, node not in failing)
+            step = walk.complete(w, node, node not in failing)
         finished.add(node)
         finished.update(s.node for s in step.skipped)
         for g, members in enumerate(groups):
@@ -532,9 +438,15 @@ class Reference:
         g = self.group.get(node)
         return g is None or self.bound.get(g, worker) == worker
 
-    def best(self, prefer: int | None, group: list[int]) -> int:
-        """The node :meth:`Dispatcher.next` must hand out when nothing is pinned."""
+    def best(self, prefer: int | None, group: list[int], chain: list[int]) -> int:
+        """The node an idle worker must get when nothing is pinned: the first still ready of
+        ``chain`` (what its last test just made ready in its own group, best first), else the
+        best priority, a node of ``prefer`` (its last group) before the others, then the
+        lowest id."""
         ready = self.ready()
+        for v in chain:
+            if v in ready:
+                return v
         top = min(self.key[v][0] for v in ready)  # the best priority; ids break ties
         mine = [v for v in ready if group[v] == prefer and self.key[v][0] == top]
         return min(mine or [v for v in ready if self.key[v][0] == top])
@@ -638,8 +550,9 @@ def walks(draw: st.DrawFn, pins: bool = False) -> tuple[Drawn, WalkPlan]:
 
 
 def walk_against_reference(drawn: Drawn, plan: WalkPlan) -> dict[str, set[int]]:
-    """Drive a walker with random workers that take, finish, fail and crash; check every
-    answer against :class:`Reference`. Returns the nodes by final outcome."""
+    """Drive a dispatcher with random workers that finish, fail and crash, handing out after
+    each event as the xdist scheduler does; check every answer against :class:`Reference`.
+    Returns the nodes by final outcome."""
     graph = drawn.graph
     size = graph.size
     rng = random.Random(plan.seed)
@@ -657,36 +570,42 @@ def walk_against_reference(drawn: Drawn, plan: WalkPlan) -> dict[str, set[int]]:
     priority = [float(rng.randrange(4)) for _ in range(size)]
     group = [rng.randrange(4) for _ in range(size)]
     limit = plan.limit
-    walker = Dispatcher(graph, priority=priority, group=group, limit=limit,
-                    unsatisfied=unsatisfied, pinned=pinned)
-    reference = Reference(graph, unsatisfied, [(-p, v) for v, p in enumerate(priority)], pinned)
-    reference.initial(walker.initial)
     workers = list(range(plan.workers))
+    walk = dispatcher(graph, workers, priority=priority, group=group, limit=limit,
+                      unsatisfied=unsatisfied, pinned=pinned)
+    reference = Reference(graph, unsatisfied, [(-p, v) for v, p in enumerate(priority)], pinned)
+    reference.initial(walk.initial)
     fresh = len(workers)
     running: dict[int, int] = {}  # worker -> node
-    while not walker.done:
-        for w in rng.sample(workers, len(workers)):
-            if w in running or (running and rng.random() < 0.3):
-                continue  # busy, or slow to ask (then another worker may get its test)
-            prefer = rng.choice([None, 0, 1, 2, 3])
+    last: dict[int, int] = {}  # worker -> the group of the last node it started
+    first: int | None = None  # the worker that finished last: it asks first
+    chain: list[int] = []  # what its test made ready in its own group, best first
+    while not walk.done:
+        given = dict(walk.assign(first))
+        order = [w for w in workers if w == first] + [w for w in workers if w != first]
+        for w in order:
+            if w in running:
+                continue
             full = limit is not None and reference.running() >= limit
-            expected = None
-            if not pinned and reference.ready() and not full:
-                expected = reference.best(prefer, group)
-            node = walker.next(prefer_group=prefer, worker=w)
-            if node is None:
+            nodes = given.pop(w, None)
+            if nodes is None:
                 assert full or not any(reference.allowed(v, w) for v in reference.ready()), \
                     "a worker got nothing while a ready test was free for it"
                 continue
-            assert expected is None or node == expected, (
-                f"next(prefer_group={prefer}) gave {node}, not {expected}; ready (key, id, "
-                f"group): {sorted((reference.key[v], group[v]) for v in reference.ready())}"
-            )
+            [node] = nodes
+            assert not full, "more in flight than the bound"
+            if not pinned:
+                expected = reference.best(last.get(w), group, chain if w == first else [])
+                assert node == expected, (
+                    f"{w} got {node}, not {expected}; ready (key, id, group): "
+                    f"{sorted((reference.key[v], group[v]) for v in reference.ready())}"
+                )
             reference.start(node, w)
             running[w] = node
-            assert limit is None or len(running) <= limit, "more in flight than the bound"
-        assert walker.in_flight == len(running) == reference.running()
-        assert walker.ready_count == len(reference.ready())
+            last[w] = group[node]
+        assert not given, "a busy worker got a test"
+        assert walk.in_flight == len(running) == reference.running()
+        assert walk.ready_count == len(reference.ready())
         if not running:
             raise AssertionError("stalled: nothing runs, nothing is handed out")
         w = rng.choice(sorted(running))
@@ -694,23 +613,27 @@ def walk_against_reference(drawn: Drawn, plan: WalkPlan) -> dict[str, set[int]]:
         if rng.random() < plan.crash:
             # the worker dies in the test: its test failed, its pinned groups go elsewhere
             workers.remove(w)
-            walker.release(w)
+            assert walk.remove_worker(w) == node
             reference.release(w)
             workers.append(fresh)
+            walk.add_worker(fresh)
             fresh += 1
-            satisfied = False
+            step = walk.finish(node, False)
+            first, chain = None, []
+            reference.finish(node, False, step)
         else:
             satisfied = node not in failing
-        step = walker.finish(node, satisfied)
-        reference.finish(node, satisfied, step)
+            step = walk.complete(w, node, satisfied)
+            first, chain = w, [v for v in step.ready if group[v] == group[node]]
+            reference.finish(node, satisfied, step)
     assert all(s in DONE for s in reference.state.values())
-    assert walker.skipped == {v: reference.root[v] for v, s in reference.state.items()
-                              if s == SKIPPED}
+    assert walk.skipped == {v: reference.root[v] for v, s in reference.state.items()
+                            if s == SKIPPED}
     by_outcome: dict[str, set[int]] = {s: set() for s in DONE}
     for v, s in reference.state.items():
         by_outcome[s].add(v)
     requires = reachable(graph, (R,))
-    for v, root in walker.skipped.items():  # the root cause is unsatisfied and upstream
+    for v, root in walk.skipped.items():  # the root cause is unsatisfied and upstream
         assert root in by_outcome[FAILED] | by_outcome[UNSATISFIED]
         assert requires[v] >> root & 1
     return by_outcome
@@ -746,8 +669,8 @@ def test_large_pinned_walks_with_crashes(case: tuple[Drawn, WalkPlan]) -> None:
 
 
 def _lockstep(full: Graph, reduced: Graph, plan: WalkPlan) -> list[tuple[int, int, int]]:
-    """Walk both graphs with the same workers making the same choices; every answer must be
-    the same but the root cause named for a skip. Returns (node, root in full, root in
+    """Walk both graphs with the same workers finishing in the same order; every answer must
+    be the same but the root cause named for a skip. Returns (node, root in full, root in
     reduced) of the skips whose named root causes differ."""
     size = full.size
     rng = random.Random(plan.seed)
@@ -759,32 +682,33 @@ def _lockstep(full: Graph, reduced: Graph, plan: WalkPlan) -> list[tuple[int, in
     unsatisfied = set(rng.sample(sinks, min(len(sinks), plan.unsatisfied)))
     priority = [float(rng.randrange(4)) for _ in range(size)]
     group = [rng.randrange(4) for _ in range(size)]
-    walkers = [
-        Dispatcher(graph, priority=priority, group=group, limit=plan.limit,
+    workers = range(plan.workers)
+    walks = [
+        dispatcher(graph, workers, priority=priority, group=group, limit=plan.limit,
                    unsatisfied=unsatisfied)
         for graph in (full, reduced)
     ]
-    steps = [w.initial for w in walkers]
-    running: list[int] = []
-    while not walkers[0].done:
+    steps = [w.initial for w in walks]
+    running: dict[int, int] = {}  # worker -> node
+    first: int | None = None
+    while not walks[0].done:
         assert steps[0].ready == steps[1].ready
         assert {s.node for s in steps[0].skipped} == {s.node for s in steps[1].skipped}
-        assert [w.in_flight for w in walkers] == [len(running)] * 2
-        for _ in range(rng.randint(1, plan.workers)):
-            prefer = rng.choice([None, 0, 1, 2, 3])
-            nodes = [w.next(prefer_group=prefer) for w in walkers]
-            assert nodes[0] == nodes[1]
-            if nodes[0] is not None:
-                running.append(nodes[0])
+        given = [w.assign(first) for w in walks]
+        assert given[0] == given[1]
+        for worker, [node] in given[0]:
+            running[worker] = node
+        assert [w.in_flight for w in walks] == [len(running)] * 2
         assert running, "stalled"
-        node = running.pop(rng.randrange(len(running)))
+        first = rng.choice(sorted(running))
+        node = running.pop(first)
         satisfied = node not in failing
-        steps = [w.finish(node, satisfied) for w in walkers]
-    assert walkers[1].done
-    assert walkers[0].skipped.keys() == walkers[1].skipped.keys()
+        steps = [w.complete(first, node, satisfied) for w in walks]
+    assert walks[1].done
+    assert walks[0].skipped.keys() == walks[1].skipped.keys()
     return [
-        (v, root, walkers[1].skipped[v])
-        for v, root in walkers[0].skipped.items() if walkers[1].skipped[v] != root
+        (v, root, walks[1].skipped[v])
+        for v, root in walks[0].skipped.items() if walks[1].skipped[v] != root
     ]
 
 

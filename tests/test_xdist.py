@@ -1,41 +1,33 @@
-"""The parallel walk on real xdist workers: order, overlap, the bound, skips, faults, fixtures."""
+"""The parallel walk on xdist: order, overlap, the bound, skips, faults, fixtures.
+
+What only a real run shows (outcomes, skip lines, fixtures set up once, the files written) is
+checked on real ``-n 2`` runs; what depends on which worker finishes first (the order, what
+runs at once, the bound) is checked on the scheduler's decisions, in process, with fake
+workers finishing the tests in many orders (:mod:`tests.fake_workers`).
+"""
 
 from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from types import SimpleNamespace
 
 import pytest
 
 from pytest_depgraph.core.graph import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.run.scheduler import _sent_locations
-from pytest_depgraph.run.state import LOCATIONS_ATTRIBUTE
+from pytest_depgraph.run.controller import Controller
+from pytest_depgraph.run.outcomes import FAILED, PASSED
 from pytest_depgraph.run.xdist_hooks import shows_places, unhonoured_message
 
-#: records, for every test call, "nodeid|start|end|worker" into times.log beside the suite
-TIMING_CONFTEST = """
-import os, time
-import pytest
-
-LOG = os.path.join(os.path.dirname(__file__), "times.log")
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item):
-    start = time.time()
-    try:
-        return (yield)
-    finally:
-        end = time.time()
-        with open(LOG, "a") as f:
-            f.write(f"{item.nodeid}|{start}|{end}|{os.environ.get('PYTEST_XDIST_WORKER', '-')}\\n")
-"""
+from .fake_workers import collected_plan, complete, controller_config, running, start_on, walked
+from .helpers import RAN_CONFTEST, ran
 
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    pytester.makeconftest(TIMING_CONFTEST)
+    pytester.makeconftest(RAN_CONFTEST)
     return pytester
 
 
@@ -43,71 +35,55 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", *args, timeout=120)
 
 
-def times(pytester: pytest.Pytester, folder: str = "") -> dict[str, tuple[float, float, str]]:
-    """Test name -> (start, end, worker) of every test body that ran (TIMING_CONFTEST in
-    ``folder``)."""
-    log = pytester.path / folder / "times.log"
-    found: dict[str, tuple[float, float, str]] = {}
-    if log.exists():
-        for line in log.read_text().splitlines():
-            nodeid, start, end, worker = line.split("|")
-            found[nodeid.rsplit("::", 1)[-1]] = (float(start), float(end), worker)
-    return found
-
-
-def assert_order(ran: dict[str, tuple[float, float, str]], edges: list[tuple[str, str]]) -> None:
-    for dependent, dependency in edges:
-        if dependent in ran:
-            assert dependency in ran, (dependent, dependency)
-            assert ran[dependent][0] >= ran[dependency][1], (dependent, dependency, ran)
-
-
-def max_overlap(ran: dict[str, tuple[float, float, str]]) -> int:
-    events = sorted([(s, 1) for s, _, _ in ran.values()] + [(e, -1) for _, e, _ in ran.values()])
-    level = peak = 0
-    for _, delta in events:
-        level += delta
-        peak = max(peak, level)
-    return peak
+def assert_order(after: dict[str, set[str]], plan: Plan) -> None:
+    """Every test sent was sent once each test it depends on (either kind) had finished."""
+    for edge in plan.graph.edges():
+        dependent, dependency = plan.nodeids[edge.dependent], plan.nodeids[edge.dependency]
+        if dependent in after:
+            assert dependency in after[dependent], (dependent, dependency)
 
 
 def test_chain_runs_step_after_step_on_one_worker_with_module_fixture_once(
     suite: pytest.Pytester,
 ) -> None:
-    steps = ["import os, time, pytest", "", "@pytest.fixture(scope='module')", "def resource():",
+    steps = ["import os, pytest", "", "@pytest.fixture(scope='module')", "def resource():",
              "    with open(os.path.join(os.path.dirname(__file__), 'setups.log'), 'a') as f:",
              "        f.write('setup\\n')", "    yield", ""]
     for i in range(12):
         if i:
             steps.append(f"@pytest.mark.depends_on('test_s{i - 1:02d}')")
-        steps += [f"def test_s{i:02d}(resource):", "    time.sleep(0.05)", ""]
+        steps += [f"def test_s{i:02d}(resource):", "    pass", ""]
     suite.makepyfile(test_chain="\n".join(steps))
     result = run(suite, "-n", "2")
     result.assert_outcomes(passed=12)
-    ran = times(suite)
-    names = [f"test_s{i:02d}" for i in range(12)]
-    assert_order(ran, list(zip(names[1:], names[:-1])))
-    gaps = [ran[b][0] - ran[a][1] for a, b in zip(names, names[1:])]
-    assert max(gaps) < 1.0, gaps  # no stall: each step starts as soon as the last one ended
-    assert len({worker for _, _, worker in ran.values()}) == 1  # affinity kept it on one worker
+    names = [f"test_chain.py::test_s{i:02d}" for i in range(12)]
+    assert len(set(ran(suite.path).values())) == 1  # affinity kept it on one worker
     assert (suite.path / "setups.log").read_text() == "setup\n"
     cached = json.loads((suite.path / ".pytest_cache/v/depgraph/durations").read_text())
-    assert set(cached) == {f"test_chain.py::{name}" for name in names}
+    assert set(cached) == set(names)
+    # whichever way the workers finish: one worker runs the chain, each step in order and
+    # sent the moment the step before it finished (no stall)
+    plan = collected_plan(suite)
+    for walk in walked(suite, plan):
+        assert sum(1 for sent in walk.sent if sent) == 1, walk.sent
+        assert_order(walk.after, plan)
+        for before, after in zip(names, names[1:]):
+            assert walk.sent_at[after] == walk.finished_at[before], (before, after)
 
 
 DIAMOND = """
 import time, pytest
 
 def test_root():
-    time.sleep(0.3)
+    pass
 
 @pytest.mark.depends_on(test_root)
 def test_left():
-    time.sleep(0.6)
+    pass
 
 @pytest.mark.depends_on(test_root)
 def test_right():
-    time.sleep(0.6)
+    pass
 
 @pytest.mark.depends_on(test_left, test_right)
 def test_join():
@@ -148,17 +124,12 @@ def test_dependencies_first_overlap_and_skips_with_root_cause(suite: pytest.Pyte
     # serial run's (test_skip_lines_name_the_file_from_the_current_directory)
     sub = suite.mkdir("sub")
     (sub / "pytest.ini").write_text("[pytest]\n")
-    (sub / "conftest.py").write_text(TIMING_CONFTEST + LOCATED_CONFTEST)
+    (sub / "conftest.py").write_text(RAN_CONFTEST + LOCATED_CONFTEST)
     (sub / "test_dag.py").write_text(DIAMOND)
     result = run(suite, "sub", "-n", "2", "-rs", "--junitxml=junit.xml")
     result.assert_outcomes(passed=5, failed=1, skipped=2)
-    ran = times(suite, "sub")
-    assert "test_child" not in ran and "test_grandchild" not in ran  # never started
-    assert_order(ran, [("test_left", "test_root"), ("test_right", "test_root"),
-                       ("test_join", "test_left"), ("test_join", "test_right"),
-                       ("test_after", "test_broken")])
-    left, right = ran["test_left"], ran["test_right"]
-    assert left[0] < right[1] and right[0] < left[1]  # independent ready tests overlap
+    started = ran(sub)
+    assert "test_child" not in started and "test_grandchild" not in started  # never started
     reason = "depgraph: upstream test_dag.py::test_broken failed"
     # the decorator lines of test_child and test_grandchild, as serially: the controller
     # reports the skips under the locations one worker computed for it (the other none)
@@ -175,6 +146,25 @@ def test_dependencies_first_overlap_and_skips_with_root_cause(suite: pytest.Pyte
     for name in ("test_child", "test_grandchild"):
         element = skipped[name]
         assert element is not None and element.get("message") == reason
+    # which worker finishes first: dependencies first, whatever it is
+    plan = collected_plan(suite, "sub")
+    nodeid = {name: f"test_dag.py::{name}" for name in ("test_root", "test_left", "test_right",
+                                                        "test_broken", "test_child")}
+    for walk in walked(suite, plan, outcomes={nodeid["test_broken"]: FAILED}, seconds=0.5):
+        assert_order(walk.after, plan)
+        assert nodeid["test_child"] not in walk.after  # never sent
+    # independent ready tests overlap: once the other tests are done (test_broken fails,
+    # test_after runs), test_root's end makes test_left and test_right ready, and the two
+    # workers run them at once
+    scheduler, nodes = start_on(controller_config(suite, "load"), plan)
+    root, left, right = (plan.nodeids.index(nodeid[name])
+                         for name in ("test_root", "test_left", "test_right"))
+    while busy := [n for n in nodes if running(scheduler, n) not in (None, root)]:
+        failed = plan.nodeids[running(scheduler, busy[0]) or 0] == nodeid["test_broken"]
+        complete(scheduler, busy[0], FAILED if failed else PASSED, seconds=0.5)
+    [worker] = [n for n in nodes if running(scheduler, n) == root]
+    complete(scheduler, worker, seconds=0.5)
+    assert {running(scheduler, n) for n in nodes} == {left, right}
 
 
 def test_skip_lines_name_the_file_from_the_current_directory(pytester: pytest.Pytester) -> None:
@@ -191,23 +181,21 @@ def test_skip_lines_name_the_file_from_the_current_directory(pytester: pytest.Py
 
 
 def test_in_flight_never_exceeds_the_bound(suite: pytest.Pytester) -> None:
-    suite.makepyfile(
-        test_flat="import time\n"
-        + "".join(f"def test_{i}():\n    time.sleep(0.4)\n" for i in range(6))
-    )
-    result = run(suite, "-n", "3", "--depgraph-parallelism", "2")
+    suite.makepyfile(test_flat="".join(f"def test_{i}():\n    pass\n" for i in range(6)))
+    args = ("--depgraph-parallelism", "2")
+    result = run(suite, "-n", "3", *args)
     result.assert_outcomes(passed=6)
-    assert max_overlap(times(suite)) == 2
+    # at most two run at once, whichever way they finish, and two do
+    for walk in walked(suite, collected_plan(suite), workers=3, args=args):
+        assert walk.most_running == 2
 
 
 def test_parallelism_without_n_starts_workers(suite: pytest.Pytester) -> None:
-    suite.makepyfile(
-        test_two="import time\n"
-        + "".join(f"def test_{n}():\n    time.sleep(0.5)\n" for n in "ab")
-    )
+    suite.makepyfile(test_two="".join(f"def test_{n}():\n    pass\n" for n in "ab"))
     result = run(suite, "--depgraph-parallelism", "2")
     result.assert_outcomes(passed=2)
-    assert {w for _, _, w in times(suite).values()} == {"gw0", "gw1"}
+    # the two ready tests go out at once, one to each worker
+    assert set(ran(suite.path).values()) == {"gw0", "gw1"}
 
 
 def test_crashed_worker_fails_its_test_skips_dependents_rest_runs(suite: pytest.Pytester) -> None:
@@ -242,20 +230,19 @@ def test_crashed_worker_fails_its_test_skips_dependents_rest_runs(suite: pytest.
     result.assert_outcomes(passed=3, failed=1, skipped=2)
     result.stdout.fnmatch_lines(["*crashed while running*test_crash*"])
     result.stdout.fnmatch_lines(["*depgraph: upstream test_crash.py::test_crash failed*"])
-    assert "test_dep" not in times(suite)
+    assert "test_dep" not in ran(suite.path)
 
 
 def test_exitfirst_stops_the_walk(suite: pytest.Pytester) -> None:
     suite.makepyfile(
         test_x="""
-        import time, pytest
+        import pytest
 
         def test_fail():
-            time.sleep(0.2)
             assert False
 
         def test_a():
-            time.sleep(0.8)
+            pass
 
         @pytest.mark.depends_on(test_a)
         def test_b():
@@ -268,8 +255,24 @@ def test_exitfirst_stops_the_walk(suite: pytest.Pytester) -> None:
     )
     result = run(suite, "-n", "2", "-x")
     assert result.ret != 0
-    ran = times(suite)
-    assert "test_fail" in ran and "test_b" not in ran and "test_c" not in ran
+    assert "test_fail" in ran(suite.path)
+    # once xdist's session stops (-x after test_fail failed), test_a's end sends nothing
+    plan = collected_plan(suite)
+    config = controller_config(suite, "load")
+    class Session:  # what the scheduler reads of xdist's session
+        shouldstop: object = False
+        shuttingdown = False
+        sched: object = None
+
+    dsession = Session()
+    config.pluginmanager.register(dsession, "dsession")
+    scheduler, nodes = start_on(config, plan)
+    fail, a = plan.nodeids.index("test_x.py::test_fail"), plan.nodeids.index("test_x.py::test_a")
+    assert {running(scheduler, n) for n in nodes} == {fail, a}
+    complete(scheduler, next(n for n in nodes if running(scheduler, n) == fail), FAILED)
+    dsession.shouldstop = "stopping after 1 failures"
+    complete(scheduler, next(n for n in nodes if running(scheduler, n) == a))
+    assert sorted(i for n in nodes for i in n.sent) == sorted([fail, a])
 
 
 def test_without_edges_same_outcomes_as_dist_load(suite: pytest.Pytester) -> None:
@@ -404,7 +407,7 @@ def test_cycle_runs_nothing_and_exits_with_collection_error(suite: pytest.Pytest
     result = run(suite, "-n", "2")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*dependency cycle*"])
-    assert times(suite) == {}
+    assert ran(suite.path) == {}
 
 
 def test_workers_with_different_graphs_run_nothing(suite: pytest.Pytester) -> None:
@@ -424,7 +427,7 @@ def test_workers_with_different_graphs_run_nothing(suite: pytest.Pytester) -> No
     )
     result = run(suite, "-n", "2")
     result.stdout.fnmatch_lines(["*different dependency graphs*"])
-    assert times(suite) == {}
+    assert ran(suite.path) == {}
 
 
 def test_no_xdist_keeps_the_plugin_working(suite: pytest.Pytester) -> None:
@@ -560,21 +563,24 @@ def test_workers_leave_out_where_edges_were_declared_unless_the_controller_shows
     assert shown("--dist", "loadfile") and shown("--dist", "loadgroup")
 
 
-def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids() -> None:
-    """One worker sends the items' locations beside its plan; should it die first, the
-    controller's reports name each test's file from its node id."""
-
+def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids(
+    pytester: pytest.Pytester,
+) -> None:
+    """One worker sends the items' locations beside its plan (never in it); should it die
+    first, the controller's reports name each test's file from its node id."""
     class Node:
-        pass
+        def __init__(self, name: str) -> None:
+            self.gateway = SimpleNamespace(id=name)
 
-    silent, sender = Node(), Node()
-    setattr(sender, LOCATIONS_ATTRIBUTE, [None, ["t.py", 4, "test_b"]])
-    assert _sent_locations([silent, sender], 2) == [None, ("t.py", 4, "test_b")]
     plan = Plan(nodeids=["t.py::test_a", "t.py::test_b"], locations=[], graph=Graph(2),
                 group=[0, 0], item_count=2)
-    assert _sent_locations([silent], 2) == plan.locations == []
-    assert plan.location(1) == ("t.py", None, "t.py::test_b")
-    plan.locations = _sent_locations([sender], 2)
-    assert plan.location(1) == ("t.py", 4, "test_b")
-    assert "locations" in json.loads(plan.to_json()) and not json.loads(
-        plan.to_json(locations=False))["locations"]
+    assert "locations" not in json.loads(plan.to_json())
+    config = pytester.parseconfigure("-p", "xdist")
+    silent, sender = Node("gw0"), Node("gw1")
+    for nodes, expected in (([silent, sender], ("t.py", 4, "test_b")),
+                            ([silent], ("t.py", None, "t.py::test_b"))):
+        controller = Controller(config)
+        controller.received(silent, plan.to_json())
+        controller.received(sender, plan.to_json(), [None, ["t.py", 4, "test_b"]])
+        assert controller.agree([(node, plan.nodeids) for node in nodes], print) is not None
+        assert controller.location(1) == expected

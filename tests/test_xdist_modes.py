@@ -8,8 +8,8 @@ from pytest_depgraph.core.graph import Graph, Kind, Origin, find_cycles
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.run.outcomes import FAILED
 
-from .fake_workers import collected_plan, complete, running, start, walks
-from .test_xdist import TIMING_CONFTEST, times
+from .fake_workers import collected_plan, complete, running, start, walked, walks
+from .helpers import RAN_CONFTEST, ran
 
 
 def test_loadfile_units_wait_for_their_dependencies_and_skips_stay_on_the_controller(
@@ -18,7 +18,7 @@ def test_loadfile_units_wait_for_their_dependencies_and_skips_stay_on_the_contro
     """--dist loadfile: each file runs whole on one worker, in its order (module state is
     shared), and only once the tests it depends on in other files finished. A file goes out
     in one batch: its module fixture is set up once, and its teardown error is reported."""
-    pytester.makeconftest(TIMING_CONFTEST)
+    pytester.makeconftest(RAN_CONFTEST)
     pytester.makepyfile(
         test_one="""
         import os, time
@@ -32,7 +32,7 @@ def test_loadfile_units_wait_for_their_dependencies_and_skips_stay_on_the_contro
             raise RuntimeError("module teardown failed")
 
         def test_create():
-            time.sleep(0.5)
+            pass
 
         def test_broken():
             assert 0
@@ -61,10 +61,14 @@ def test_loadfile_units_wait_for_their_dependencies_and_skips_stay_on_the_contro
     assert (pytester.path / "setups.log").read_text() == "setup\n"
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "cannot honour" not in result.stdout.str()
-    ran = times(pytester)
-    assert ran["test_elsewhere"][0] >= ran["test_create"][1], ran
-    assert ran["test_create"][2] == ran["test_broken"][2]
-    assert ran["test_elsewhere"][2] == ran["test_state"][2]
+    worker = ran(pytester.path)
+    assert worker["test_create"] == worker["test_broken"]
+    assert worker["test_elsewhere"] == worker["test_state"]
+    # test_two.py starts once test_create finished, whichever worker finishes first
+    plan = collected_plan(pytester)
+    outcomes = {"test_one.py::test_broken": FAILED}
+    for walk in walked(pytester, plan, dist="loadfile", outcomes=outcomes, seconds=0.5):
+        assert "test_one.py::test_create" in walk.after["test_two.py::test_elsewhere"]
 
 
 def test_tx_workers_order_and_skip(pytester: pytest.Pytester) -> None:
@@ -179,28 +183,26 @@ def test_class_chains_keep_their_class_fixture_on_a_worker(pytester: pytest.Pyte
 def test_order_first_and_last_hold_on_workers(pytester: pytest.Pytester) -> None:
     """pytest-order's "first" finished before the unordered tests start, "last" starts after
     they all finished, on -n 2 too: after edges between the ordinal groups, shown in DOT."""
-    pytester.makeconftest(TIMING_CONFTEST)
     pytester.makepyfile(
         test_o="""
-        import time
         import pytest
 
         @pytest.mark.order("last")
         def test_end():
-            time.sleep(0.1)
+            pass
 
         def test_u1():
-            time.sleep(0.3)
+            pass
 
         def test_u2():
-            time.sleep(0.3)
+            pass
 
         def test_u3():
-            time.sleep(0.3)
+            pass
 
         @pytest.mark.order("first")
         def test_start():
-            time.sleep(0.3)
+            pass
         """
     )
     out = pytester.path / "g.dot"
@@ -208,10 +210,12 @@ def test_order_first_and_last_hold_on_workers(pytester: pytest.Pytester) -> None
         "-n", "2", "-p", "xdist", "-p", "no:pytest_order", f"--depgraph-dot={out}"
     )
     result.assert_outcomes(passed=5)
-    ran = times(pytester)
-    unordered = [ran[name] for name in ("test_u1", "test_u2", "test_u3")]
-    assert ran["test_start"][1] <= min(start for start, _, _ in unordered), ran
-    assert ran["test_end"][0] >= max(end for _, end, _ in unordered), ran
+    # whichever worker finishes first
+    unordered = {f"test_o.py::test_u{i}" for i in (1, 2, 3)}
+    for walk in walked(pytester, collected_plan(pytester, "-p", "no:pytest_order")):
+        for name in unordered:
+            assert "test_o.py::test_start" in walk.after[name]
+        assert unordered <= walk.after["test_o.py::test_end"]
     text = out.read_text()
     assert '"test_o.py::test_u1" -> "test_o.py::test_start" [tooltip = "order marker at ' \
         'test_o.py:' in text
@@ -281,7 +285,7 @@ def test_bind_units_gives_way_to_positions_that_tie_units_into_a_cycle() -> None
     """test_a.py and test_b.py each have a "first" test: across files, each file would wait for
     the other. Only those position edges give way; "last" in test_c.py still holds, a position
     that explicit edges already imply holds, and a cycle of explicit edges stays an error."""
-    from pytest_depgraph.core.units import bind_units
+    from pytest_depgraph.run.units import bind_units
 
     nodeids = ["a.py::a1", "a.py::a2", "b.py::b1", "b.py::b2", "c.py::c1"]
     first_a, first_b, last = (Origin("ordinal", w) for w in ("a.py:2", "b.py:2", "c.py:2"))
@@ -298,8 +302,8 @@ def test_bind_units_gives_way_to_positions_that_tie_units_into_a_cycle() -> None
         return sorted((e.dependent, e.dependency) for e in plan.graph.edges()
                       if e.origin.kind == "ordinal")
 
-    plan = plan_with([])
-    assert bind_units(plan, "loadfile") == []
+    plan, errors = bind_units(plan_with([]), "loadfile")
+    assert errors == []
     assert ordinal(plan) == [(1, 0), (3, 2), (4, 1), (4, 3)]
     assert plan.edge_counts["ordinal"] == 4
     assert plan.warnings == [
@@ -308,15 +312,14 @@ def test_bind_units_gives_way_to_positions_that_tie_units_into_a_cycle() -> None
         "its own order, and across files these positions would make files wait for each other."
     ]
     # a1 requires b2: test_a.py waits for test_b.py anyway, so a2 after b1 holds
-    plan = plan_with([(0, 3)])
-    assert bind_units(plan, "loadfile") == []
+    plan, errors = bind_units(plan_with([(0, 3)]), "loadfile")
+    assert errors == []
     assert ordinal(plan) == [(1, 0), (1, 2), (3, 2), (4, 1), (4, 3)]
     assert plan.warnings[0].endswith("loadfile: a.py:2. Each file runs whole on one worker, "
                                      "in its own order, and across files these positions "
                                      "would make files wait for each other.")
     # explicit edges both ways: an error, that names them and no position
-    plan = plan_with([(0, 3), (2, 1)])
-    [(_, message)] = bind_units(plan, "loadfile")
+    plan, [(_, message)] = bind_units(plan_with([(0, 3), (2, 1)]), "loadfile")
     assert "depends_on at" in message and "order marker" not in message
     assert plan.warnings == []
 
@@ -407,7 +410,7 @@ def test_units_that_wait_for_each_other_are_a_collection_error(
     scheduler, (gw0, gw1) = start(
         pytester, unit_plan(FILES, [(0, 4), (3, 2)]), "loadfile", plugin=Catch()
     )
-    assert scheduler.plan_errors == 1 and scheduler.aborted
+    assert scheduler.controller.errors == 1 and scheduler.aborted
     assert gw0.sent == gw1.sent == [] and gw0.shutting_down
     [report] = reports
     assert report.failed and report.nodeid == "test_a.py"
@@ -443,13 +446,14 @@ def test_workers_beyond_what_can_run_at_once_are_stopped_before_any_test(
 def test_bind_units_merges_pinned_groups_that_span_units_and_gates_each_unit() -> None:
     """A pinned group across two loadscope units makes them one; a unit's first test waits
     for what any of its tests needs outside it; the chain follows plan order."""
-    from pytest_depgraph.core.units import bind_units
+    from pytest_depgraph.run.units import bind_units
 
     nodeids = ["t.py::A::a1", "t.py::A::a2", "t.py::B::b1", "t.py::B::b2", "t.py::C::c1",
                "t.py::C::c2"]
     plan = unit_plan(nodeids, [(5, 0)])      # c2 needs a1
     plan.pinned = [[1, 2]]                   # a2 and b1 share a module fixture: A and B join
-    assert bind_units(plan, "loadscope") == []
+    plan, errors = bind_units(plan, "loadscope")
+    assert errors == []
     assert plan.pinned == [[0, 1, 2, 3], [4, 5]]
     gate = plan.graph.edge(4, 0)             # C starts after a1, for c2's sake
     assert gate is not None and gate.kind is Kind.AFTER

@@ -8,9 +8,11 @@ Every import counts, also those inside functions (they hide cycles, they do not 
 Rules checked: no cycle between the package's modules; no module imports another module's
 private (``_``-prefixed) name; the graph core (the ``core`` subpackage, ``CORE`` below) imports
 nothing from pytest, pluggy or xdist, nor from the rest of the package outside the core; a
-subpackage imports nothing from a layer above it (``LAYERS``: core, collect, run, output; the
-top-level modules -- the plugin and ``__init__`` -- wire them together; every subpackage but
-the core may read the top-level ``options``).
+subpackage imports nothing from a layer above it (``LAYERS``: core, hosts, collect, run,
+output; the top-level modules -- the plugin and ``__init__`` -- wire them together; every
+subpackage but the core and the hosts may read the top-level ``options`` and ``words``); the
+doors to the hosts (``HOSTS``) import nothing of the package but the core, and only they import
+xdist (``DOORS_ONLY``).
 Modules are named relative to the package, dotted: ``core.graph``, ``run.scheduler``.
 """
 
@@ -26,11 +28,16 @@ PACKAGE = "pytest_depgraph"
 #: the subpackage whose modules must not know pytest: the graph, the walk, the plan, target
 #: resolution, shards, the timeline, xdist's work units as groups
 CORE = "core"
+#: the subpackage of the doors to other packages' private API: it imports only the core
+HOSTS = "hosts"
 #: the subpackages from the bottom up: each may import the ones below it, never one above
-LAYERS = ("core", "collect", "run", "output")
-#: top-level modules the layers above the core may import: the settings every part reads
-SHARED = {"options"}
+LAYERS = ("core", HOSTS, "collect", "run", "output")
+#: top-level modules the layers above the hosts may import: the settings every part reads,
+#: and counts in a user's words
+SHARED = {"options", "words"}
 HOST = ("pytest", "_pytest", "pluggy", "xdist", "execnet")
+#: packages only the doors import (every touch of them goes through ``hosts``)
+DOORS_ONLY = ("xdist", "execnet")
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -66,6 +73,11 @@ def in_core(name: str) -> bool:
     return name == CORE or name.startswith(CORE + ".")
 
 
+def in_hosts(name: str) -> bool:
+    """Whether the module ``name`` (relative, dotted) is one of the doors to the hosts."""
+    return name == HOSTS or name.startswith(HOSTS + ".")
+
+
 def layer(name: str) -> int | None:
     """The position of the module's subpackage in ``LAYERS`` (None: a top-level module)."""
     top = name.split(".")[0]
@@ -82,6 +94,8 @@ def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
             where = f"{path.relative_to(root)}:{line}"
             if module.split(".")[0] in HOST and in_core(name):
                 findings.append(f"{where}: core module {name} imports {module}")
+            elif module.split(".")[0] in DOORS_ONLY and not in_hosts(name):
+                findings.append(f"{where}: {name} imports {module}, outside the {HOSTS} doors")
             if module == PACKAGE:
                 base = ""
             elif module.startswith(PACKAGE + "."):
@@ -100,6 +114,10 @@ def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
                 findings.append(f"{where}: {name} imports the private name {target}.{imported}")
             if in_core(name) and not in_core(target):
                 findings.append(f"{where}: core module {name} imports {target}, outside the core")
+            if in_hosts(name) and not (in_core(target) or in_hosts(target)):
+                findings.append(
+                    f"{where}: door {name} imports {target}: doors import the core only"
+                )
             low, high = layer(name), layer(target)
             if (
                 low is not None

@@ -1,5 +1,5 @@
 """The graph core: no pytest, nothing from the rest of the package.
 
-The dependency graph and its algorithms, the walk, the plan, target resolution, shards, the
-timeline and xdist's work units as groups.
+The dependency graph and its algorithms, the walk and its dispatch, the plan, target
+resolution, shards and the timeline.
 """

@@ -11,9 +11,11 @@ skips), a :class:`Dispatcher` decides which ready test goes to which worker:
   last, when that costs no priority;
 * **pinned groups**: once a test of a pinned group started on a worker, the group's other
   tests go only to that worker, first, until the whole group finished (or skipped) or the
-  worker left (:meth:`Dispatcher.release`);
+  worker left (the books of the ready tests and the groups: :mod:`~pytest_depgraph.core.ready`);
 * **the bound**: at most ``limit`` tests *running* at once. A worker runs one test at a time;
-  what it holds beyond that is queued behind it and is not running;
+  what it holds beyond that is queued behind it and is not running. Workers beyond what can
+  ever run at once (the bound, or the graph's width: a chain keeps one busy) are of no use
+  (:meth:`Dispatcher.surplus`);
 * **queueing**: a worker may hold more than the test it runs (up to ``hold``), so that it
   never waits for the controller between two tests -- see :meth:`Dispatcher.assign` for when
   a test is queued behind another. Only a ready test (every dependency finished) is ever
@@ -25,16 +27,19 @@ skips), a :class:`Dispatcher` decides which ready test goes to which worker:
   nothing else is asked to finish it towards the dependent that waits
   (:meth:`Dispatcher.teardowns`).
 
-Pure: no pytest; workers are any hashable values.
+One API drives it: :meth:`~Dispatcher.assign` hands out tests, :meth:`~Dispatcher.complete`
+and :meth:`~Dispatcher.settle` say how they went, :meth:`~Dispatcher.teardowns` names the held
+tests to settle now, :meth:`~Dispatcher.remove_worker` (then :meth:`~Dispatcher.finish` for the
+test it ran) says a worker left. Pure: no pytest; workers are any hashable values but None.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 from pytest_depgraph.core.graph import Graph, chain_cover, critical_path
+from pytest_depgraph.core.ready import ReadyTests
 from pytest_depgraph.core.walker import Skip, Step, Walker
 
 __all__ = ["Dispatcher", "Skip", "Step", "priorities", "weights", "width"]
@@ -48,8 +53,6 @@ REFILL_AT = 2
 #: expected to take less than this together (seconds): then a round trip per test would cost
 #: a noticeable share of the run, and committing the tests early costs little
 QUEUE_SECONDS = 0.05
-
-_NOBODY = object()
 
 
 def weights(durations: Mapping[int, float], item_count: int, size: int) -> list[float]:
@@ -110,10 +113,10 @@ class Dispatcher:
         if hold < 1:
             raise ValueError(f"hold must be at least 1, not {hold}")
         self.walk = Walker(graph, unsatisfied=unsatisfied)
-        self._size = size
+        self._graph = graph
+        self._width: int | None = None
         self._limit = limit
         self._hold = hold
-        self._key = [-p for p in priority] if priority is not None else [0.0] * size
         # the most urgent priority a node can make ready once it finished
         if priority is None:
             self._after = [0.0] * size
@@ -123,26 +126,14 @@ class Dispatcher:
             self._after = [p - w for p, w in zip(priority, weight)]
         self._group = group
         self._known = durations or {}
-        self._heap: list[tuple[float, int]] = []
-        self._group_heaps: dict[int, list[tuple[float, int]]] = {}
-        # pinned groups: node -> group, nodes not finished per group, group -> worker bound to
-        # it, and per worker the ready nodes only it may start
-        self._pin: dict[int, int] = {}
-        self._pin_left: list[int] = []
-        self._bound: dict[int, Hashable] = {}
-        self._reserved: dict[Hashable, list[tuple[float, int]]] = {}
-        for g, members in enumerate(pinned):
-            for v in members:
-                if not 0 <= v < size or v in self._pin:
-                    raise ValueError(f"pinned node {v} outside the graph or in two groups")
-                self._pin[v] = g
-            self._pin_left.append(len(members))
+        self._ready = ReadyTests(size, priority, group, pinned, self.walk.is_ready)
         # continues[v]: v has a dependent in its own group or pinned group, so a test of
         # another one queued behind v would tear down the fixtures that chain shares
         self._continues = bytearray(size)
         for dependent, dependency, _ in graph.triples():
             if (group is not None and group[dependent] == group[dependency]) or (
-                dependency in self._pin and self._pin.get(dependent) == self._pin[dependency]
+                self._ready.pinned_group(dependency) is not None
+                and self._ready.pinned_group(dependent) == self._ready.pinned_group(dependency)
             ):
                 self._continues[dependency] = 1
         # workers: what each holds (the first runs, the rest wait behind it), in the order
@@ -166,12 +157,12 @@ class Dispatcher:
 
         initial = self.walk.initial
         for v in self.walk.unsatisfied:
-            self._unpin(v)
+            self._ready.unpin(v)
         for skip in initial.skipped:
-            self._unpin(skip.node)
+            self._ready.unpin(skip.node)
         for v in initial.ready:
-            self._place(v)
-        self.initial = Step(sorted(initial.ready, key=self._order_key), initial.skipped)
+            self._ready.place(v)
+        self.initial = Step(sorted(initial.ready, key=self._ready.order_key), initial.skipped)
 
     # -- the walk ------------------------------------------------------------------------------
 
@@ -215,24 +206,39 @@ class Dispatcher:
             return False
         return self.walk.done or self.walk.ready_count == 0
 
-    def is_ready(self, node: int) -> bool:
-        """Whether ``node`` may start now (bound aside)."""
-        return self.walk.is_ready(node)
-
-    def root_cause(self, node: int) -> int | None:
-        """The root cause of a skipped node; None for a node that is not skipped."""
-        return self.walk.root_cause(node)
-
-    def may_start(self, node: int, worker: Hashable = None) -> bool:
+    def may_start(self, node: int, worker: Hashable) -> bool:
         """Whether ``worker`` may start ``node`` now (bound aside): it is ready, and its pinned
         group, if any, is free or bound to ``worker``."""
-        return self.walk.is_ready(node) and self._free_for(node, worker)
+        return self.walk.is_ready(node) and self._ready.free_for(node, worker)
 
     def bound_groups(self, worker: Hashable) -> list[int]:
         """The pinned groups bound to ``worker`` now (indexes into ``pinned``)."""
-        return [g for g, w in self._bound.items() if w == worker]
+        return self._ready.bound_groups(worker)
+
+    def width(self) -> int:
+        """How many tests can ever run at once, bound aside: the graph's :func:`width` without
+        the tests that never run (unsatisfied from the start, skipped at once). O(V + E) the
+        first time."""
+        if self._width is None:
+            never = {*self.walk.unsatisfied, *(skip.node for skip in self.initial.skipped)}
+            self._width = width(self._graph, never)
+        return self._width
+
+    def at_once(self) -> int:
+        """The most tests that can ever run at once: the bound, or :meth:`width`; at least
+        one."""
+        found = self.width()
+        return max(1, found if self._limit is None else min(self._limit, found))
 
     # -- workers -------------------------------------------------------------------------------
+
+    def surplus(self) -> list[Hashable]:
+        """Retire the workers beyond :meth:`at_once` (the last ones added), and return them:
+        they could never get a test. Asked before anything is handed out."""
+        workers = [w for w in self._workers if w not in self._retired]
+        surplus = workers[self.at_once():]
+        self._retired.update(surplus)
+        return surplus
 
     def add_worker(self, worker: Hashable) -> None:
         """A worker that may be given tests (after the ones added before it)."""
@@ -269,7 +275,7 @@ class Dispatcher:
         that held test has not settled, the worker left during that teardown. Then the held
         test is returned (the caller settles it, :meth:`settle`), and the running one never
         began: it goes back among the ready ones too."""
-        self.release(worker)
+        self._ready.release(worker)
         self._retired.discard(worker)
         self._last_group.pop(worker, None)
         self._chain.pop(worker, None)
@@ -284,7 +290,7 @@ class Dispatcher:
             self._early.discard(node)
             self.walk.unstart(node)
             if self.walk.is_ready(node):
-                self._place(node)
+                self._ready.place(node)
         return running
 
     def complete(
@@ -336,7 +342,7 @@ class Dispatcher:
             waiting = self._chain_after(node) or self.walk.waiting_dependents(node)
             if waiting:
                 self._asked.add(node)
-                asked.append((worker, node, min(waiting, key=self._order_key)))
+                asked.append((worker, node, min(waiting, key=self._ready.order_key)))
         return asked
 
     def _continues_held(self, worker: Hashable) -> bool:
@@ -396,7 +402,7 @@ class Dispatcher:
                 continue
             node = self._continue_chain(worker)
             if node is None:
-                node = self.next(self._last_group.get(worker), worker)
+                node = self._best(worker)
             if node is None:
                 if self._limit is not None and self._busy >= self._limit:
                     break
@@ -436,12 +442,12 @@ class Dispatcher:
         if len(held) >= self._hold:
             return None
         last = held[-1]
-        group = self._pin.get(last)
+        group = self._ready.pinned_group(last)
         if group is not None:
             # the next test of its pinned group (a --dist unit) waits for ``last`` alone, by
             # an ordering edge: it runs behind it, on this worker, whatever ``last`` does
             for follower in self.walk.early(last):
-                if self._pin.get(follower) == group:
+                if self._ready.pinned_group(follower) == group:
                     self.walk.start_early(follower, last)
                     self._early.add(follower)
                     self._hand(follower, worker)
@@ -471,17 +477,17 @@ class Dispatcher:
                 break
         if node is None:
             if not self._continues[last]:
-                node = self._peek(self._last_group.get(worker), worker)
+                node = self._ready.best(worker, self._last_group.get(worker))
             elif group is None:
                 # its chain goes on once it finished: only a test of its own group goes in
                 # between, which keeps the fixtures that chain shares set up
-                node = self._peek_group(last, worker)
+                node = self._ready.best_of_group(last, worker)
         if node is None:
             return None
         bar = tally[1]
         if bar is None:
             bar = tally[1] = self._bar(held)
-        if -self._key[node] < bar:
+        if self._ready.priority(node) < bar:
             return None  # it would hold back something more urgent
         self._take(node, worker)
         seconds = self._expected(node)
@@ -521,47 +527,34 @@ class Dispatcher:
                 return node
         return None
 
-    # -- one node at a time ----------------------------------------------------------------
-
-    def next(self, prefer_group: int | None = None, worker: Hashable = None) -> int | None:
-        """Start and return the best ready node for ``worker`` (as the next it runs); None
-        when none is ready for it or the bound is hit.
+    def _best(self, worker: Hashable) -> int | None:
+        """Start and return the best ready node for idle ``worker``; None when none is ready
+        for it or the bound is hit.
 
         A ready node of a pinned group bound to ``worker`` comes first (it keeps that group's
         fixtures alive); nodes of groups bound to other workers are never returned. Otherwise
-        best is highest priority, then lowest id; a node of ``prefer_group`` with the best
-        priority wins over the rest. O(log n) amortised.
+        best is highest priority, then lowest id; a node of the group the worker ran last with
+        the best priority wins over the rest. O(log n) amortised.
         """
-        if self._limit is not None and self._busy >= self._limit and not self._holds(worker):
+        if self._limit is not None and self._busy >= self._limit:
             return None
-        node = self._peek(prefer_group, worker)
+        node = self._ready.best(worker, self._last_group.get(worker))
         if node is not None:
             self._take(node, worker)
         return node
 
-    def start(self, node: int, worker: Hashable = None) -> None:
-        """Start a given ready node on ``worker``. ValueError if it is not ready, its pinned
-        group is bound to another worker, or the bound is hit. O(1); its heap entries go
-        stale."""
-        if not 0 <= node < self._size or not self.walk.is_ready(node):
-            raise ValueError(f"node {node} is not ready")
-        if not self._free_for(node, worker):
-            raise ValueError(f"node {node} is pinned to another worker")
-        if self._limit is not None and self._busy >= self._limit and not self._holds(worker):
-            raise ValueError(f"{self._busy} nodes running already (limit {self._limit})")
-        self._take(node, worker)
-
     def finish(self, node: int, satisfied: bool) -> Step:
-        """Record the outcome of a started node; say what became ready (best first) and what
-        skips. O(k log n) for the k nodes resolved by this event."""
+        """Record the outcome of a started node whose worker left (:meth:`remove_worker`); say
+        what became ready (best first) and what skips. O(k log n) for the k nodes resolved by
+        this event."""
         self._let_go(node)
         return self._resolve(node, satisfied)
 
     def _let_go(self, node: int) -> None:
         """The worker holding ``node`` is done with it (the next one it holds runs now)."""
         self._early.discard(node)
-        worker = self._owner.pop(node, _NOBODY)
-        held = self._workers.get(worker) if worker is not _NOBODY else None
+        worker = self._owner.pop(node, None)
+        held = self._workers.get(worker) if worker is not None else None
         if held is not None:
             if held and held[0] == node:
                 held.popleft()
@@ -569,76 +562,19 @@ class Dispatcher:
                 held.remove(node)
             if not held:
                 self._busy -= 1
-        elif worker is None:
-            self._busy -= 1  # an anonymous start: it ran alone
 
     def _resolve(self, node: int, satisfied: bool) -> Step:
         """Tell the walk how ``node`` went; place what became ready."""
         step = self.walk.finish(node, satisfied)
-        self._unpin(node)
+        self._ready.unpin(node)
         for skip in step.skipped:
-            self._unpin(skip.node)
+            self._ready.unpin(skip.node)
         for v in step.ready:
-            self._place(v)
-        step.ready.sort(key=self._order_key)
+            self._ready.place(v)
+        step.ready.sort(key=self._ready.order_key)
         return step
 
-    def release(self, worker: Hashable) -> None:
-        """Unbind every pinned group bound to ``worker`` (it died or left): their remaining
-        nodes may go to any worker, the first one started binding the group again."""
-        for group in self.bound_groups(worker):
-            del self._bound[group]
-        for entry in self._reserved.pop(worker, ()):
-            if self.walk.is_ready(entry[1]):
-                self._push(entry)
-
     # -- internals -------------------------------------------------------------------------
-
-    def _holds(self, worker: Hashable) -> bool:
-        held = self._workers.get(worker) if worker is not None else None
-        return bool(held)
-
-    def _peek(self, prefer_group: int | None, worker: Hashable) -> int | None:
-        """The best ready node ``worker`` may start, without starting it."""
-        is_ready = self.walk.is_ready
-        reserved = self._reserved.get(worker)
-        if reserved:
-            while reserved and not is_ready(reserved[0][1]):
-                heapq.heappop(reserved)
-            if reserved:
-                return reserved[0][1]
-        heap = self._heap
-        while heap:
-            node = heap[0][1]
-            if not is_ready(node):
-                heapq.heappop(heap)
-            elif not self._free_for(node, worker):
-                # bound to another worker since it was queued: it waits for that one
-                self._reserve(heapq.heappop(heap))
-            else:
-                break
-        if not heap:
-            return None
-        if prefer_group is not None:
-            top = self._group_top(prefer_group)
-            if top is not None and top[0] == heap[0][0] and self._free_for(top[1], worker):
-                return top[1]
-        return heap[0][1]
-
-    def _peek_group(self, node: int, worker: Hashable) -> int | None:
-        """The best ready node of ``node``'s group that ``worker`` may start, without starting
-        it; None without groups, or when the best one is pinned to another worker."""
-        top = self._group_top(self._group[node]) if self._group is not None else None
-        return top[1] if top is not None and self._free_for(top[1], worker) else None
-
-    def _group_top(self, group: int) -> tuple[float, int] | None:
-        """The best ready entry of ``group``'s heap (entries of nodes no longer ready are
-        dropped on the way); None when none of its nodes is ready."""
-        mine = self._group_heaps.get(group)
-        is_ready = self.walk.is_ready
-        while mine and not is_ready(mine[0][1]):
-            heapq.heappop(mine)
-        return mine[0] if mine else None
 
     def _take(self, node: int, worker: Hashable) -> None:
         """Start ready ``node`` as the last one ``worker`` holds."""
@@ -648,50 +584,10 @@ class Dispatcher:
     def _hand(self, node: int, worker: Hashable) -> None:
         """``worker`` holds the started ``node`` last."""
         self._owner[node] = worker
-        if worker is None:
+        held = self._workers.setdefault(worker, deque())
+        if not held:
             self._busy += 1
-        else:
-            held = self._workers.setdefault(worker, deque())
-            if not held:
-                self._busy += 1
-            held.append(node)
-            if self._group is not None:
-                self._last_group[worker] = self._group[node]
-        group = self._pin.get(node)
-        if group is not None:
-            self._bound[group] = worker
-
-    def _order_key(self, node: int) -> tuple[float, int]:
-        return (self._key[node], node)
-
-    def _free_for(self, node: int, worker: Hashable) -> bool:
-        group = self._pin.get(node)
-        return group is None or self._bound.get(group, worker) == worker
-
-    def _unpin(self, node: int) -> None:
-        """A node of a pinned group finished or skipped: the last one frees the group."""
-        group = self._pin.get(node)
-        if group is not None:
-            self._pin_left[group] -= 1
-            if not self._pin_left[group]:
-                self._bound.pop(group, None)
-
-    def _place(self, node: int) -> None:
-        """A node became ready: into the heaps, or reserved for the worker its group is
-        bound to."""
-        entry = (self._key[node], node)
-        group = self._pin.get(node)
-        if group is not None and group in self._bound:
-            self._reserve(entry)
-        else:
-            self._push(entry)
-
-    def _reserve(self, entry: tuple[float, int]) -> None:
-        """Queue a ready node of a bound pinned group for the worker its group is bound to."""
-        worker = self._bound[self._pin[entry[1]]]
-        heapq.heappush(self._reserved.setdefault(worker, []), entry)
-
-    def _push(self, entry: tuple[float, int]) -> None:
-        heapq.heappush(self._heap, entry)
+        held.append(node)
         if self._group is not None:
-            heapq.heappush(self._group_heaps.setdefault(self._group[entry[1]], []), entry)
+            self._last_group[worker] = self._group[node]
+        self._ready.bind(node, worker)

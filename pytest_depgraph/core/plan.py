@@ -1,10 +1,15 @@
-"""The plan of one session: the validated dependency graph of the collected items, serialisable.
+"""The plan of one session: the validated dependency graph of its tests, and its wire format.
 
 A plan is built wherever tests are collected (the serial session, every xdist worker) and is
 free of pytest objects, so an xdist worker can send it to the controller as one JSON string and
 the controller can walk it without collecting. Node ``i`` is ``session.items[i]`` after the
 plugin reordered the items; nodes at ``len(items)`` and beyond are *external*: dependencies that
 are not part of this run (``--depgraph-no-deps``), which count as unsatisfied.
+
+The JSON holds what the workers build, and only that: every worker of a run sends the same
+text, so the controller compares the texts as they come. What only the controller knows (the
+previous run's durations, the tests' locations, sent by one worker beside its plan) is kept by
+the controller (:mod:`pytest_depgraph.run.controller`), not here.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from typing import Any
 
 from pytest_depgraph.core.graph import Graph, Origin
 
-#: Bumped whenever the JSON layout or the channel messages change (5: edges as parallel
-#: columns, origins once per declaration); controller and workers must agree.
-PROTOCOL_VERSION = 6
+#: What the controller and its workers must share to understand each other: the plan's JSON
+#: below, the events and commands between them and the flags in ``workerinput``. A worker of
+#: another version sends a plan the controller refuses with a clear error (both run different
+#: pytest-depgraph versions), instead of one it would misread. Bumped with any of them.
+PROTOCOL_VERSION = 7
 
 # kinds travel as one string of digits, one per edge: "0" REQUIRES, "1" AFTER
 _KIND_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
@@ -62,8 +69,10 @@ class Plan:
 
     #: node id of every node (items first, then external nodes).
     nodeids: list[str]
-    #: ``item.location`` of the items the controller may report itself (skipped or broken
-    #: ones): (relative file, 0-based line or None, domain); None for the others.
+    #: on the worker the controller asks for them, ``item.location`` of the items the
+    #: controller may report itself (skipped or broken ones): (relative file, 0-based line or
+    #: None, domain); None for the others. Sent beside the plan, never in its JSON; empty
+    #: elsewhere.
     locations: list[tuple[str, int | None, str] | None]
     #: the reduced graph, over the same node numbers.
     graph: Graph
@@ -82,8 +91,6 @@ class Plan:
     removed_edges: int = 0
     #: items pulled into the run because a selected test depends on them.
     added: list[int] = field(default_factory=list)
-    #: seconds each item took in the previous run, when known (cache), else absent.
-    durations: dict[int, float] = field(default_factory=dict)
     #: pinned groups: items that run on one worker, one at a time, in plan order (the graph
     #: chains each group with AFTER edges); see :mod:`pytest_depgraph.collect.pinning`.
     pinned: list[list[int]] = field(default_factory=list)
@@ -94,31 +101,28 @@ class Plan:
     #: ``--dist loadgroup``: the ``xdist_group`` name of each item that has one (node -> name)
     xdist_groups: dict[int, str] = field(default_factory=dict)
 
-    def location(self, node: int) -> tuple[str, int | None, str]:
-        """The location to report ``node`` under (from its node id when none was kept)."""
-        found = self.locations[node] if node < len(self.locations) else None
-        if found is None:
-            nodeid = self.nodeids[node]
-            return (nodeid.split("::")[0], None, nodeid)
-        return found
+    @property
+    def needs_walk(self) -> bool:
+        """Whether walking the graph changes anything: an edge to wait for, a test that cannot
+        run, or a dependency outside the run. Without any, the tests run as they are (pytest's
+        own loop serially, xdist's own scheduler on workers)."""
+        return bool(self.graph.edge_count or self.broken or self.item_count < len(self.nodeids))
 
     @property
     def external(self) -> range:
         """Nodes that are dependencies outside this run."""
         return range(self.item_count, len(self.nodeids))
 
-    def to_json(self, places: bool = True, locations: bool = True) -> str:
-        """Serialise to one JSON string (cheap to send over an execnet channel).
+    def to_json(self, places: bool = True) -> str:
+        """Serialise to one JSON string (cheap to send over an execnet channel), without the
+        items' ``locations``.
 
         ``places=False`` leaves out where each edge was declared (an empty ``where``): finding
         a marker's ``file:line`` reads the source, and an xdist controller shows it only in
-        the DOT file, the run report and the errors of ``--dist`` units. ``locations=False``
-        leaves out the items' locations (a worker sends them beside the plan: only one worker
-        of a walk computes them, and the plans of all workers must compare equal)."""
+        the DOT file, the run report and the errors of ``--dist`` units."""
         payload: dict[str, Any] = {
             "version": PROTOCOL_VERSION,
             "nodeids": self.nodeids,
-            "locations": self.locations if locations else [],
             **_edge_columns(self.graph, places),
             "group": self.group,
             "item_count": self.item_count,
@@ -127,7 +131,6 @@ class Plan:
             "edge_counts": self.edge_counts,
             "removed_edges": self.removed_edges,
             "added": self.added,
-            "durations": {str(k): v for k, v in self.durations.items()},
             "pinned": self.pinned,
             "warnings": self.warnings,
             "shard": None if self.shard is None else self.shard.to_list(),
@@ -156,8 +159,7 @@ class Plan:
         graph.compact()
         return cls(
             nodeids=nodeids,
-            locations=[None if loc is None else (loc[0], loc[1], loc[2])
-                       for loc in data["locations"]],
+            locations=[],
             graph=graph,
             group=data["group"],
             item_count=data["item_count"],
@@ -166,7 +168,6 @@ class Plan:
             edge_counts=data["edge_counts"],
             removed_edges=data["removed_edges"],
             added=data["added"],
-            durations={int(k): v for k, v in data["durations"].items()},
             pinned=data["pinned"],
             warnings=data["warnings"],
             shard=_shard_info(data.get("shard")),

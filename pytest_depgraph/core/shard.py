@@ -192,7 +192,6 @@ def restrict(plan: Plan, keep: Sequence[int], unreduced: Graph | None = None) ->
         edge_counts=edge_counts,
         removed_edges=removed,
         added=[new_id[n] for n in plan.added if n in new_id],
-        durations={new_id[n]: s for n, s in plan.durations.items() if n in new_id},
         pinned=[[new_id[n] for n in group] for group in plan.pinned if group[0] in new_id],
         warnings=plan.warnings,
         shard=plan.shard,

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pytest_depgraph.core.gc_pause import without_cyclic_gc
 from pytest_depgraph.core.graph import Graph, Kind
 
 _WAITING, _READY, _STARTED, _FINISHED, _SKIPPED, _UNSATISFIED = range(6)
@@ -56,10 +55,15 @@ class Walker:
         self._size = size
         self._state = bytearray(size)
         self._waiting = [0] * size
-        # tuples of ints, one shared empty one: the walk lives as long as the session, and
-        # the cyclic GC stops tracking a tuple of ints, where it would walk a list at every
-        # full collection (20,000 of them at 10,000 tests)
-        self._requires_dependents, self._after_dependents = _dependents(graph, self._waiting)
+        #: the REQUIRES- and AFTER-dependents of each node, in declaration order
+        self._requires_dependents: list[list[int]] = [[] for _ in range(size)]
+        self._after_dependents: list[list[int]] = [[] for _ in range(size)]
+        for dependent, dependency, kind in graph.triples():
+            self._waiting[dependent] += 1
+            dependents = self._requires_dependents if kind is Kind.REQUIRES else (
+                self._after_dependents
+            )
+            dependents[dependency].append(dependent)
         # cause[v]: root cause recorded by the first unsatisfied REQUIRES dependency of v
         self._cause: list[int | None] = [None] * size
         self._skipped: dict[int, int] = {}
@@ -124,17 +128,11 @@ class Walker:
 
     def start(self, node: int) -> None:
         """Mark a ready node started. ValueError if it is not ready. O(1)."""
-        if not self.start_if_ready(node):
-            raise ValueError(f"node {node} is not ready")
-
-    def start_if_ready(self, node: int) -> bool:
-        """Mark ``node`` started if it is ready; False, and nothing changed, if not. O(1)."""
         if not 0 <= node < self._size or self._state[node] != _READY:
-            return False
+            raise ValueError(f"node {node} is not ready")
         self._state[node] = _STARTED
         self._in_flight += 1
         self._ready_count -= 1
-        return True
 
     def early(self, node: int) -> list[int]:
         """The nodes that wait only for ``node`` (started), through an AFTER edge, and that no
@@ -192,30 +190,21 @@ class Walker:
 
         O(k) for the k nodes resolved by this event (and their edges).
         """
-        step = Step()
-        self._finish(node, satisfied, step)
-        return step
-
-    def finish_quietly(self, node: int, satisfied: bool) -> None:
-        """:meth:`finish` for a caller that asks :meth:`is_ready` of each node in turn (the
-        serial walk): the same books, without listing what changed. O(k) as finish."""
-        self._finish(node, satisfied, None)
-
-    def _finish(self, node: int, satisfied: bool, step: Step | None) -> None:
         if not 0 <= node < self._size or self._state[node] != _STARTED:
             raise ValueError(f"node {node} is not running")
         self._state[node] = _FINISHED
         self._in_flight -= 1
         self._finished += 1
+        step = Step()
         self._propagate([(node, None if satisfied else node)], step)
+        return step
 
-    def _make_ready(self, node: int, step: Step | None) -> None:
+    def _make_ready(self, node: int, step: Step) -> None:
         self._state[node] = _READY
         self._ready_count += 1
-        if step is not None:
-            step.ready.append(node)
+        step.ready.append(node)
 
-    def _propagate(self, finished: list[tuple[int, int | None]], step: Step | None) -> None:
+    def _propagate(self, finished: list[tuple[int, int | None]], step: Step) -> None:
         """Tell the dependents of finished nodes; ``(node, root cause or None if satisfied)``.
 
         Skipped nodes are finished too, so they join the queue; it is first in, first out,
@@ -234,9 +223,7 @@ class Walker:
                 if not waiting[u] and state[u] == _WAITING:
                     self._resolve(u, finished, step)
 
-    def _resolve(
-        self, node: int, finished: list[tuple[int, int | None]], step: Step | None
-    ) -> None:
+    def _resolve(self, node: int, finished: list[tuple[int, int | None]], step: Step) -> None:
         """All dependencies of ``node`` are finished: skip it or make it ready."""
         root = self._cause[node]
         if root is None:
@@ -245,33 +232,6 @@ class Walker:
         self._state[node] = _SKIPPED
         self._finished += 1
         self._skipped[node] = root
-        if step is not None:
-            step.skipped.append(Skip(node, root))
+        step.skipped.append(Skip(node, root))
         finished.append((node, root))
 
-
-@without_cyclic_gc
-def _dependents(
-    graph: Graph, waiting: list[int]
-) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
-    """The REQUIRES- and AFTER-dependents of each node, in declaration order; counts each
-    node's dependencies into ``waiting``. O(V + E).
-
-    The cyclic GC is paused meanwhile: the lists gathered first are garbage once they are
-    tuples, and a collection in between would count them among the objects that live long,
-    which brings the next full collection closer (one more during a 10,000-test run)."""
-    size = graph.size
-    requires: list[list[int] | None] = [None] * size
-    after: list[list[int] | None] = [None] * size
-    for dependent, dependency, kind in graph.triples():
-        waiting[dependent] += 1
-        dependents = requires if kind is Kind.REQUIRES else after
-        found = dependents[dependency]
-        if found is None:
-            dependents[dependency] = [dependent]
-        else:
-            found.append(dependent)
-    return (
-        [() if d is None else tuple(d) for d in requires],
-        [() if d is None else tuple(d) for d in after],
-    )

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from pytest_depgraph.core import timeline
-from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.options import report_option
 from pytest_depgraph.output import html_report
@@ -24,7 +23,7 @@ from pytest_depgraph.output.report import RAN
 from pytest_depgraph.output.runlog import SessionLog, SpanLog, process_start
 from pytest_depgraph.output.written import WrittenFile
 from pytest_depgraph.run.outcomes import UPSTREAM
-from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
+from pytest_depgraph.run.state import session_state
 
 _PLUGIN_NAME = "depgraph-run-report"
 
@@ -49,9 +48,6 @@ class RunReport(WrittenFile):
         self.log = SpanLog()
         #: the session around the tests; ``started``: the process's start, or this moment
         self.session_log = SessionLog(started)
-        #: what the first xdist worker collected, and its plan (JSON), when it sent one
-        self.collected: list[str] | None = None
-        self.plan_text: str | None = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -87,24 +83,14 @@ class RunReport(WrittenFile):
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.session_log.mark(node.gateway.id, "collected")
-        # where xdist schedules by itself (--dist each) the controller keeps no plan of its
-        # own: the workers' is the one to draw
-        if self.collected is None:
-            self.collected = list(ids)
-            self.plan_text = getattr(node, PLAN_ATTRIBUTE, None)
 
     def _plan(self, config: pytest.Config) -> Plan | None:
-        plan = session_state(config).plan
-        if plan is not None or self.collected is None:
-            return plan
-        if self.plan_text is not None:
-            try:
-                return Plan.from_json(self.plan_text)
-            except ValueError:
-                pass  # the scheduler already said what is wrong; draw the tests without edges
-        count = len(self.collected)
-        return Plan(nodeids=self.collected, locations=[], graph=Graph(count), group=[0] * count,
-                    item_count=count)
+        """The session's plan; on an xdist controller whose workers did not agree on one, the
+        first worker's (its tests without edges, when it sent none that could be read)."""
+        state = session_state(config)
+        if state.plan is not None or state.controller is None:
+            return state.plan
+        return state.controller.first_plan()
 
     @pytest.hookimpl(trylast=True)  # after the xdist controller kept its walk's figures
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

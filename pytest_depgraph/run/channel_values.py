@@ -9,11 +9,11 @@ filesystem with the controller, so values travel where the tests' reports do:
   of the tests it requires, directly or through other tests -- in a custom ``depgraph_values``
   command, each value at most once per worker and never back to the worker that published it.
 
-Both directions need a wrapper: xdist drops a worker that sends an unknown event (see
-``xdist_hooks``), and a worker silently ignores an unknown command, so
-:func:`install_worker` wraps the interactor's ``handle_command``. The command and the
-``runtests`` that follows it arrive in order on one channel, so the values are stored before
-the test is queued.
+Both directions need a door: xdist drops a worker that sends an unknown event (the controller
+takes ours first, ``xdist_hooks``), and a worker silently ignores an unknown command, so
+:func:`install_worker` takes ours first (``WorkerLoop.on_command`` in
+:mod:`pytest_depgraph.hosts.xdist`). The command and the ``runtests`` that follows it arrive in
+order on one channel, so the values are stored before the test is queued.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import pytest
 
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.hosts.xdist import worker_loop
 from pytest_depgraph.run.outputs import OutputError, Outputs, ValueStore
-from pytest_depgraph.run.worker import find_interactor
 
 #: worker -> controller: one published value (nodeid, name, data)
 VALUE_EVENT = "depgraph_value"
@@ -40,29 +40,24 @@ VALUES_COMMAND = "depgraph_values"
 def install_worker(config: pytest.Config, outputs: Outputs) -> None:
     """Send this worker's ``outputs`` to the controller; take the ones it sends (before the
     loop)."""
-    interactor = find_interactor(config)
+    loop = worker_loop(config)
 
     def forward(nodeid: str, name: str, data: bytes) -> None:
         try:
-            interactor.sendevent(VALUE_EVENT, nodeid=nodeid, value_name=name, data=data)
+            loop.send(VALUE_EVENT, nodeid=nodeid, value_name=name, data=data)
         except Exception as error:  # a closed channel: the controller is gone
             raise OutputError(
                 f"depgraph: {nodeid} cannot publish {name!r}: sending it to the xdist "
                 f"controller failed: {error}"
             ) from None
 
-    original = interactor.handle_command
-
-    def handle_command(command: Any) -> None:
+    def take_values(kwargs: dict[str, Any]) -> None:
         # runs in execnet's receiver thread; the store is thread-safe
-        if isinstance(command, tuple) and len(command) == 2 and command[0] == VALUES_COMMAND:
-            for nodeid, name, data in command[1]["values"]:
-                outputs.store.put(nodeid, name, data)
-            return
-        original(command)
+        for nodeid, name, data in kwargs["values"]:
+            outputs.store.put(nodeid, name, data)
 
     outputs.forward = forward
-    interactor.handle_command = handle_command
+    loop.on_command(VALUES_COMMAND, take_values)
 
 
 # -- controller ----------------------------------------------------------------------------
@@ -130,11 +125,10 @@ class Relay:
         return self._producers[index]
 
 
-def take_event(relay: Relay, node: Any, eventcall: Any) -> bool:
-    """Keep a value event from a worker in ``relay`` (receiver thread); True when ``eventcall``
-    was one."""
-    if not (isinstance(eventcall, tuple) and len(eventcall) == 2 and eventcall[0] == VALUE_EVENT):
+def take_event(relay: Relay, node: Any, name: str, kwargs: dict[str, Any]) -> bool:
+    """Keep a value event from a worker in ``relay`` (receiver thread); True when the event
+    ``name`` was one."""
+    if name != VALUE_EVENT:
         return False
-    kwargs = eventcall[1]
     relay.received(node, kwargs["nodeid"], kwargs["value_name"], kwargs["data"])
     return True

@@ -9,7 +9,7 @@ sends a test once its requires dependencies passed.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Generator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -33,13 +33,12 @@ def install(config: pytest.Config) -> None:
             config.pluginmanager.register(runtime, "depgraph-dependency-runtime")
 
 
+@dataclass(frozen=True)
 class _Passed:
     """A report-like value with the two attributes pytest-dependency's ``addResult`` reads."""
 
-    outcome = "passed"
-
-    def __init__(self, when: str) -> None:
-        self.when = when
+    when: str
+    outcome: str = "passed"
 
 
 class DependencyRuntime:
@@ -56,7 +55,6 @@ class DependencyRuntime:
         self.config = config
         self.module = module
         self.settings = settings
-        self.current: pytest.Item | None = None
         self._names: DependencyNames | None = None
         self._node_of: dict[str, int] | None = None
         self._ancestors: dict[int, set[int]] = {}
@@ -97,21 +95,13 @@ class DependencyRuntime:
         if manager is not None and self._original is not None:
             manager.checkDepend = self._original
 
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
-        self.current = item
-        try:
-            return (yield)
-        finally:
-            self.current = None
-
     def fill(self, manager: Any, depends: Any, node: Any) -> None:
         """Record as passed each name in ``depends`` whose tests are requires ancestors."""
         # pytest-dependency's naming rules, loaded only where pytest-dependency runs
         from pytest_depgraph.collect.compat.dependency import SCOPES, DependencyNames, scope_key
 
-        item = self.current
-        plan = session_state(self.config).plan
+        state = session_state(self.config)
+        item, plan = state.running, state.plan
         results = getattr(manager, "results", None)
         scope = getattr(manager, "scope", None)
         if item is None or plan is None or not isinstance(results, dict) or scope not in SCOPES:

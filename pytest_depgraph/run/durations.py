@@ -19,6 +19,7 @@ import pytest
 from pytest_depgraph.run.outcomes import OutcomeRecorder
 from pytest_depgraph.run.role import role
 from pytest_depgraph.run.state import session_state
+from pytest_depgraph.words import tests
 
 CACHE_KEY = "depgraph/durations"
 _PLUGIN_NAME = "depgraph-durations"
@@ -157,7 +158,7 @@ class DurationLog:
             return
         try:
             write_file(path, ran)
-            self.stored = f"depgraph: durations of {_tests(len(ran))} stored in {path}"
+            self.stored = f"depgraph: durations of {tests(len(ran))} stored in {path}"
         except (OSError, FileError) as error:
             terminal = config.pluginmanager.get_plugin("terminalreporter")
             if terminal is not None:
@@ -168,10 +169,6 @@ class DurationLog:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.stored:
             terminalreporter.write_sep("-", self.stored)
-
-
-def _tests(count: int) -> str:
-    return "1 test" if count == 1 else f"{count} tests"
 
 
 def _store_path(config: pytest.Config) -> str | None:

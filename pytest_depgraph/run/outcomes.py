@@ -75,13 +75,6 @@ class OutcomeRecorder:
             return
         current = outcomes.get(nodeid)
         durations[nodeid] = durations.get(nodeid, 0.0) + report.duration
-        if outcome == "passed" and (current is None or current == PASSED):
-            # the common case: a phase passed in a test that passed so far
-            if current is None:
-                outcomes[nodeid] = PASSED
-            elif unran:
-                unran.discard(nodeid)
-            return
         if current is None:
             current = outcomes[nodeid] = PASSED
             unran.add(nodeid)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Sequence
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 import pytest
 
@@ -78,9 +78,12 @@ class Session(Protocol):
     @property
     def recorder(self) -> OutcomeRecorder: ...
 
+    @property
+    def running(self) -> pytest.Item | None: ...
+
 
 class Outputs:
-    """The session side: the store, the running test, and the plan to check dependencies."""
+    """The session side: the store, and the plan to check dependencies."""
 
     def __init__(self, config: pytest.Config, session: Session) -> None:
         self.config = config
@@ -88,21 +91,12 @@ class Outputs:
         self.store = ValueStore()
         #: set on xdist workers whose values must reach the controller
         self.forward: Forward | None = None
-        self.current: pytest.Item | None = None
         self._index: TargetIndex | None = None
         self._items: list[pytest.Item] = []
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self._items = list(session.items)
         self._index = None
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
-        self.current = item
-        try:
-            return (yield)
-        finally:
-            self.current = None
 
     def publish(self, name: object, value: object) -> None:
         item = self._running("publish")
@@ -183,9 +177,10 @@ class Outputs:
         )
 
     def _running(self, what: str) -> pytest.Item:
-        if self.current is None:
+        running = self.session.running
+        if running is None:
             raise OutputError(f"depgraph: cannot {what} outside a running test")
-        return self.current
+        return running
 
     def _ran_elsewhere(self, producers: list[str]) -> str | None:
         """A producer that did not run here, on an xdist worker that gets no values sent."""

@@ -13,6 +13,8 @@ import enum
 
 import pytest
 
+from pytest_depgraph.hosts.xdist import is_controller
+
 #: ``workerinput`` key the controller sets:
 #: {"protocol": int, "walk": bool, "places": bool, "locations": bool}
 WORKERINPUT_KEY = "depgraph"
@@ -46,7 +48,7 @@ class Role(enum.Enum):
 def role(config: pytest.Config) -> Role:
     """The part this process plays, as far as pytest-xdist has set it up so far."""
     if not hasattr(config, "workerinput"):
-        return Role.CONTROLLER if config.pluginmanager.has_plugin("dsession") else Role.SERIAL
+        return Role.CONTROLLER if is_controller(config) else Role.SERIAL
     flags = _controller_flags(config)
     if flags is None:
         return Role.WORKER

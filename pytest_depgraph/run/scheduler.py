@@ -1,141 +1,94 @@
-"""The xdist scheduler: xdist's ``Scheduling`` protocol in front of the dispatch policy.
+"""The xdist scheduler: xdist's ``Scheduling`` protocol in front of the plan and the dispatcher.
 
-One more strategy in the shape of ``xdist/scheduler/*.py``, and as thin: every decision --
-what is ready, which ready test goes to which worker, what must be skipped -- is the
+One more strategy in the shape of ``xdist/scheduler/*.py``, and as thin. The plan is the
+controller's (:mod:`pytest_depgraph.run.controller`: the workers' plans agreed on, the
+``--dist`` units, durations and locations bound); every decision -- what is ready, which ready
+test goes to which worker, how many workers are of any use, what must be skipped -- is the
 :class:`~pytest_depgraph.core.dispatch.Dispatcher`'s. This module only speaks xdist's protocol:
 
-* workers send their plan (the reduced graph over their ``session.items``) before their
-  collection; all plans must agree, or nothing runs;
+* the workers' collections go to the controller, which agrees on the plan once all collected;
 * the dispatcher's choices go to the workers as ``runtests`` commands, several tests each
-  (with the values the tests may read, :mod:`pytest_depgraph.run.channel_values`); a
-  worker's completion goes back to the dispatcher with the test's outcome, and the tests
-  that will never run are reported skipped here, on the controller, naming their root cause;
+  (with the values the tests may read, :mod:`pytest_depgraph.run.channel_values`), and its
+  requests to finish a held test's teardown as ``depgraph_teardown`` commands; a worker's
+  completion goes back to the dispatcher with the test's outcome, and the tests that will
+  never run are reported skipped here, on the controller (:mod:`pytest_depgraph.run.reports`);
 * a worker that dies fails the test it ran; its pinned groups go on elsewhere;
-* with ``--dist loadfile``, ``loadscope`` or ``loadgroup`` each of xdist's work units is a
-  pinned group (:mod:`pytest_depgraph.core.units`);
-* a plan without edges, broken or unselected tests, with no ``--depgraph-parallelism``, is
-  handed to xdist's own scheduler for the ``--dist`` mode (:class:`DepGraphScheduling`):
+* a plan with nothing to walk and no ``--depgraph-parallelism`` is handed to xdist's own
+  scheduler for the ``--dist`` mode, once (:func:`~pytest_depgraph.hosts.xdist.hand_over`):
   the plugin changes nothing for a suite that declares no dependencies.
 """
 
 from __future__ import annotations
 
-import json
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from xdist.remote import Producer  # type: ignore[import-untyped]
-from xdist.report import report_collection_diff  # type: ignore[import-untyped]
-from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
-from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyped]
 
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.hosts import xdist
+from pytest_depgraph.run import reports, units
+from pytest_depgraph.run.controller import controller
 from pytest_depgraph.run.controller_warnings import record_warning
-from pytest_depgraph.run.durations import load_durations
-from pytest_depgraph.run.outcomes import FAILED, SYNTHETIC, OutcomeRecorder, skip_reason
-from pytest_depgraph.run.state import (
-    HELD_ATTRIBUTE,
-    LOCATIONS_ATTRIBUTE,
-    PLAN_ATTRIBUTE,
-    session_state,
-)
+from pytest_depgraph.run.outcomes import FAILED
+from pytest_depgraph.run.state import session_state
 from pytest_depgraph.run.worker import TEARDOWN_COMMAND
+from pytest_depgraph.words import tests
 
 if TYPE_CHECKING:
     from pytest_depgraph.core.dispatch import Dispatcher, Skip
     from pytest_depgraph.core.timeline import WalkStats
 
-# The dispatch policy, the work units and the timeline are imported where the walk begins
-# (``WalkScheduling.schedule``): a plan without edges is handed to xdist without them.
+# The dispatch policy and the timeline are imported where the walk begins (``schedule``): a
+# plan without edges is handed to xdist without them.
+
+
+@dataclass
+class _Worker:
+    """What the scheduler knows about one worker."""
+
+    collection: list[str] | None = None
+    #: False when it collected something else than the others: it gets no test
+    usable: bool = True
+    #: the tests it ran with their teardown deferred whose completion was not taken yet
+    #: (execnet's receiver thread adds them, :meth:`DepGraphScheduling.note_held`)
+    held: set[int] = field(default_factory=set)
 
 
 class DepGraphScheduling:
-    """What ``pytest_xdist_make_scheduler`` returns: the walk, or xdist's own scheduler once
-    the plan turned out to have nothing to walk.
+    """xdist's ``Scheduling`` protocol over the controller's plan and a :class:`Dispatcher`."""
 
-    Every member of xdist's protocol goes to the strategy in charge. Once :meth:`schedule`
-    decided, xdist's session is pointed at that strategy itself, so nothing of ours stays on
-    the path of its events.
-    """
-
-    def __init__(self, config: pytest.Config, log: Producer | None = None) -> None:
-        self.walk = WalkScheduling(config, log, self)
-        self._current: Any = self.walk
-
-    def __getattr__(self, name: str) -> Any:
-        # only reached for names not defined here: the protocol's other members
-        return getattr(self._current, name)
-
-    def schedule(self) -> None:
-        """Start (or go on with) the walk; hand the run over when there is nothing to walk."""
-        self._current.schedule()
-        handed = self.walk.handed_over
-        if handed is not None and self._current is self.walk:
-            self._current = handed
-        dsession = self.walk.dsession
-        if dsession is not None and getattr(dsession, "sched", None) is self:
-            dsession.sched = self._current
-
-    def _priorities(self, plan: Plan) -> list[float]:
-        """The walk's priorities (bench/xdist_bench.py replaces this to measure plain
-        collection order)."""
-        from pytest_depgraph.core import dispatch
-
-        return dispatch.priorities(plan.graph, self.walk.weights(plan))
-
-
-class _Worker:
-    """What the scheduler knows about one worker before it gets tests."""
-
-    __slots__ = ("collection", "plan_text", "usable")
-
-    def __init__(self) -> None:
-        self.collection: list[str] | None = None
-        self.plan_text: str | None = None
-        #: False when it collected something else than the others: it gets no test
-        self.usable = True
-
-
-class WalkScheduling:
-    """xdist's ``Scheduling`` protocol over a :class:`Dispatcher`."""
-
-    def __init__(
-        self, config: pytest.Config, log: Producer | None, front: DepGraphScheduling
-    ) -> None:
+    def __init__(self, config: pytest.Config, log: Any = None) -> None:
         self.config = config
-        self.front = front
-        self.log = Producer("depgraphsched") if log is None else log.depgraphsched
-        self.numnodes = len(parse_tx_spec_config(config))
-        self.session = session_state(config)
-        parallelism = self.session.settings.parallelism
+        self.log = xdist.scheduler_log(log)
+        self.numnodes = xdist.worker_count(config)
+        state = self._state = session_state(config)
+        self.controller = controller(config)
+        parallelism = state.settings.parallelism
         self.explicit_limit = parallelism is not None
         self.limit = parallelism if parallelism is not None else self.numnodes
-        self.recorder: OutcomeRecorder = self.session.recorder
-        self.skips: dict[str, str] = self.session.skips
-        #: xdist's session (None in-process): how the run is stopping, and where ``sched`` is
-        self.dsession: Any = config.pluginmanager.get_plugin("dsession")
+        self.recorder = state.recorder
+        self.skips = state.skips
+        self.relay = state.relay
         self.workers: dict[Any, _Worker] = {}
-        self.collection: list[str] | None = None
-        self.plan: Plan | None = None
         self.dispatcher: Dispatcher | None = None
         #: xdist's scheduler for the ``--dist`` mode, when the plan has nothing to walk
         self.handed_over: Any = None
         #: nothing will be sent: the collections or plans differ, or the plan has errors
         self.aborted = False
-        #: depgraph errors that stopped the run (reported as collection errors by the workers)
-        self.plan_errors = 0
         self._completed = False
-        self._plan_text: str | None = None
         self._seconds: dict[int, float] = {}
         self._first_sent: float | None = None
-        #: how many workers can have a test at once (limit and graph width)
-        self.useful = self.limit
         self._last_done: float | None = None
-        self._relay = self.session.relay
-        self.session.scheduler = self
+        state.scheduler = self
+
+    @property
+    def plan(self) -> Plan | None:
+        """The session's plan, once the workers agreed on it (the controller writes it)."""
+        return self._state.plan
 
     # -- the xdist Scheduling protocol -------------------------------------------------------
 
@@ -155,17 +108,11 @@ class WalkScheduling:
     @property
     def tests_finished(self) -> bool:
         """Nothing in flight and nothing left to send."""
-        if not self._completed and not self.collection_is_completed:
+        if not self.collection_is_completed:
             return False
         if self.aborted:
             return True
-        dispatcher = self.dispatcher
-        return dispatcher is not None and dispatcher.finished
-
-    @property
-    def walking(self) -> bool:
-        """Whether the walk runs the tests (not aborted, not handed over to xdist)."""
-        return self.dispatcher is not None and not self.aborted
+        return self.dispatcher is not None and self.dispatcher.finished
 
     @property
     def has_pending(self) -> bool:
@@ -181,10 +128,9 @@ class WalkScheduling:
         """A worker collected; its plan arrived just before (same channel, earlier event)."""
         worker = self.workers[node]
         worker.collection = list(collection)
-        worker.plan_text = getattr(node, PLAN_ATTRIBUTE, None)
-        if self.collection is None:
+        if not self.controller.agreed:
             return
-        if not self._agrees(node, worker):
+        if not self.controller.agrees(node, collection, self.log):
             worker.usable = False
             node.shutdown()
         elif self.dispatcher is not None:  # a replacement of a worker that died
@@ -196,56 +142,36 @@ class WalkScheduling:
         if self.dispatcher is not None or self.aborted:
             self._dispatch()
             return
-        plan = self._agreed_plan()
+        collected = [(n, w.collection) for n, w in self.workers.items() if w.collection]
+        plan = self.controller.agree(collected, self.log)
         if plan is None:
             self._abort()
             return
-        self.plan = plan
-        self.session.plan = plan
-        known = load_durations(self.config, plan.nodeids[: plan.item_count])
-        if known:  # the controller's cache is the one this run writes to
-            plan.durations = known
-        if plan.errors and not self.config.option.continue_on_collection_errors:
-            self.plan_errors = len(plan.errors)
-            self._abort()
-            return
-        if self._nothing_to_walk(plan):
-            self._hand_over()
-            return
-        from pytest_depgraph.core import units
-        from pytest_depgraph.core.dispatch import MAX_HOLD, Dispatcher
-
         dist = str(self.config.getoption("dist", "load"))
-        if dist in units.MODES:
-            unit_errors = units.bind_units(plan, dist)
-            if unit_errors:
-                for path, message in unit_errors:
-                    self.config.hook.pytest_collectreport(
-                        report=pytest.CollectReport(path, "failed", longrepr=message, result=[])
-                    )
-                self.plan_errors = len(unit_errors)
+        if not self.explicit_limit and not plan.needs_walk:
+            self.handed_over = xdist.hand_over(
+                self.config,
+                self.log,
+                units.MODES[dist].xdist_scheduler,
+                [(node, worker.collection) for node, worker in self.workers.items()],
+                instead_of=self,
+            )
+            return
+        if units.has_units(dist):
+            bound = self.controller.bind_units(dist)
+            if bound is None:
                 self._abort()
                 return
-        size = len(plan.nodeids)
-        dispatcher = self.dispatcher = Dispatcher(
-            plan.graph,
-            priority=self.front._priorities(plan),
-            weight=self.weights(plan),
-            group=_padded(plan.group, size),
-            limit=self.limit,
-            unsatisfied=[*plan.broken, *plan.external],
-            pinned=plan.pinned,
-            hold=MAX_HOLD,
-            durations=plan.durations,
-        )
-        self._warn(plan.warnings)
-        for node in sorted(plan.broken):
-            self._report_broken(node, plan.broken[node])
+            plan = bound
+        dispatcher = self.dispatcher = _dispatcher(plan, self.controller.durations, self.limit)
+        for message in plan.warnings:  # shown once, here: every worker would repeat them
+            record_warning(self.config, message)
+        reports.report_broken(self.config, plan, self.controller.location)
         self._report_skips(dispatcher.initial.skipped)
-        self._stop_surplus_workers(plan, dispatcher)
         for node, worker in self.workers.items():
             if worker.usable and worker.collection is not None and not node.shutting_down:
                 dispatcher.add_worker(node)
+        self._stop_surplus_workers(dispatcher)
         self._dispatch()
 
     def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
@@ -256,20 +182,20 @@ class WalkScheduling:
         fixtures, :mod:`pytest_depgraph.run.worker`) completes twice: when it ran, and when its
         worker reported that teardown (``depgraph_settled``, passed on by ``xdist_hooks``); its
         dependents wait for the second, as serially they wait for its teardown."""
-        dispatcher = self.dispatcher
-        assert dispatcher is not None
-        satisfied = self.recorder.satisfied(self._nodeid(item_index))
+        dispatcher, plan = self.dispatcher, self.plan
+        assert dispatcher is not None and plan is not None
+        satisfied = self.recorder.satisfied(plan.nodeids[item_index])
         if dispatcher.unsettled(item_index):
             step = dispatcher.settle(item_index, satisfied)
         else:
             self._seconds[item_index] = duration
             self._last_done = time.perf_counter()
             assert dispatcher.running_on(node) == item_index, (node, item_index)
-            held: set[int] = getattr(node, HELD_ATTRIBUTE, set())
+            held = self.workers[node].held
             was_held = item_index in held
             held.discard(item_index)
             step = dispatcher.complete(node, item_index, satisfied, duration, held=was_held)
-        if self._stopping():  # once per event
+        if xdist.stopping(self.config):  # once per event
             return
         if step.skipped:
             self._report_skips(step.skipped)
@@ -301,15 +227,15 @@ class WalkScheduling:
     def remove_node(self, node: Any) -> str | None:
         """A worker finished or died; return the node id of the test it died in, if any."""
         del self.workers[node]
-        dispatcher = self.dispatcher
-        if dispatcher is None:
+        dispatcher, plan = self.dispatcher, self.plan
+        if dispatcher is None or plan is None:
             return None
         # its pinned groups go on elsewhere, and so do the tests queued behind its last one
         index = dispatcher.remove_worker(node)
         if index is None:
             self._dispatch()
             return None
-        nodeid = self._nodeid(index)
+        nodeid = plan.nodeids[index]
         # xdist reports the crash as a failure right after this returns; say so already, so
         # the dependents' skip reason reads "failed"
         self.recorder.mark(nodeid, FAILED)
@@ -317,172 +243,66 @@ class WalkScheduling:
             step = dispatcher.settle(index, satisfied=False)
         else:
             step = dispatcher.finish(index, satisfied=False)
-        if not self._stopping():
+        if not xdist.stopping(self.config):
             self._report_skips(step.skipped)
             self._send()
         return nodeid
 
-    # -- after the run ---------------------------------------------------------------------
+    # -- from the other hooks ----------------------------------------------------------------
+
+    @property
+    def walking(self) -> bool:
+        """Whether the walk runs the tests (not aborted, not handed over to xdist)."""
+        return self.dispatcher is not None and not self.aborted
+
+    def note_held(self, node: Any, index: int) -> None:
+        """``node``'s worker ran test ``index`` with its teardown deferred (execnet's receiver
+        thread, just before the test's completion on the same channel)."""
+        worker = self.workers.get(node)
+        if worker is not None:
+            worker.held.add(index)
 
     def walk_stats(self) -> WalkStats | None:
         """Wall time of the walk beside its lower bound, from this run's durations."""
-        plan = self.plan
-        if plan is None or self.dispatcher is None or self._first_sent is None:
+        plan, dispatcher = self.plan, self.dispatcher
+        if plan is None or dispatcher is None or self._first_sent is None:
             return None
         from pytest_depgraph.core.timeline import walk_stats
 
         end = self._last_done if self._last_done is not None else time.perf_counter()
-        workers = min(self.limit, self.numnodes, self.useful)
+        workers = min(self.numnodes, dispatcher.at_once())
         return walk_stats(plan.graph, self._seconds, end - self._first_sent, workers)
 
-    def weights(self, plan: Plan) -> list[float]:
-        """Each test's expected seconds (the previous run's), for the priorities."""
-        from pytest_depgraph.core import dispatch
-
-        return dispatch.weights(plan.durations, plan.item_count, len(plan.nodeids))
-
     # -- internals -------------------------------------------------------------------------
-
-    def _nodeid(self, index: int) -> str:
-        assert self.plan is not None
-        return self.plan.nodeids[index]
-
-    def _agrees(self, node: Any, worker: _Worker) -> bool:
-        """Whether a late (replacement) worker collected what the first ones did."""
-        assert self.collection is not None and worker.collection is not None
-        message = report_collection_diff(
-            self.collection, worker.collection, "the first workers", node.gateway.id
-        )
-        if not message and not _same_plan(worker.plan_text, self._plan_text):
-            message = f"depgraph: worker {node.gateway.id} built a different dependency graph"
-        if message:
-            self.log(message)
-            return False
-        return True
-
-    def _agreed_plan(self) -> Plan | None:
-        """The one plan all workers agree on; None (after reporting why) when they do not."""
-        collected = [(n, w) for n, w in self.workers.items() if w.collection is not None]
-        first_node, first = collected[0]
-        assert first.collection is not None
-        problems: list[tuple[Any, str]] = []
-        for node, worker in collected[1:]:
-            assert worker.collection is not None
-            message = report_collection_diff(
-                first.collection, worker.collection, first_node.gateway.id, node.gateway.id
-            )
-            if not message and not _same_plan(worker.plan_text, first.plan_text):
-                message = (
-                    f"depgraph: workers {first_node.gateway.id} and {node.gateway.id} built "
-                    "different dependency graphs (the markers must not depend on the process)"
-                )
-            if message:
-                problems.append((node, message))
-        plan: Plan | None = None
-        if not problems:
-            try:
-                plan = (
-                    Plan.from_json(first.plan_text)
-                    if first.plan_text is not None
-                    else _edgeless_plan(first.collection)
-                )
-            except ValueError as error:
-                problems.append((first_node, str(error)))
-            else:
-                if plan.nodeids[: plan.item_count] != first.collection:
-                    problems.append(
-                        (first_node, "depgraph: the plan does not match the collected tests")
-                    )
-                plan.locations = _sent_locations([n for n, _ in collected], len(plan.nodeids))
-        for node, message in problems:
-            self.log(message)
-            self.config.hook.pytest_collectreport(
-                report=pytest.CollectReport(
-                    nodeid=node.gateway.id, outcome="failed", longrepr=message, result=[]
-                )
-            )
-        if problems:
-            return None
-        self.collection = first.collection
-        self._plan_text = first.plan_text
-        return plan
-
-    def _nothing_to_walk(self, plan: Plan) -> bool:
-        return (
-            not self.explicit_limit
-            and plan.graph.edge_count == 0
-            and not plan.broken
-            and plan.item_count == len(plan.nodeids)
-        )
-
-    def _hand_over(self) -> None:
-        """Hand the run to xdist's own scheduler for this ``--dist`` mode."""
-        from xdist.scheduler import (
-            LoadFileScheduling,
-            LoadGroupScheduling,
-            LoadScopeScheduling,
-            WorkStealingScheduling,
-        )
-
-        mode = {
-            "loadfile": LoadFileScheduling,
-            "loadscope": LoadScopeScheduling,
-            "loadgroup": LoadGroupScheduling,
-            "worksteal": WorkStealingScheduling,
-        }.get(str(self.config.getoption("dist", "load")), LoadScheduling)
-        delegate = mode(self.config, self.log)
-        for node, worker in self.workers.items():
-            delegate.add_node(node)
-            if worker.collection is not None:
-                delegate.add_node_collection(node, worker.collection)
-        self.handed_over = delegate
-        delegate.schedule()
 
     def _abort(self) -> None:
         self.aborted = True
         for node in self.workers:
             node.shutdown()
 
-    def _stop_surplus_workers(self, plan: Plan, dispatcher: Dispatcher) -> None:
-        """Shut down the workers that could never get a test: more than the limit, or more
-        than the graph lets run at once (a chain keeps one busy).
-
-        xdist starts every worker before any collection, so they cannot be left unstarted;
-        they go before the first test is sent.
-        """
-        from pytest_depgraph.core import dispatch
-
-        never = {*plan.broken, *plan.external, *(s.node for s in dispatcher.initial.skipped)}
-        width = dispatch.width(plan.graph, never)
-        self.useful = max(1, min(self.limit, width))
-        usable = [
-            node for node, worker in self.workers.items()
-            if worker.usable and worker.collection is not None and not node.shutting_down
-        ]
-        surplus = usable[self.useful:]
+    def _stop_surplus_workers(self, dispatcher: Dispatcher) -> None:
+        """Shut down the workers the dispatcher finds of no use (xdist starts every worker
+        before any collection, so they cannot be left unstarted; they go before the first
+        test is sent), and say so."""
+        surplus: list[Any] = dispatcher.surplus()
         for node in surplus:
             self.workers[node].usable = False
             node.shutdown()
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if surplus and terminal is not None:
+            at_once = dispatcher.at_once()
             why = (
-                "--depgraph-parallelism" if self.limit < width
+                "--depgraph-parallelism" if self.limit < dispatcher.width()
                 else "the tests and their dependencies"
             )
             terminal.write_line(
-                f"depgraph: at most {_tests(self.useful)} can run at once ({why}): "
-                f"stopped {len(surplus)} of {len(usable)} workers"
+                f"depgraph: at most {tests(at_once)} can run at once ({why}): "
+                f"stopped {len(surplus)} of {at_once + len(surplus)} workers"
             )
-
-    def _stopping(self) -> bool:
-        dsession = self.dsession
-        return dsession is not None and bool(
-            getattr(dsession, "shouldstop", False) or getattr(dsession, "shuttingdown", False)
-        )
 
     def _dispatch(self) -> None:
         """Send the tests the dispatcher hands out, unless the run is stopping."""
-        if self.dispatcher is not None and not self._stopping():
+        if self.dispatcher is not None and not xdist.stopping(self.config):
             self._send()
 
     def _send(self, first: Any = None) -> None:
@@ -495,14 +315,14 @@ class WalkScheduling:
         given = dispatcher.assign(first)
         # idle workers whose held test a dependent waits for: finish its teardown now
         for worker, held, towards in dispatcher.teardowns():
-            self.log(f"{self._nodeid(held)}: teardown towards {self._nodeid(towards)}")
+            self.log(f"{plan.nodeids[held]}: teardown towards {plan.nodeids[towards]}")
             worker_node: Any = worker
             worker_node.sendcommand(TEARDOWN_COMMAND, towards=towards)
         if not given:
             return
         if self._first_sent is None:
             self._first_sent = time.perf_counter()
-        relay = self._relay
+        relay = self.relay
         # a value reaches the store before the completion of the test that published it, so
         # what the tests given here may read is all there (or nothing is: the usual case)
         values = bool(relay.store)
@@ -513,95 +333,32 @@ class WalkScheduling:
                     relay.before_test(node, plan, index)  # the values it may read first
             node.send_runtest_some(indices)
 
-    def _warn(self, messages: list[str]) -> None:
-        """Show the plan's warnings once, on the controller (workers would repeat them)."""
-        for message in messages:
-            record_warning(self.config, message)
-
     def _report_skips(self, skipped: list[Skip]) -> None:
         plan = self.plan
         assert plan is not None
-        hook = self.config.hook
-        for skip in skipped:
-            nodeid = plan.nodeids[skip.node]
-            if skip.node >= plan.item_count:
-                continue
-            self.skips[nodeid] = plan.nodeids[skip.root_cause]
-            location = plan.location(skip.node)
-            reason = skip_reason(plan, self.recorder, skip.root_cause, skip.node)
-            # an absolute path, as pytest's own skips carry: -rs shows it from the current
-            # directory, the same as on a serial run
-            path = str(self.config.rootpath / location[0])
-            longrepr = (path, (location[1] or 0) + 1, f"Skipped: {reason}")
-            hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
-            for report in (
-                pytest.TestReport(nodeid, location, {}, "skipped", longrepr, "setup"),
-                pytest.TestReport(nodeid, location, {}, "passed", None, "teardown"),
-            ):
-                setattr(report, SYNTHETIC, True)
-                hook.pytest_runtest_logreport(report=report)
-            hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
-
-    def _report_broken(self, node: int, message: str) -> None:
-        """A test that cannot run (``--continue-on-collection-errors``): an error at setup."""
-        plan = self.plan
-        assert plan is not None
-        nodeid, location = plan.nodeids[node], plan.location(node)
-        hook = self.config.hook
-        hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
-        for report in (
-            pytest.TestReport(nodeid, location, {}, "failed", message, "setup"),
-            pytest.TestReport(nodeid, location, {}, "passed", None, "teardown"),
-        ):
-            hook.pytest_runtest_logreport(report=report)
-        hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+        reports.report_skips(
+            self.config, plan, self.controller.location, self.recorder, self.skips, skipped
+        )
 
 
-def _same_plan(text: str | None, other: str | None) -> bool:
-    """Whether two workers' plans agree. Equal texts say so without parsing; otherwise they
-    may differ only in the previous-run durations (each worker read its own cache)."""
-    return text == other or _comparable(text) == _comparable(other)
+def _dispatcher(plan: Plan, durations: dict[int, float], limit: int) -> Dispatcher:
+    """The dispatcher of a walk of ``plan``: the critical path first, each test weighted by its
+    previous run's seconds, at most ``limit`` tests running, each worker holding a few."""
+    from pytest_depgraph.core import dispatch
 
-
-def _comparable(plan_text: str | None) -> object:
-    """A plan without the parts that may differ between workers (previous-run durations)."""
-    if plan_text is None:
-        return None
-    data = json.loads(plan_text)
-    if isinstance(data, dict):
-        data.pop("durations", None)
-    return data
-
-
-def _sent_locations(
-    nodes: Sequence[Any], size: int
-) -> list[tuple[str, int | None, str] | None]:
-    """The items' locations, from the worker asked for them (none when it sent none: the
-    reports then name each test's file from its node id)."""
-    for node in nodes:
-        sent = getattr(node, LOCATIONS_ATTRIBUTE, None)
-        if isinstance(sent, (list, tuple)) and len(sent) <= size:
-            return [None if loc is None else (str(loc[0]), loc[1], str(loc[2])) for loc in sent]
-    return []
-
-
-def _edgeless_plan(collection: list[str]) -> Plan:
-    """Stand-in when a worker sent no plan (the depgraph plugin did not build one there)."""
-    from pytest_depgraph.core.graph import Graph
-
-    modules: dict[str, int] = {}
-    return Plan(
-        nodeids=list(collection),
-        locations=[],
-        graph=Graph(len(collection)),
-        group=[modules.setdefault(nodeid.split("::")[0], len(modules)) for nodeid in collection],
-        item_count=len(collection),
+    size = len(plan.nodeids)
+    weight = dispatch.weights(durations, plan.item_count, size)
+    group = plan.group
+    return dispatch.Dispatcher(
+        plan.graph,
+        # looked up in the module when called: the bench replaces it to measure plain
+        # collection order (bench/xdist_bench.py)
+        priority=dispatch.priorities(plan.graph, weight),
+        weight=weight,
+        group=group + [-1] * (size - len(group)) if len(group) < size else group[:size],
+        limit=limit,
+        unsatisfied=[*plan.broken, *plan.external],
+        pinned=plan.pinned,
+        hold=dispatch.MAX_HOLD,
+        durations=durations,
     )
-
-
-def _tests(count: int) -> str:
-    return f"{count} test" if count == 1 else f"{count} tests"
-
-
-def _padded(group: list[int], size: int) -> list[int]:
-    return group + [-1] * (size - len(group)) if len(group) < size else group[:size]

@@ -6,12 +6,8 @@ import pytest
 
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.walker import Walker
+from pytest_depgraph.hosts.pytest import skip_at_test
 from pytest_depgraph.run.outcomes import OutcomeRecorder, skip_reason
-
-try:  # a skip that reports the test's location, not ours (what skip markers use)
-    from _pytest.outcomes import Skipped as _Skipped
-except ImportError:  # pragma: no cover - pytest moved it
-    _Skipped = None  # type: ignore[assignment,misc]
 
 
 class SerialWalk:
@@ -36,10 +32,8 @@ class SerialWalk:
         self.recorder = recorder
         self.skips = skips
         self.walker = Walker(plan.graph, unsatisfied=[*plan.broken, *plan.external])
-        #: the node pytest most likely runs next: items run in plan order, node n is item n
-        self._next = 0
-        #: node id -> node, built only when a test does not come in plan order
-        self._node_of: dict[str, int] | None = None
+        #: node id -> node of each test of the plan
+        self._node_of = {nodeid: n for n, nodeid in enumerate(plan.nodeids[: plan.item_count])}
         #: the node that started last; its outcome is told to the walker when the next starts
         self._running = -1
 
@@ -55,25 +49,15 @@ class SerialWalk:
                 # decides, when the next test starts
                 return
             self._running = -1
-            self.walker.finish_quietly(running, self.recorder.satisfied(nodeids[running]))
-        node = self._next
-        if node >= self.plan.item_count or nodeids[node] != nodeid:
-            found = self._find(nodeid)
-            if found is None:
-                return
-            node = found
-        self._next = node + 1
-        if self.walker.start_if_ready(node):
+            self.walker.finish(running, self.recorder.satisfied(nodeids[running]))
+        node = self._node_of.get(nodeid)
+        if node is None:
+            return  # not in the plan
+        if self.walker.is_ready(node):
+            self.walker.start(node)
             self._running = node
             return
         self._hold_back(item, node)
-
-    def _find(self, nodeid: str) -> int | None:
-        """The node of a test that does not come in plan order (None: not in the plan)."""
-        if self._node_of is None:
-            plan = self.plan
-            self._node_of = {n: i for i, n in enumerate(plan.nodeids[: plan.item_count])}
-        return self._node_of.get(nodeid)
 
     def _hold_back(self, item: pytest.Item, node: int) -> None:
         """Fail or skip a test that may not start: broken, skipped, or not ready."""
@@ -101,8 +85,8 @@ class SerialWalk:
 def _skip(item: pytest.Item, reason: str) -> None:
     """Skip ``item`` at its own location, as skip markers do; at ours when pytest knows no line
     of it (an item of another plugin without ``reportinfo``: pytest would stop on it)."""
-    if _Skipped is not None and _known_line(item):
-        raise _Skipped(reason, _use_item_location=True)
+    if _known_line(item):
+        skip_at_test(reason)
     pytest.skip(reason)
 
 

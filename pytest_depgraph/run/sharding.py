@@ -21,7 +21,8 @@ from pytest_depgraph.core.shard import seconds as _seconds
 from pytest_depgraph.options import Settings
 from pytest_depgraph.run import durations
 from pytest_depgraph.run.role import role
-from pytest_depgraph.run.state import PLAN_ATTRIBUTE, session_state
+from pytest_depgraph.run.state import session_state
+from pytest_depgraph.words import tests
 
 #: ``workerinput`` key of the durations the controller hands its workers
 WORKERINPUT_DURATIONS = "depgraph_durations"
@@ -91,25 +92,19 @@ class ShardHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        """The first worker's plan: warn once about oversized groups; keep the plan for the
-        summary when no depgraph scheduler will (another ``--dist`` mode)."""
+        """The first worker's plan (the controller's, kept by ``xdist_hooks``' hook, which
+        runs first): warn once about oversized groups."""
         if self._reported:
             return
         self._reported = True
         from pytest_depgraph.run.controller_warnings import record_warning
-        from pytest_depgraph.run.xdist_hooks import walks
 
-        text = getattr(node, PLAN_ATTRIBUTE, None)
-        try:
-            plan = None if text is None else Plan.from_json(text)
-        except ValueError:
-            return  # the scheduler reports mismatched versions
+        plans = session_state(node.config).controller
+        plan = None if plans is None else plans.first_plan()
         if plan is None or plan.shard is None:
             return
         for _, message in oversized_warnings(plan.shard):
             record_warning(node.config, message)
-        if not walks(node.config):
-            session_state(node.config).plan = plan
 
 
 def apply(
@@ -163,7 +158,7 @@ def oversized_warnings(info: ShardInfo) -> list[tuple[str, str]]:
     return [
         (
             first,
-            f"depgraph: shard {info.index}/{info.count} holds a group of {_tests(size)} that "
+            f"depgraph: shard {info.index}/{info.count} holds a group of {tests(size)} that "
             f"depend on each other, expected to take {_seconds(seconds)}, more than the ideal "
             f"share of {ideal}: no split can end sooner than this group. Its first test: "
             f"{first}",
@@ -184,6 +179,3 @@ def exit_status(session: pytest.Session, plan: Plan | None) -> None:
     ):
         session.exitstatus = pytest.ExitCode.OK
 
-
-def _tests(count: int) -> str:
-    return "1 test" if count == 1 else f"{count} tests"

@@ -2,13 +2,15 @@
 
 Every hook, plugin object and output reads what the session knows through
 :func:`session_state`: the settings, the node-id selection, the plan, the outcomes, the skips,
-the values between tests, and on the xdist controller the scheduler and its walk statistics.
+the values between tests, and on the xdist controller the keeper of the workers' plans, the
+scheduler and its walk statistics.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import InitVar, dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
@@ -24,17 +26,35 @@ if TYPE_CHECKING:  # types only: the timeline is the controller's, at the end of
     from pytest_depgraph.core.timeline import WalkStats
 
 
+class Planning(Protocol):
+    """What the session's hooks and outputs read from the xdist controller's plan keeper
+    (:class:`~pytest_depgraph.run.controller.Controller`), named here without importing it:
+    it reads and writes this state."""
+
+    #: collection errors of the plan that stopped the run
+    errors: int
+
+    def received(self, node: Any, plan: str | None, locations: object = None) -> None:
+        """A worker sent its plan (execnet's receiver thread)."""
+
+    def collected(self, node: Any, collection: Sequence[str]) -> None:
+        """A worker collected."""
+
+    def first_plan(self) -> Plan | None:
+        """The first worker's plan, else its tests without edges."""
+
+
 class Walking(Protocol):
     """What the session's hooks read from the xdist scheduler
-    (:class:`~pytest_depgraph.run.scheduler.WalkScheduling`), named here without importing
-    it: it imports xdist's scheduling modules, which only a controller that walks needs."""
-
-    #: how many collection errors the workers' plans hold (the run stops on any)
-    plan_errors: int
+    (:class:`~pytest_depgraph.run.scheduler.DepGraphScheduling`), named here without importing
+    it: it imports the dispatch policy, which only a controller that walks needs."""
 
     @property
     def walking(self) -> bool:
         """Whether the walk runs the tests (not aborted, not handed over to xdist)."""
+
+    def note_held(self, node: Any, index: int) -> None:
+        """A worker ran a test with its teardown deferred (execnet's receiver thread)."""
 
     def walk_stats(self) -> WalkStats | None:
         """Statistics of the walk, once it ran."""
@@ -51,19 +71,22 @@ class SessionState:
     compat: CompatSettings
     #: folded outcomes of every test seen by this process (on the xdist controller: all tests)
     recorder: OutcomeRecorder = field(default_factory=OutcomeRecorder)
+    #: the test whose run protocol runs now in this process (:mod:`pytest_depgraph.run.recording`)
+    running: pytest.Item | None = None
     #: tests skipped by an unsatisfied dependency: node id -> root cause node id
     skips: dict[str, str] = field(default_factory=dict)
-    #: every collected test in the order pytest collected it (see :func:`keep_collected`)
-    collected: list[pytest.Item] = field(default_factory=list)
     #: node ids given as arguments, widened to their files (None: none given, or a controller)
     selection: NodeIdSelection | None = None
     #: the plan built after collection (serial session and every xdist worker); on the
-    #: controller the workers' agreed plan, or the first worker's
+    #: controller the workers' agreed plan, or the first worker's (written by the controller
+    #: only, :mod:`pytest_depgraph.run.controller`)
     plan: Plan | None = None
     #: the durations a shard split weighs, node id -> seconds (loaded when first needed)
     durations: dict[str, float] | None = None
     #: the node ids this process kept of a sharded collection, and the shard they are
     kept_shard: tuple[frozenset[str], ShardInfo] | None = None
+    #: the xdist controller's keeper of the workers' plans (controller only)
+    controller: Planning | None = None
     #: the xdist scheduler of this session, once xdist asked for it (controller only)
     scheduler: Walking | None = None
     #: statistics of the parallel walk (xdist controller only)
@@ -80,14 +103,6 @@ class SessionState:
 
 _KEY = pytest.StashKey[SessionState]()
 
-#: ``WorkerController`` attribute where the receiver thread leaves the worker's plan text
-PLAN_ATTRIBUTE = "_depgraph_plan"
-#: ``WorkerController`` attribute where it leaves the items' locations, when it sent them
-LOCATIONS_ATTRIBUTE = "_depgraph_locations"
-#: ``WorkerController`` attribute: the set of the indices of the tests the worker held (ran
-#: with their teardown deferred) whose completion the scheduler has not taken yet
-HELD_ATTRIBUTE = "_depgraph_held"
-
 
 def start_session_state(
     config: pytest.Config, settings: Settings, compat: CompatSettings
@@ -100,22 +115,6 @@ def start_session_state(
 def session_state(config: pytest.Config) -> SessionState:
     """The session's state (made by the plugin's ``pytest_configure``)."""
     return config.stash[_KEY]
-
-
-def keep_collected(state: SessionState, collected: list[pytest.Item]) -> None:
-    """Keep the tests, in the order they were collected, in a list older than ``session.items``.
-
-    CPython's cyclic garbage collector keeps the objects it tracks in a linked list, and a
-    full collection re-links an object it finds alive through a container in the order that
-    container lists it. The tests were made, and lie in memory, in collection order; once they
-    run in dependency order, ``session.items`` would re-link them, and everything they hold, in
-    run order, scattered across memory, and every later full collection (the interpreter runs
-    several at exit) would pay a cache miss for nearly each of them. This list is made with the
-    session's state, before ``session.items``, so the collector reaches the tests through it
-    first and they keep the order they lie in. The tests stay alive for the session anyway
-    (pytest's summary keeps the deselected ones).
-    """
-    state.collected[:] = collected
 
 
 def find_session_state(config: pytest.Config) -> SessionState | None:

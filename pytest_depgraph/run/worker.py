@@ -15,7 +15,9 @@ a deadlock.
 What we do
 ----------
 On workers driven by the depgraph scheduler, the interactor's ``run_one_test`` is replaced
-(an instance attribute; version-checked, see :func:`install`). The replacement *peeks* at the
+(an instance attribute; version-checked: every touch of xdist's worker goes through
+:class:`~pytest_depgraph.hosts.xdist.WorkerLoop`, and of pytest's setup stack through
+:mod:`pytest_depgraph.hosts.pytest`). The replacement *peeks* at the
 queue without blocking:
 
 * the next index is already queued: exactly xdist's behaviour (``nextitem`` = that test);
@@ -59,13 +61,15 @@ with an INTERNALERROR and take the teardown error with it.
 
 from __future__ import annotations
 
-import contextlib
 import time
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pytest
 
 from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
+from pytest_depgraph.hosts import pytest as host
+from pytest_depgraph.hosts.xdist import WorkerLoop, send_event, worker_loop
 
 #: custom channel event carrying the worker's plan as one JSON string (or None)
 PLAN_EVENT = "depgraph_plan"
@@ -77,24 +81,6 @@ SETTLED_EVENT = "depgraph_settled"
 #: controller -> worker: finish the held test's teardown towards the test ``towards``
 TEARDOWN_COMMAND = "depgraph_teardown"
 
-_XDIST_TOO_OLD = (
-    "pytest-depgraph needs pytest-xdist >= 3.7, < 4 to run tests in dependency order on "
-    "workers; this worker's xdist lacks {missing}. Upgrade pytest-xdist "
-    "(pip install 'pytest-xdist>=3.7,<4') or run without -n / --depgraph-parallelism."
-)
-
-
-def find_interactor(config: pytest.Config) -> Any:
-    """xdist's ``WorkerInteractor`` of this worker.
-
-    It is exec'd as ``__channelexec__`` source and registered without a name, so it is found by
-    class name, not ``isinstance``.
-    """
-    for plugin in config.pluginmanager.get_plugins():
-        if type(plugin).__name__ == "WorkerInteractor":
-            return plugin
-    raise RuntimeError(_XDIST_TOO_OLD.format(missing="a registered WorkerInteractor"))
-
 
 def send_plan(
     config: pytest.Config, plan: Plan | None, places: bool = True, locations: bool = False
@@ -103,64 +89,43 @@ def send_plan(
     without ``places`` when the controller does not show where edges were declared; with the
     items' ``locations`` beside it (not in it) when the controller asked this worker for
     them."""
-    find_interactor(config).sendevent(
+    send_event(
+        config,
         PLAN_EVENT,
-        plan=None if plan is None else plan.to_json(places=places, locations=False),
+        plan=None if plan is None else plan.to_json(places=places),
         locations=plan.locations if locations and plan is not None else None,
         protocol=PROTOCOL_VERSION,
     )
 
 
 def install(config: pytest.Config) -> None:
-    """Replace the interactor's ``run_one_test`` with :class:`OneAtATime` (before the run loop).
+    """Run each test with :class:`OneAtATime` (before the run loop), and take the controller's
+    requests to finish a held test's teardown.
 
-    Raises RuntimeError naming what is missing when xdist's internals are not the ones this
-    relies on (``TestQueue.lock`` and ``Marker.SHUTDOWN`` appeared in xdist 3.7).
+    Raises RuntimeError naming what is missing when xdist's worker is not the one this relies
+    on (:func:`~pytest_depgraph.hosts.xdist.worker_loop`).
     """
-    interactor = find_interactor(config)
-    run_one_test = getattr(interactor, "run_one_test", None)
-    torun = getattr(interactor, "torun", None)
-    namespace = getattr(getattr(run_one_test, "__func__", None), "__globals__", {})
-    marker = getattr(namespace.get("Marker"), "SHUTDOWN", None)
-    for missing, present in (
-        ("WorkerInteractor.run_one_test", run_one_test is not None),
-        ("WorkerInteractor.torun.lock()", callable(getattr(torun, "lock", None))),
-        ("WorkerInteractor.sendevent", callable(getattr(interactor, "sendevent", None))),
-        ("Marker.SHUTDOWN", marker is not None),
-    ):
-        if not present:
-            raise RuntimeError(_XDIST_TOO_OLD.format(missing=missing))
-    one_at_a_time = OneAtATime(interactor, marker)
-    interactor.run_one_test = one_at_a_time.run_one_test
-    original = interactor.handle_command
-
-    def handle_command(command: Any) -> None:
-        # execnet's receiver thread: the request joins the queue the main thread waits on
-        if isinstance(command, tuple) and len(command) == 2 and command[0] == TEARDOWN_COMMAND:
-            interactor.torun.put(_Teardown(command[1]["towards"]))
-            return
-        original(command)
-
-    interactor.handle_command = handle_command
+    loop = worker_loop(config)
+    one_at_a_time = OneAtATime(loop)
+    loop.run_tests_with(one_at_a_time.run_one_test)
+    # execnet's receiver thread: the request joins the queue the main thread waits on
+    loop.on_command(TEARDOWN_COMMAND, lambda kwargs: loop.put(_Teardown(kwargs["towards"])))
     config.pluginmanager.register(one_at_a_time, "depgraph-one-at-a-time")
 
 
+@dataclass(frozen=True)
 class _Teardown:
     """A controller's request, queued among the test indices: finish the held test's teardown
     towards test ``towards``."""
 
-    __slots__ = ("towards",)
-
-    def __init__(self, towards: int) -> None:
-        self.towards = towards
+    towards: int
 
 
 class OneAtATime:
     """``run_one_test`` that never waits for a second test; higher-scope teardown is deferred."""
 
-    def __init__(self, interactor: Any, shutdown: object) -> None:
-        self.interactor = interactor
-        self.shutdown = shutdown
+    def __init__(self, loop: WorkerLoop) -> None:
+        self.loop = loop
         #: index of the last test run with ``nextitem=item.parent``: its scopes are still set up
         self.held: int | None = None
         #: whether the controller was told that the held test's deferred teardown was reported
@@ -168,15 +133,13 @@ class OneAtATime:
         #: the held test while its deferred teardown runs (see :meth:`pytest_runtest_protocol`)
         self._deferring: pytest.Item | None = None
         #: the ``funcargs`` and ``_request`` of the test whose teardown began last
-        self._request_state: tuple[pytest.Item, object, object] | None = None
+        self._request_state: host.RequestState | None = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> None:
         # The last attempt's objects (pytest-rerunfailures makes new ones per attempt): pytest
         # unbinds them when the protocol ends, the held test needs them back for its report.
-        self._request_state = (
-            item, getattr(item, "funcargs", None), getattr(item, "_request", None)
-        )
+        self._request_state = host.request_state(item)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(
@@ -187,9 +150,9 @@ class OneAtATime:
         if item is not self._deferring:
             return None
         self._deferring = None
-        config: pytest.Config = self.interactor.config
+        config = self.loop.config
         done = pytest.CallInfo.from_call(
-            lambda: self._deferred_teardown(config, item.session, item, nextitem),
+            lambda: self._deferred_teardown(config, item, nextitem),
             when="teardown",
             reraise=(pytest.exit.Exception, KeyboardInterrupt),
         )
@@ -204,74 +167,63 @@ class OneAtATime:
         return True
 
     def run_one_test(self) -> None:
-        interactor = self.interactor
-        session: pytest.Session = interactor.session
+        loop = self.loop
+        session = loop.session
         items = session.items
-        index: int = interactor.nextitem_index
+        index: int = loop.next_index()
         item = items[index]
         if self.held is not None:
             self._finish_held(item)
-        interactor.item_index = index
-        with interactor.torun.lock() as queue:
-            following = queue.popleft() if queue else None
-            if isinstance(following, _Teardown):  # not for this test: after it
-                queue.appendleft(following)
-                following = None
+        loop.announce(index)
+        following = loop.take_queued()
+        if isinstance(following, _Teardown):  # not for this test: after it
+            loop.put_back(following)
+            following = None
         nextitem: Any
         if following is None:
             nextitem = item.parent
-        elif following is self.shutdown:
+        elif following is loop.shutdown:
             nextitem = None
         else:
             nextitem = items[following]
 
         self._request_state = None
         start = time.perf_counter()
-        interactor.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        loop.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         duration = time.perf_counter() - start
 
         if following is not None:
-            interactor.sendevent("runtest_protocol_complete", item_index=index, duration=duration)
-            interactor.nextitem_index = following
+            loop.send("runtest_protocol_complete", item_index=index, duration=duration)
+            loop.set_next_index(following)
             return
         self.held, self.settled = index, False
-        self._keep_request(item)
-        interactor.sendevent(HELD_EVENT, item_index=index)
-        interactor.sendevent("runtest_protocol_complete", item_index=index, duration=duration)
+        host.give_back_request(item, self._request_state)
+        self._request_state = None
+        loop.send(HELD_EVENT, item_index=index)
+        loop.send("runtest_protocol_complete", item_index=index, duration=duration)
         if session.shouldfail or session.shouldstop:
             # xdist's loop ends right after this call: finish the teardown now
             self._finish_held(None)
-            interactor.nextitem_index = self.shutdown
+            loop.set_next_index(loop.shutdown)
             return
-        following = interactor.torun.get()
+        following = loop.wait()
         while isinstance(following, _Teardown):
             self._finish_held(items[following.towards], partly=True)
-            following = interactor.torun.get()
-        interactor.nextitem_index = following
-        if following is self.shutdown:
+            following = loop.wait()
+        loop.set_next_index(following)
+        if following is loop.shutdown:
             self._finish_held(None)
-
-    def _keep_request(self, item: pytest.Item) -> None:
-        """Give the held test back what pytest dropped, for the report of its deferred teardown."""
-        state, self._request_state = self._request_state, None
-        if state is None or state[0] is not item or not hasattr(item, "_request"):
-            return
-        _, funcargs, request = state
-        if getattr(item, "funcargs", None) is None and funcargs is not None:
-            item.funcargs = funcargs  # type: ignore[attr-defined]
-            item._request = request
 
     def _finish_held(self, nextitem: pytest.Item | None, partly: bool = False) -> None:
         """Tear the held test down towards ``nextitem``; report an error against the held test;
         tell the controller it settled. ``partly``: the worker's next test is not known yet,
         so the held test stays held with the scopes it shares with ``nextitem``."""
-        interactor = self.interactor
-        session: pytest.Session = interactor.session
+        loop = self.loop
         held = self.held
         assert held is not None
-        previous = session.items[held]
-        interactor.item_index = held
-        config: pytest.Config = interactor.config
+        previous = loop.session.items[held]
+        loop.announce(held)
+        config = loop.config
         self._deferring = previous
         try:
             done = pytest.CallInfo.from_call(
@@ -287,32 +239,21 @@ class OneAtATime:
             self._deferring = None
             if not partly:
                 self.held = None
-                if hasattr(previous, "_request"):  # what pytest does at the end of the protocol
-                    previous._request = False
-                    previous.funcargs = None  # type: ignore[attr-defined]
+                host.drop_request(previous)  # what pytest does at the end of the protocol
         if not self.settled:
             self.settled = True
-            interactor.sendevent(SETTLED_EVENT, item_index=held)
+            loop.send(SETTLED_EVENT, item_index=held)
 
     def _deferred_teardown(
-        self,
-        config: pytest.Config,
-        session: pytest.Session,
-        previous: pytest.Item,
-        nextitem: pytest.Item | None,
+        self, config: pytest.Config, previous: pytest.Item, nextitem: pytest.Item | None
     ) -> pytest.TestReport | None:
         """Run the deferred teardown; its error report, or None when it passed."""
-        capture = config.pluginmanager.getplugin("capturemanager")
-        guard = (
-            capture.item_capture("teardown", previous)
-            if capture is not None
-            else contextlib.nullcontext()
-        )
-        setupstate = session._setupstate
         reraise = (pytest.exit.Exception, KeyboardInterrupt)
-        with guard:
+        with host.capture(config, "teardown", previous):
             call = pytest.CallInfo.from_call(
-                lambda: setupstate.teardown_exact(nextitem), when="teardown", reraise=reraise
+                lambda: host.teardown_towards(previous, nextitem),
+                when="teardown",
+                reraise=reraise,
             )
         if call.excinfo is None:
             return None

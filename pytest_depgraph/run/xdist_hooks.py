@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
-from pytest_depgraph.core.units import MODES as UNIT_MODES
-from pytest_depgraph.run import channel_values, durations, worker
+from pytest_depgraph.hosts import xdist
+from pytest_depgraph.run import channel_values, durations, units, worker
+from pytest_depgraph.run.controller import controller
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.role import (
     WORKERINPUT_KEY,
@@ -29,16 +30,9 @@ from pytest_depgraph.run.role import (
     role,
     sends_locations,
 )
-from pytest_depgraph.run.state import (
-    HELD_ATTRIBUTE,
-    LOCATIONS_ATTRIBUTE,
-    PLAN_ATTRIBUTE,
-    session_state,
-)
+from pytest_depgraph.run.state import session_state
+from pytest_depgraph.words import plural
 
-MIN_XDIST = (3, 7)
-#: ``--dist`` modes the depgraph scheduler runs: tests one by one, or whole work units
-WALKED_MODES = ("load", "worksteal", "loadfile", "loadscope", "loadgroup")
 _NAME = "depgraph-xdist"
 
 
@@ -54,28 +48,18 @@ def register(config: pytest.Config) -> None:
     config.pluginmanager.register(XdistHooks(), _NAME)
 
 
-def xdist_version() -> tuple[int, ...]:
-    """The installed pytest-xdist version as integers (0 when unknown)."""
-    try:
-        import xdist  # type: ignore[import-untyped]
-    except ImportError:
-        return (0,)
-    numbers = re.findall(r"\d+", str(getattr(xdist, "__version__", "0")))[:3]
-    return tuple(int(n) for n in numbers) or (0,)
-
-
 def shows_places(config: pytest.Config) -> bool:
     """Whether this controller shows where edges were declared: in the DOT file, the run
     report, or an error of a ``--dist`` unit. Otherwise its workers leave that out of their
     plans (:meth:`~pytest_depgraph.core.plan.Plan.to_json`): it reads the source of every
     declaration."""
     settings = session_state(config).settings
-    return bool(settings.dot or settings.report) or config.getoption("dist", "no") in UNIT_MODES
+    return bool(settings.dot or settings.report) or units.has_units(config.getoption("dist", "no"))
 
 
 def walks(config: pytest.Config) -> bool:
     """Whether this controller's tests are scheduled by :class:`DepGraphScheduling`."""
-    return role(config) is Role.CONTROLLER and config.getoption("dist", "no") in WALKED_MODES
+    return role(config) is Role.CONTROLLER and units.walked(config.getoption("dist", "no"))
 
 
 class XdistHooks:
@@ -96,10 +80,10 @@ class XdistHooks:
         distributing = bool(config.getoption("numprocesses", None)) or (
             parallelism is not None and parallelism > 1
         )
-        if distributing and xdist_version() < MIN_XDIST:
+        if distributing and xdist.version() < xdist.MIN_VERSION:
             raise pytest.UsageError(
                 "pytest-depgraph needs pytest-xdist >= 3.7, < 4 for -n / --depgraph-parallelism; "
-                f"found {'.'.join(map(str, xdist_version()))}. "
+                f"found {'.'.join(map(str, xdist.version()))}. "
                 "Upgrade it: pip install 'pytest-xdist>=3.7,<4'"
             )
         if (
@@ -111,12 +95,8 @@ class XdistHooks:
             and not config.getoption("usepdb", False)
             and this is Role.SERIAL  # not already an xdist controller
         ):
-            # what xdist's pytest_cmdline_main does for -n N; its pytest_configure (trylast)
-            # has not run yet, so the session it creates starts N workers
-            config.option.numprocesses = parallelism
-            config.option.tx = ["popen"] * parallelism
-            if config.getoption("dist") == "no":
-                config.option.dist = "load"
+            # xdist's pytest_configure (trylast) has not run yet: its session starts them
+            xdist.start_workers(config, parallelism)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -133,36 +113,29 @@ class XdistHooks:
             "locations": locations,
         }
         # xdist drops a node on an unknown event: take ours out of the stream first. This runs
-        # in execnet's receiver thread, so it only stores what came; the scheduler reads it.
-        original = node.process_from_remote
+        # in execnet's receiver thread, so it only hands on what came; the main thread reads it.
         state = session_state(node.config)
+        plans = controller(node.config)
         relay = state.relay
-        held: set[int] = set()
-        setattr(node, HELD_ATTRIBUTE, held)
 
-        def process_from_remote(eventcall: Any) -> None:
-            name = eventcall[0] if isinstance(eventcall, tuple) and eventcall else None
+        def take(name: str, kwargs: dict[str, Any]) -> bool:
             if name == worker.PLAN_EVENT:
-                setattr(node, PLAN_ATTRIBUTE, eventcall[1].get("plan"))
-                setattr(node, LOCATIONS_ATTRIBUTE, eventcall[1].get("locations"))
-                return
+                plans.received(node, kwargs.get("plan"), kwargs.get("locations"))
+                return True
             if name == worker.HELD_EVENT:
                 # comes just before the test's runtest_protocol_complete, on the same channel
-                held.add(eventcall[1]["item_index"])
-                return
+                if state.scheduler is not None:
+                    state.scheduler.note_held(node, kwargs["item_index"])
+                return True
             if name == worker.SETTLED_EVENT:
                 # the scheduler takes it in the main thread, as a second completion of the test
                 # (xdist's own scheduler, when the walk handed the run over, never sees it)
-                scheduler = state.scheduler
-                if scheduler is not None and scheduler.walking:
-                    index = eventcall[1]["item_index"]
-                    original(("runtest_protocol_complete", {"item_index": index, "duration": 0.0}))
-                return
-            if channel_values.take_event(relay, node, eventcall):
-                return
-            original(eventcall)
+                if state.scheduler is not None and state.scheduler.walking:
+                    xdist.forward_completion(node, kwargs["item_index"])
+                return True
+            return channel_values.take_event(relay, node, name, kwargs)
 
-        node.process_from_remote = process_from_remote
+        xdist.take_events(node, take)
 
     @pytest.hookimpl(tryfirst=True, optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
@@ -173,25 +146,18 @@ class XdistHooks:
             return DepGraphScheduling(config, log)
         return None
 
-    @pytest.hookimpl(optionalhook=True)
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        if self._warned or walks(node.config):
-            return
-        text = getattr(node, PLAN_ATTRIBUTE, None)
-        if text is None:
+        # first: the other hooks (shards, the run report) read the first worker's plan
+        config = node.config
+        controller(config).collected(node, ids)
+        plan = session_state(config).plan
+        if self._warned or walks(config) or plan is None:
             return
         self._warned = True
-        try:
-            plan = Plan.from_json(text)
-        except ValueError:
-            return
-        # no scheduler of ours keeps the plan: the first worker's is the summary's
-        state = session_state(node.config)
-        if state.plan is None:
-            state.plan = plan
-        message = unhonoured_message(plan, str(node.config.getoption("dist")))
+        message = unhonoured_message(plan, str(config.getoption("dist")))
         if message:
-            record_warning(node.config, message, dist_location(node.config))
+            record_warning(config, message, dist_location(config))
 
     @pytest.hookimpl(wrapper=True, optionalhook=True)
     def pytest_handlecrashitem(
@@ -209,10 +175,9 @@ class XdistHooks:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         result = yield
-        scheduler = session_state(session.config).scheduler
-        if scheduler is not None and scheduler.plan_errors:
-            n = scheduler.plan_errors
-            raise session.Interrupted(f"{n} error{'s' if n != 1 else ''} during collection")
+        plans = session_state(session.config).controller
+        if plans is not None and plans.errors:
+            raise session.Interrupted(f"{plural(plans.errors, 'error')} during collection")
         return result
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

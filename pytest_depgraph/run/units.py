@@ -1,6 +1,11 @@
-"""xdist's work units (``--dist loadfile``, ``loadscope``, ``loadgroup``) as pinned groups.
+"""The ``--dist`` modes the plugin walks, and xdist's work units as pinned groups.
 
-A suite that uses one of these modes shares state within a unit (a file; a class, else a
+:data:`MODES` is the one table of ``--dist`` modes: those the depgraph scheduler runs, each
+with xdist's own scheduler for a run with nothing to walk, and for ``loadfile``,
+``loadscope`` and ``loadgroup`` what a unit is. Any other mode (``each``, ``no``, a plugin's)
+is xdist's alone.
+
+A suite that uses a mode with units shares state within a unit (a file; a class, else a
 module; an ``xdist_group``) and expects each unit to run whole on one worker, in its own order.
 :func:`bind_units` makes each unit of the plan a pinned group (the walker binds it to the worker
 that starts it), chains its tests with AFTER edges in plan order, and makes its first test wait
@@ -12,8 +17,11 @@ is returned as an error naming the tests and edges that tie the units.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from pytest_depgraph.collect.compat.names import ORDINAL
 from pytest_depgraph.core.graph import (
     Edge,
     Graph,
@@ -26,17 +34,6 @@ from pytest_depgraph.core.plan import Plan
 
 #: origin kind of the edges that keep a unit whole
 UNIT = "unit"
-#: the ``--dist`` modes whose units are bound here
-MODES = ("loadfile", "loadscope", "loadgroup")
-#: origin kind of the edges between pytest-order's position groups (``collect.compat`` names
-#: it; ``core`` cannot import it from there)
-_ORDINAL = "ordinal"
-#: what a unit is, in a user's words: (one, many)
-_UNIT_WORDS = {
-    "loadfile": ("file", "files"),
-    "loadscope": ("class or module", "classes and modules"),
-    "loadgroup": ("xdist_group", "xdist_groups"),
-}
 
 
 def _file(nodeid: str) -> str:
@@ -57,15 +54,47 @@ def _group(nodeid: str) -> str:
     return nodeid
 
 
-def unit_of(dist: str) -> Callable[[str], str]:
-    """The unit a node id belongs to under ``--dist {dist}``, as xdist defines it."""
-    return {"loadfile": _file, "loadscope": _scope, "loadgroup": _group}[dist]
+@dataclass(frozen=True)
+class Mode:
+    """What the plugin does under one ``--dist`` mode."""
+
+    #: xdist's own scheduler for the mode (a class of ``xdist.scheduler``): it runs a session
+    #: with nothing to walk
+    xdist_scheduler: str
+    #: the unit a node id belongs to, as xdist defines it; None: tests go out one by one
+    unit: Callable[[str], str] | None = None
+    #: what a unit is, in a user's words: (one, many)
+    words: tuple[str, str] = ("test", "tests")
+
+
+#: the ``--dist`` modes the depgraph scheduler runs
+MODES: dict[str, Mode] = {
+    "load": Mode("LoadScheduling"),
+    "worksteal": Mode("WorkStealingScheduling"),
+    "loadfile": Mode("LoadFileScheduling", _file, ("file", "files")),
+    "loadscope": Mode(
+        "LoadScopeScheduling", _scope, ("class or module", "classes and modules")
+    ),
+    "loadgroup": Mode("LoadGroupScheduling", _group, ("xdist_group", "xdist_groups")),
+}
+
+
+def walked(dist: str) -> bool:
+    """Whether the depgraph scheduler runs the tests under ``--dist {dist}``."""
+    return dist in MODES
+
+
+def has_units(dist: str) -> bool:
+    """Whether ``--dist {dist}`` sends whole units (files, scopes, groups) to one worker."""
+    mode = MODES.get(dist)
+    return mode is not None and mode.unit is not None
 
 
 def _units(plan: Plan, dist: str) -> list[str]:
     """The unit of every item; for loadgroup the plan's ``xdist_group`` names count too (the
     workers could not add them to the node ids)."""
-    unit = unit_of(dist)
+    unit = MODES[dist].unit
+    assert unit is not None
     names = [unit(nodeid) for nodeid in plan.nodeids[: plan.item_count]]
     if dist == "loadgroup":
         for node, group in plan.xdist_groups.items():
@@ -73,15 +102,16 @@ def _units(plan: Plan, dist: str) -> list[str]:
     return names
 
 
-def bind_units(plan: Plan, dist: str) -> list[tuple[str, str]]:
-    """Make every unit of ``plan`` (under ``--dist {dist}``) a pinned group that starts once
-    all it depends on outside it finished; return an error per cycle between units, as
-    (the file to report it under, the message).
+def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
+    """``plan`` with every unit (under ``--dist {dist}``) a pinned group that starts once all
+    it depends on outside it finished, and an error per cycle between units, as (the file to
+    report it under, the message).
 
     Existing pinned groups (:mod:`pytest_depgraph.collect.pinning`) are merged with the units they
     touch. pytest-order's position edges between units that wait for each other are dropped,
-    with a warning in ``plan.warnings``. Replaces ``plan.graph`` and ``plan.pinned``; on a
-    cycle, only adds the errors to ``plan.errors``. O(V + E).
+    with a warning in the plan's ``warnings``. On a cycle, the plan returned is ``plan`` with
+    the errors added to its ``errors`` (its graph stays: the summary and the DOT file read it).
+    ``plan`` itself is left as it is. O(V + E).
     """
     count = plan.item_count
     names: dict[str, int] = {}
@@ -126,7 +156,6 @@ def bind_units(plan: Plan, dist: str) -> list[tuple[str, str]]:
                     f"{plan.nodeids[node]} depends on {plan.nodeids[dependency]} "
                     f"({edge.origin.describe()})",
                 )))
-    # on a copy: a plan with a cycle must stay as it was (the summary and DOT still read it)
     bound = graph.relabel(range(graph.size))
     bound.add_edges(edges)
     unit_name = {node: label[root] for root, nodes in members.items() for node in nodes}
@@ -136,19 +165,26 @@ def bind_units(plan: Plan, dist: str) -> list[tuple[str, str]]:
         for loop in find_cycles(bound)
     ]
     if errors:
-        plan.errors.extend(message for _, message in errors)
-        return errors
+        return (
+            dataclasses.replace(plan, errors=[*plan.errors, *(m for _, m in errors)]),
+            errors,
+        )
+    edge_counts, warnings = dict(plan.edge_counts), list(plan.warnings)
     if given_way:
-        left = plan.edge_counts.pop(_ORDINAL, 0) - len(given_way)
+        left = edge_counts.pop(ORDINAL, 0) - len(given_way)
         if left > 0:
-            plan.edge_counts[_ORDINAL] = left
-        plan.warnings.append(_given_way_message(given_way, dist))
+            edge_counts[ORDINAL] = left
+        warnings.append(_given_way_message(given_way, dist))
     if bound.edge_count > graph.edge_count:
-        plan.edge_counts[UNIT] = bound.edge_count - graph.edge_count
-    plan.graph = bound
-    plan.pinned = sorted((nodes for nodes in members.values() if len(nodes) > 1),
-                         key=lambda nodes: nodes[0])
-    return []
+        edge_counts[UNIT] = bound.edge_count - graph.edge_count
+    pinned = sorted((nodes for nodes in members.values() if len(nodes) > 1),
+                    key=lambda nodes: nodes[0])
+    return (
+        dataclasses.replace(
+            plan, graph=bound, pinned=pinned, edge_counts=edge_counts, warnings=warnings
+        ),
+        [],
+    )
 
 
 def _soft_positions(
@@ -167,7 +203,7 @@ def _soft_positions(
     such an ordinal edge.
     """
     table, origin_index = graph.origin_indexes()
-    ordinal = {i for i, origin in enumerate(table) if origin.kind == _ORDINAL}
+    ordinal = {i for i, origin in enumerate(table) if origin.kind == ORDINAL}
     if not ordinal:
         return graph, []
     dependents, dependencies, _ = graph.columns()
@@ -234,7 +270,7 @@ def _given_way_message(given_way: list[Origin], dist: str) -> str:
         return (path, int(line)) if line.isdigit() else (where, 0)
 
     places = sorted({origin.where for origin in given_way if origin.where}, key=place)
-    one, many = _UNIT_WORDS[dist]
+    one, many = MODES[dist].words
     first = f"{places[0]}: " if places else ""
     markers = ", ".join(places) if places else "(places not known)"
     return (

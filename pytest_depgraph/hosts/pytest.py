@@ -1,0 +1,117 @@
+"""pytest's internals behind one door each: teardown and capture of a held test, skips at the
+test's place, ``--lf``'s books and the terminal's counts.
+
+Checked against pytest 8 and 9. What pytest documents (its hooks, ``pytest.CallInfo``,
+``pytest.TestReport``, the terminal reporter's ``stats`` and ``write_line``) is used where it is
+needed, not here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Collection
+from typing import Any, NoReturn
+
+import pytest
+
+#: what pytest keeps of a test's fixtures until the end of its run protocol
+RequestState = tuple[pytest.Item, object, object]
+
+
+# -- a held test on an xdist worker --------------------------------------------------------
+
+
+def teardown_towards(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Tear down what the session's setup stack holds that ``nextitem`` does not share (all
+    of it for None): ``session._setupstate.teardown_exact(nextitem)`` (``runner.py``), what
+    pytest's own teardown phase of ``item`` runs."""
+    item.session._setupstate.teardown_exact(nextitem)
+
+
+def capture(
+    config: pytest.Config, when: str, item: pytest.Item
+) -> contextlib.AbstractContextManager[Any]:
+    """Capture output as pytest captures the phase ``when`` of ``item`` (the capture
+    manager's ``item_capture``, ``capture.py``); nothing when capturing is off
+    (``-p no:capture``)."""
+    manager = config.pluginmanager.getplugin("capturemanager")
+    if manager is None:
+        return contextlib.nullcontext()
+    captured: contextlib.AbstractContextManager[Any] = manager.item_capture(when, item)
+    return captured
+
+
+def request_state(item: pytest.Item) -> RequestState:
+    """What ``item`` holds of its fixtures now (``funcargs`` and ``_request``), for
+    :func:`give_back_request`: pytest drops both at the end of a test's run protocol
+    (``runner.py``'s ``runtestprotocol``)."""
+    return item, getattr(item, "funcargs", None), getattr(item, "_request", None)
+
+
+def give_back_request(item: pytest.Item, state: RequestState | None) -> None:
+    """Give ``item`` back what :func:`request_state` kept of it, when pytest has dropped it
+    since (plugins read them when they make a report: pytest-benchmark does)."""
+    if state is None or state[0] is not item or not hasattr(item, "_request"):
+        return
+    _, funcargs, request = state
+    if getattr(item, "funcargs", None) is None and funcargs is not None:
+        item.funcargs = funcargs  # type: ignore[attr-defined]
+        item._request = request
+
+
+def drop_request(item: pytest.Item) -> None:
+    """Drop what ``item`` holds of its fixtures, as pytest does at the end of its run
+    protocol (``_request = False``, ``funcargs = None``)."""
+    if hasattr(item, "_request"):
+        item._request = False
+        item.funcargs = None  # type: ignore[attr-defined]
+
+
+# -- skips ---------------------------------------------------------------------------------
+
+
+def skip_at_test(reason: str) -> NoReturn:
+    """Skip the running test with its own file and line in the report, as skip markers do
+    (``skipping.py`` raises pytest's skip exception with ``_use_item_location=True``, which
+    ``reports.py`` reads); a plain ``pytest.skip`` would name the line that raised it."""
+    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
+# -- --lf and the terminal's counts --------------------------------------------------------
+
+
+def collect_all_for_last_failed(config: pytest.Config) -> None:
+    """Collect every file under ``--lf``: its plugin narrows collection to the files and tests
+    that failed (``cacheprovider.py`` registers ``lfplugin-collwrapper`` and, once it found a
+    failed test's file, ``lfplugin-collskip``); without them it deselects instead."""
+    for name in ("lfplugin-collwrapper", "lfplugin-collskip"):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
+
+
+def keep_last_failed(config: pytest.Config, nodeid: str) -> None:
+    """Have ``--lf`` run ``nodeid`` again next time: its plugin's books of the failed tests
+    (``LFPlugin.lastfailed``, written to the cache at the end of the session)."""
+    lfplugin = config.pluginmanager.get_plugin("lfplugin")
+    lastfailed = getattr(lfplugin, "lastfailed", None)
+    if lastfailed is not None:
+        lastfailed[nodeid] = True
+
+
+def uncount_collected(config: pytest.Config, count: int) -> None:
+    """Take ``count`` tests off the terminal's "collected N items" (the reporter's
+    ``_numcollected``, which it adds each collection report's items to)."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if count and isinstance(getattr(terminal, "_numcollected", None), int):
+        terminal._numcollected -= count  # type: ignore[union-attr]
+
+
+def undo_deselection(config: pytest.Config, nodeids: Collection[str]) -> None:
+    """Take the tests ``nodeids`` off the terminal's "N deselected" (its ``stats``)."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    stats = getattr(terminal, "stats", None)
+    if stats and stats.get("deselected"):
+        stats["deselected"] = [i for i in stats["deselected"] if i.nodeid not in nodeids]
+        if not stats["deselected"]:
+            del stats["deselected"]

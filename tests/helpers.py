@@ -1,0 +1,115 @@
+"""Helpers shared by the test modules: small graphs and plans made by hand, a walk's oracle,
+and a dispatcher driven through its one API."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from pathlib import Path
+
+import networkx as nx
+
+from pytest_depgraph.core.dispatch import Dispatcher
+from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.plan import Plan
+
+R, A = Kind.REQUIRES, Kind.AFTER
+#: the origin of the edges made here
+M = Origin("marker")
+
+
+def make(size: int, edges: list[tuple[int, int, Kind]]) -> Graph:
+    """A graph of ``size`` nodes with the edges (dependent, dependency, kind)."""
+    graph = Graph(size)
+    for dependent, dependency, kind in edges:
+        graph.add_edge(dependent, dependency, kind, M)
+    return graph
+
+
+def plan_of(
+    nodeids: list[str], edges: list[tuple[int, int]], group: list[int] | None = None
+) -> Plan:
+    """A plan of the tests ``nodeids`` with REQUIRES edges (dependent, dependency), each test
+    its own module's group unless ``group`` says otherwise."""
+    graph = Graph(len(nodeids))
+    for dependent, dependency in edges:
+        graph.add_edge(dependent, dependency, Kind.REQUIRES, Origin("marker", "t.py:1"))
+    modules: dict[str, int] = {}
+    if group is None:
+        group = [modules.setdefault(nodeid.split("::")[0], len(modules)) for nodeid in nodeids]
+    return Plan(nodeids=nodeids, locations=[], graph=graph, group=group,
+                item_count=len(nodeids))
+
+
+def oracle(graph: Graph, failing: set[int], unsatisfied: set[int]) -> set[int]:
+    """The tests a walk skips: those with a REQUIRES dependency unsatisfied (failed, skipped,
+    or unsatisfied from the start)."""
+    g = nx.DiGraph()
+    g.add_nodes_from(range(graph.size))
+    requires: dict[int, list[int]] = {}
+    for dependent, dependency, kind in graph.triples():
+        g.add_edge(dependency, dependent)
+        if kind is R:
+            requires.setdefault(dependent, []).append(dependency)
+    skipped: set[int] = set()
+    bad = failing | unsatisfied
+    for v in nx.topological_sort(g):
+        if v not in unsatisfied and any(d in bad for d in requires.get(v, ())):
+            skipped.add(v)
+            bad.add(v)
+    return skipped
+
+
+def to_nx(graph: Graph, kinds: tuple[Kind, ...] = (R, A)) -> nx.DiGraph:
+    """``graph`` as a networkx graph of its edges of ``kinds``, dependent -> dependency."""
+    g = nx.DiGraph()
+    g.add_nodes_from(range(graph.size))
+    g.add_edges_from((e.dependent, e.dependency) for e in graph.edges() if e.kind in kinds)
+    return g
+
+
+def dispatcher(graph: Graph, workers: Iterable[Hashable] = ("w",), **kwargs: object) -> Dispatcher:
+    """A :class:`Dispatcher` of ``graph`` (``kwargs`` its options) with ``workers`` added."""
+    made = Dispatcher(graph, **kwargs)  # type: ignore[arg-type]
+    for worker in workers:
+        made.add_worker(worker)
+    return made
+
+
+def run_serial(walk: Dispatcher, failing: Iterable[int] = ()) -> list[int]:
+    """Complete what ``walk`` hands out, one test after the other in the order it gives them
+    (``failing`` unsatisfied), until it hands out nothing; return the tests in that order."""
+    bad = set(failing)
+    ran = []
+    while given := walk.assign():
+        for worker, nodes in given:
+            for node in nodes:
+                ran.append(node)
+                walk.complete(worker, node, node not in bad)
+    assert walk.done
+    return ran
+
+
+#: records, for every test whose body runs, "nodeid|worker" into ran.log beside the suite
+RAN_CONFTEST = """
+import os
+import pytest
+
+LOG = os.path.join(os.path.dirname(__file__), "ran.log")
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    with open(LOG, "a") as f:
+        f.write(f"{item.nodeid}|{os.environ.get('PYTEST_XDIST_WORKER', '-')}\\n")
+"""
+
+
+def ran(folder: Path) -> dict[str, str]:
+    """Test name -> the worker that ran its body (``-`` serially), of every test whose body
+    ran in the suite in ``folder`` (:data:`RAN_CONFTEST`)."""
+    log = folder / "ran.log"
+    found: dict[str, str] = {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            nodeid, worker = line.split("|")
+            found[nodeid.rsplit("::", 1)[-1]] = worker
+    return found

@@ -1,0 +1,368 @@
+"""Canaries of the doors to pytest's and xdist's internals (``pytest_depgraph/hosts``).
+
+One test per door: it drives the door against the installed pytest or xdist and fails with a
+message naming the upstream behaviour that changed, so an upgrade that breaks a door says
+which one, before a user's run does.
+"""
+
+from __future__ import annotations
+
+import inspect
+from types import SimpleNamespace
+from typing import Any
+
+import execnet  # type: ignore[import-untyped]
+import pytest
+from xdist import remote  # type: ignore[import-untyped]
+from xdist.dsession import DSession  # type: ignore[import-untyped]
+from xdist.workermanage import WorkerController  # type: ignore[import-untyped]
+
+from pytest_depgraph.hosts import xdist as door
+from pytest_depgraph.run.units import MODES
+
+from .fake_workers import FakeNode
+from .helpers import plan_of
+
+# -- xdist's worker ------------------------------------------------------------------------
+
+
+def _worker(pytester: pytest.Pytester) -> tuple[pytest.Config, Any, list[tuple[str, Any]]]:
+    """A configuration with xdist's real WorkerInteractor on a channel that records what the
+    worker sends."""
+    config = pytester.parseconfig()
+    config.workerinput = {"workerid": "gw0", "testrunuid": "x", "workercount": 1}  # type: ignore[attr-defined]
+    sent: list[tuple[str, Any]] = []
+    channel = SimpleNamespace(
+        gateway=SimpleNamespace(execmodel=execnet.gateway_base.get_execmodel("thread")),
+        send=sent.append,
+        setcallback=lambda *args, **kwargs: None,
+    )
+    interactor = remote.WorkerInteractor(config, channel)
+    return config, interactor, sent
+
+
+def test_the_worker_loop_runs_each_queued_test_until_the_shutdown(
+    pytester: pytest.Pytester,
+) -> None:
+    config, interactor, _ = _worker(pytester)
+    loop = door.worker_loop(config)
+    assert loop.shutdown is remote.Marker.SHUTDOWN, (
+        "xdist's worker no longer queues Marker.SHUTDOWN to end its loop"
+    )
+    ran: list[int] = []
+
+    def run_one_test() -> None:
+        ran.append(loop.next_index())
+        loop.set_next_index(loop.wait())
+
+    loop.run_tests_with(run_one_test)
+    assert door.worker_loop(config).shutdown is loop.shutdown  # found again once replaced
+    loop.put(3)
+    loop.put(4)
+    loop.put(loop.shutdown)
+    interactor.session = SimpleNamespace(shouldfail=False, shouldstop=False)
+    interactor.pytest_runtestloop(interactor.session)
+    assert ran == [3, 4], (
+        "xdist's pytest_runtestloop no longer calls run_one_test for nextitem_index, taken "
+        "from its queue, until Marker.SHUTDOWN"
+    )
+
+
+def test_the_worker_queue_can_be_peeked_without_waiting(pytester: pytest.Pytester) -> None:
+    config, _, _ = _worker(pytester)
+    loop = door.worker_loop(config)
+    assert loop.take_queued() is None
+    loop.put(1)
+    loop.put(2)
+    assert loop.take_queued() == 1
+    loop.put_back(1)
+    assert (loop.wait(), loop.wait()) == (1, 2), (
+        "xdist's TestQueue no longer yields its deque under lock() (it appeared in xdist 3.7)"
+    )
+
+
+def test_the_worker_takes_our_commands_and_passes_on_its_own(pytester: pytest.Pytester) -> None:
+    config, interactor, _ = _worker(pytester)
+    loop = door.worker_loop(config)
+    taken: list[dict[str, Any]] = []
+    loop.on_command("depgraph_x", taken.append)
+    interactor.handle_command(("depgraph_x", {"towards": 2}))
+    interactor.handle_command(("runtests", {"indices": [5, 6]}))
+    assert taken == [{"towards": 2}]
+    assert (loop.wait(), loop.wait()) == (5, 6), (
+        "xdist's worker no longer takes the controller's commands in handle_command "
+        "(runtests queues the indices)"
+    )
+
+
+def test_the_worker_names_the_running_test_in_its_reports(pytester: pytest.Pytester) -> None:
+    config, interactor, sent = _worker(pytester)
+    loop = door.worker_loop(config)
+    interactor.session = SimpleNamespace(items=[SimpleNamespace(nodeid="t.py::a")] * 2)
+    loop.announce(1)
+    loop.send("depgraph_event", value=1)
+    interactor.pytest_runtest_logreport(
+        report=pytest.TestReport("t.py::a", ("t.py", 0, "a"), {}, "passed", None, "call")
+    )
+    assert sent[0] == ("depgraph_event", {"value": 1})
+    assert sent[1][0] == "testreport" and sent[1][1]["data"]["item_index"] == 1, (
+        "xdist's worker no longer sends item_index (the test it names as running) with reports"
+    )
+    assert loop.config is config and loop.session is interactor.session
+
+
+def test_a_worker_without_what_the_doors_need_is_named(pytester: pytest.Pytester) -> None:
+    config, interactor, sent = _worker(pytester)
+    door.send_event(config, "depgraph_plan", plan=None)
+    assert sent == [("depgraph_plan", {"plan": None})]
+    del interactor.torun
+    with pytest.raises(RuntimeError, match=r"lacks WorkerInteractor.torun.lock\(\)"):
+        door.worker_loop(config)
+    with pytest.raises(RuntimeError, match="lacks a registered WorkerInteractor"):
+        door.find_interactor(pytester.parseconfig())
+
+
+# -- xdist's controller --------------------------------------------------------------------
+
+
+def _node(pytester: pytest.Pytester) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
+    """xdist's real WorkerController, with a queue of the events it hands its session."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    manager = SimpleNamespace(specs=[None], testrunuid="x")
+    node = WorkerController(manager, SimpleNamespace(id="gw0"), pytester.parseconfig(),
+                            events.append)
+    return node, events
+
+
+def test_our_events_are_taken_before_xdist_sees_them(pytester: pytest.Pytester) -> None:
+    node, events = _node(pytester)
+    taken: list[str] = []
+    door.take_events(node, lambda name, kwargs: name.startswith("depgraph") and
+                      not taken.append(name))
+    node.process_from_remote(("depgraph_plan", {"plan": None}))
+    node.process_from_remote(("runtest_protocol_complete", {"item_index": 1, "duration": 0.5}))
+    door.forward_completion(node, 2)
+    assert taken == ["depgraph_plan"]
+    assert events == [
+        ("runtest_protocol_complete", {"node": node, "item_index": 1, "duration": 0.5}),
+        ("runtest_protocol_complete", {"node": node, "item_index": 2, "duration": 0.0}),
+    ], "xdist's WorkerController no longer queues a worker's events with notify_inproc"
+    assert {"node", "item_index", "duration"} <= set(
+        inspect.signature(DSession.worker_runtest_protocol_complete).parameters
+    ), "xdist's session takes runtest_protocol_complete with other arguments"
+    setup = inspect.getsource(WorkerController.setup)
+    assert setup.index("pytest_configure_node") < setup.index("setcallback"), (
+        "xdist no longer calls pytest_configure_node before it hands process_from_remote to "
+        "the channel"
+    )
+
+
+def test_the_session_is_found_and_says_when_it_stops(pytester: pytest.Pytester) -> None:
+    assert not door.is_controller(pytester.parseconfigure("-p", "xdist"))
+    config = pytester.parseconfigure("-p", "xdist", "--dist", "load", "--tx", "3*popen")
+    session = door.dsession(config)
+    assert door.is_controller(config) and isinstance(session, DSession), (
+        "xdist no longer registers its controller session as the plugin 'dsession'"
+    )
+    assert door.worker_count(config) == 3
+    assert not door.stopping(config)
+    session.shuttingdown = True
+    assert door.stopping(config)
+    session.shuttingdown = False
+    session.shouldstop = "stopping after 1 failures"
+    assert door.stopping(config)
+    assert "shouldstop" in DSession.__annotations__, "xdist's session has no shouldstop"
+
+
+def test_workers_are_started_as_for_n(pytester: pytest.Pytester) -> None:
+    ours = pytester.parseconfig("-p", "xdist")
+    door.start_workers(ours, 3)
+    theirs = pytester.parseconfig("-p", "xdist", "-n", "3")
+    from xdist.plugin import pytest_cmdline_main  # type: ignore[import-untyped]
+
+    pytest_cmdline_main(theirs)
+    assert (ours.option.tx, ours.option.dist) == (theirs.option.tx, theirs.option.dist), (
+        "xdist's -n no longer means N popen gateways in option.tx with --dist load"
+    )
+    assert door.worker_count(ours) == 3
+    assert door.version() >= door.MIN_VERSION
+
+
+def test_collections_are_compared_by_xdist(pytester: pytest.Pytester) -> None:
+    assert door.collection_diff(["a", "b"], ["a", "b"], "gw0", "gw1") is None
+    message = door.collection_diff(["a", "b"], ["a", "c"], "gw0", "gw1")
+    assert message is not None and "gw0" in message and "gw1" in message
+    log = door.scheduler_log(None)
+    assert "depgraphsched" in repr(log) and "depgraphsched" in repr(
+        door.scheduler_log(remote.Producer("dsession"))
+    ), "xdist's Producer no longer makes a child log per attribute"
+
+
+@pytest.mark.parametrize("dist", sorted(MODES))
+def test_the_run_is_handed_to_xdists_own_scheduler(pytester: pytest.Pytester, dist: str) -> None:
+    from xdist import scheduler as schedulers  # type: ignore[import-untyped]
+
+    config = pytester.parseconfigure("-p", "xdist", "--dist", dist, "--tx", "2*popen")
+    plan = plan_of(["t.py::a", "t.py::b", "u.py::c"], [])
+    nodes = [FakeNode(f"gw{i}") for i in range(2)]
+    session = door.dsession(config)
+    ours = object()
+    session.sched = ours
+    name = MODES[dist].xdist_scheduler
+    scheduler = door.hand_over(
+        config, door.scheduler_log(None), name, [(n, plan.nodeids) for n in nodes], ours
+    )
+    assert isinstance(scheduler, getattr(schedulers, name)), name
+    assert session.sched is scheduler, "xdist's session no longer reads its scheduler as sched"
+    assert scheduler.collection_is_completed and list(scheduler.nodes) == nodes
+    assert sorted(n for node in nodes for n in node.sent) == [0, 1, 2]
+
+
+# -- pytest --------------------------------------------------------------------------------
+
+HELD_CONFTEST = """
+import pytest
+
+from pytest_depgraph.hosts import pytest as host
+
+LOG = []
+
+
+@pytest.fixture(scope="module")
+def res():
+    LOG.append("setup")
+    yield 1
+    print("captured-bye")
+    LOG.append("teardown")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    result = yield
+    if item.name == "test_a":
+        assert item._request is False and item.funcargs is None, "pytest no longer drops them"
+        host.give_back_request(item, item.config.kept)
+        assert item.funcargs["res"] == 1, "funcargs not given back"
+        host.drop_request(item)
+        assert item.funcargs is None
+        # test_a ran towards test_b: the module fixture is still set up
+        with host.capture(item.config, "teardown", item):
+            host.teardown_towards(item, None)
+        LOG.append("torn down early")
+    return result
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item):
+    item.config.kept = host.request_state(item)
+
+
+def pytest_runtest_setup(item):
+    if item.name == "test_s":
+        host.skip_at_test("skipped where the test is")
+"""
+
+HELD_TESTS = """
+from conftest import LOG
+
+
+def test_a(res):
+    pass
+
+
+def test_b(res):
+    assert LOG == ["setup", "teardown", "torn down early", "setup"], LOG
+
+
+def test_s():
+    pass
+"""
+
+
+def test_a_held_tests_fixtures_teardown_and_capture(pytester: pytest.Pytester) -> None:
+    """The doors of a worker's held test: its fixtures given back after pytest dropped them,
+    its teardown towards another test run on pytest's setup stack, under pytest's capture;
+    and a skip at the test's own line."""
+    pytester.makeconftest(HELD_CONFTEST)
+    pytester.makepyfile(test_held=HELD_TESTS)
+    result = pytester.runpytest("-p", "no:randomly", "-rs")
+    result.assert_outcomes(passed=2, skipped=1)
+    assert "captured-bye" not in result.stdout.str(), "the teardown's output was not captured"
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] test_held.py:12: skipped where the test is"])
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:capture", "-k", "not test_s")
+    result.assert_outcomes(passed=2)
+    assert "captured-bye" in result.stdout.str()
+
+
+def test_last_failed_collects_everything_and_reruns_what_we_keep(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_a="def test_fails():\n    assert 0\n",
+                        test_b="import pytest\n\ndef test_skips():\n    pytest.skip('x')\n",
+                        test_c="def test_passes():\n    pass\n")
+    pytester.makeconftest(
+        "import pytest\nfrom pytest_depgraph.hosts import pytest as host\n\n"
+        "def pytest_configure(config):\n"
+        "    global CONFIG\n"
+        "    CONFIG = config\n\n"
+        "@pytest.hookimpl(trylast=True)\n"
+        "def pytest_runtest_logreport(report):\n"
+        "    if report.skipped:\n"
+        "        host.keep_last_failed(CONFIG, report.nodeid)\n\n"
+        "def pytest_sessionstart(session):\n"
+        "    host.collect_all_for_last_failed(session.config)\n"
+    )
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(failed=1, skipped=1, passed=1)
+    result = pytester.runpytest("-p", "no:randomly", "--lf")
+    result.assert_outcomes(failed=1, skipped=1)  # the skipped test runs again
+    # without the door, --lf would skip test_c.py while collecting ("skipped 1 file")
+    result.stdout.fnmatch_lines(["collected 3 items / 1 deselected / 2 selected"])
+    assert "skipped 1 file" not in result.stdout.str(), (
+        "--lf's plugin no longer narrows collection through lfplugin-collwrapper/collskip, or "
+        "no longer keeps the tests to run again in LFPlugin.lastfailed"
+    )
+
+
+def test_the_terminals_counts(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_c="def test_1():\n    pass\n\ndef test_2():\n    pass\n"
+                        "\ndef test_3():\n    pass\n")
+    pytester.makeconftest(
+        "from pytest_depgraph.hosts import pytest as host\n\n"
+        "def pytest_collection_modifyitems(config, items):\n"
+        "    config.hook.pytest_deselected(items=[items[2]])\n"
+        "    host.undo_deselection(config, {items[2].nodeid})\n"
+        "    host.uncount_collected(config, 1)\n"
+        "    del items[2]\n"
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["collected 2 items"])
+    assert "deselected" not in result.stdout.str(), (
+        "pytest's terminal no longer counts deselected tests in stats['deselected'] or "
+        "collected ones in _numcollected"
+    )
+
+
+@pytest.mark.parametrize("dist", [d for d in sorted(MODES) if MODES[d].unit is not None])
+def test_our_units_are_xdists(pytester: pytest.Pytester, dist: str) -> None:
+    """run/units.py splits the tests into --dist units as xdist's own scheduler does
+    (``_split_scope``), which it cannot call before the run is handed to it."""
+    from xdist import scheduler as schedulers
+
+    config = pytester.parseconfigure("-p", "xdist", "--dist", dist, "--tx", "1*popen")
+    theirs = getattr(schedulers, MODES[dist].xdist_scheduler)(config)
+    unit = MODES[dist].unit
+    assert unit is not None
+    nodeids = ["a/test_x.py::test_f", "a/test_x.py::test_f2", "a/test_x.py::TestC::test_m[1]",
+               "a/test_x.py::TestC::test_n", "test_y.py::test_g@db", "test_z.py::test_k@db",
+               "test_y.py::test_h[a@b]", "test_y.py::test_i"]
+
+    def partition(split: object) -> set[frozenset[str]]:
+        units: dict[str, set[str]] = {}
+        for nodeid in nodeids:
+            units.setdefault(split(nodeid), set()).add(nodeid)  # type: ignore[operator]
+        return {frozenset(members) for members in units.values()}
+
+    assert partition(unit) == partition(theirs._split_scope), (
+        f"xdist's {MODES[dist].xdist_scheduler} splits the tests into other units"
+    )
