@@ -39,6 +39,7 @@ from typing import Any
 from pytest_depgraph.collect.compat.names import DEPENDENCY, ORDER
 from pytest_depgraph.collect.context import Context
 from pytest_depgraph.core import safe
+from pytest_depgraph.core.disjoint import DisjointSets
 from pytest_depgraph.core.graph import PIN, Graph, Kind, Origin
 
 _SCOPES = ("module", "class")
@@ -84,23 +85,15 @@ def pin(
     without pytest-dependency.
     """
     count = len(run)
-    parent = list(range(count)) if graph.edge_count or computed else []
-    if not parent:
+    if not (graph.edge_count or computed):
         return Pins()
-
-    def find(v: int) -> int:
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
+    sets = DisjointSets(count)
+    find = sets.find
     joined: list[int] = []
     why: dict[int, Origin] = {}
 
     def union(a: int, b: int, origin: Origin) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
+        if sets.union(a, b):
             joined.extend((a, b))
             why.setdefault(a, origin)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pytest_depgraph.core.disjoint import DisjointSets
 from pytest_depgraph.core.graph import (
     Edge,
     Graph,
@@ -87,19 +88,11 @@ def bind_units(plan: Plan, dist: str) -> list[tuple[str, str]]:
     names: dict[str, int] = {}
     of = [names.setdefault(name, len(names)) for name in _units(plan, dist)]
     # pinned groups that span units join them (union-find over unit numbers)
-    parent = list(range(len(names)))
-
-    def find(u: int) -> int:
-        while parent[u] != u:
-            parent[u] = parent[parent[u]]
-            u = parent[u]
-        return u
-
+    sets = DisjointSets(len(names))
+    find = sets.find
     for group in plan.pinned:
         for a, b in zip(group, group[1:]):
-            ra, rb = find(of[a]), find(of[b])
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
+            sets.union(of[a], of[b])
     members: dict[int, list[int]] = {}
     for node in range(count):
         if node not in plan.broken:
