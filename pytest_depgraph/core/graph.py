@@ -31,48 +31,34 @@ class Kind(enum.IntEnum):
     AFTER = 1
 
 
-_DESCRIBE = {
-    "marker": "depends_on",
-    "dependency": "dependency marker",
-    "order": "order marker",
-    "ordinal": "order marker",
-}
-
-
-#: origin kind of the edges that chain tests which must share a worker (``collect.pinning``)
-PIN = "pin"
-
-
 class Origin:
     """Where an edge was declared: one is made per declaration and shared by its edges.
 
-    ``where`` may be given as a callable: finding the ``file:line`` of a marker reads the
-    source, and only error messages, cycle reports and the DOT file ever show it, so it is
-    computed on first use.
+    ``kind`` is opaque here: the layers above name the kinds and word them (the core only
+    keeps, counts and compares origins). ``where`` may be given as a callable: finding the
+    ``file:line`` of a marker reads the source, and only error messages, cycle reports and
+    the DOT file ever show it, so it is computed on first use.
     """
 
-    __slots__ = ("_where", "fixture", "kind")
+    __slots__ = ("_where", "kind", "name")
 
-    def __init__(
-        self, kind: str, where: str | Callable[[], str] = "", fixture: str = ""
-    ) -> None:
-        #: "marker" | "fixture" | "output" | "dependency" | "order" | "ordinal" | "pin" |
-        #: "unit" (where: why, for the last two)
+    def __init__(self, kind: str, where: str | Callable[[], str] = "", name: str = "") -> None:
+        #: what declared the edge, in the words of the layer that made it
         self.kind = kind
-        #: the fixture name, for kinds "fixture" and "output"
-        self.fixture = fixture
+        #: a name that ``kind`` gives a meaning to (a fixture's, for a fixture's edges)
+        self.name = name
         self._where = where
 
     @property
     def where(self) -> str:
-        """``tests/test_net.py:14`` (file:line), or "" when unknown."""
+        """``tests/test_net.py:14`` (file:line), a text that says why, or "" when unknown."""
         where = self._where
         if not isinstance(where, str):
             where = self._where = where()
         return where
 
     def _key(self) -> tuple[str, str, str]:
-        return (self.kind, self.where, self.fixture)
+        return (self.kind, self.where, self.name)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Origin):
@@ -83,21 +69,7 @@ class Origin:
         return hash(self._key())
 
     def __repr__(self) -> str:
-        return f"Origin(kind={self.kind!r}, where={self.where!r}, fixture={self.fixture!r})"
-
-    def describe(self) -> str:
-        """Say where the edge comes from, for a person: ``depends_on at tests/t.py:14``."""
-        if self.kind == "fixture":
-            return f"fixture '{self.fixture}'"
-        if self.kind == "output":
-            return f"output fixture '{self.fixture}'"
-        if self.kind == PIN:
-            return f"on one worker, in order: {self.where}"
-        if self.kind == "unit":
-            return self.where  # says it all: see pytest_depgraph.core.units
-        what = _DESCRIBE.get(self.kind, self.kind)
-        where = self.where
-        return f"{what} at {where}" if where else what
+        return f"Origin(kind={self.kind!r}, where={self.where!r}, name={self.name!r})"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_depgraph.core.disjoint import DisjointSets
@@ -102,15 +102,17 @@ class Split:
     nodes: list[int]
 
 
-def split(plan: Plan, weights: Sequence[float], index: int, count: int) -> Split:
+def split(
+    plan: Plan, weights: Sequence[float], index: int, count: int, loose: Container[str] = ()
+) -> Split:
     """Shard ``index`` (1-based) of ``count`` of the plan's items, weighted by ``weights``
-    (seconds per item). O((V + E) log V + C log C)."""
+    (seconds per item). Edges whose origin kind is in ``loose`` order the tests of a shard
+    but do not join them into one component (a position that puts a test first would
+    otherwise put the whole suite in one shard). O((V + E) log V + C log C)."""
     size = plan.item_count
-    # pytest-order's positions order the tests of a shard; they do not join its tests to
-    # every other test (one "first" would put the whole suite in one shard)
     edges = (
         (e.dependent, e.dependency) for e in plan.graph.edges()
-        if e.dependent < size and e.dependency < size and e.origin.kind != "ordinal"
+        if e.dependent < size and e.dependency < size and e.origin.kind not in loose
     )
     parts = components(size, edges, plan.pinned)
     keys = [min(plan.nodeids[n] for n in part) for part in parts]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pytest_depgraph.collect.origins import OriginKind, describe
 from pytest_depgraph.core.disjoint import DisjointSets
 from pytest_depgraph.core.graph import (
     Edge,
@@ -25,13 +26,8 @@ from pytest_depgraph.core.graph import (
 )
 from pytest_depgraph.core.plan import Plan
 
-#: origin kind of the edges that keep a unit whole
-UNIT = "unit"
 #: the ``--dist`` modes whose units are bound here
 MODES = ("loadfile", "loadscope", "loadgroup")
-#: origin kind of the edges between pytest-order's position groups (``collect.compat`` names
-#: it; ``core`` cannot import it from there)
-_ORDINAL = "ordinal"
 #: what a unit is, in a user's words: (one, many)
 _UNIT_WORDS = {
     "loadfile": ("file", "files"),
@@ -103,7 +99,7 @@ def bind_units(plan: Plan, dist: str) -> list[tuple[str, str]]:
     edges: list[tuple[int, int, Kind, Origin]] = []
     for root, nodes in members.items():
         if len(nodes) > 1:
-            chain = Origin(UNIT, f"--dist {dist} unit {label[root]}, in order")
+            chain = Origin(OriginKind.UNIT, f"--dist {dist} unit {label[root]}, in order")
             edges.extend((b, a, Kind.AFTER, chain) for a, b in zip(nodes, nodes[1:]))
         first = nodes[0]
         for node in nodes:
@@ -115,9 +111,9 @@ def bind_units(plan: Plan, dist: str) -> list[tuple[str, str]]:
                 edge = graph.edge(node, dependency)
                 assert edge is not None
                 edges.append((first, dependency, Kind.AFTER, Origin(
-                    UNIT,
+                    OriginKind.UNIT,
                     f"{plan.nodeids[node]} depends on {plan.nodeids[dependency]} "
-                    f"({edge.origin.describe()})",
+                    f"({describe(edge.origin)})",
                 )))
     # on a copy: a plan with a cycle must stay as it was (the summary and DOT still read it)
     bound = graph.relabel(range(graph.size))
@@ -132,12 +128,12 @@ def bind_units(plan: Plan, dist: str) -> list[tuple[str, str]]:
         plan.errors.extend(message for _, message in errors)
         return errors
     if given_way:
-        left = plan.edge_counts.pop(_ORDINAL, 0) - len(given_way)
+        left = plan.edge_counts.pop(OriginKind.ORDINAL, 0) - len(given_way)
         if left > 0:
-            plan.edge_counts[_ORDINAL] = left
+            plan.edge_counts[OriginKind.ORDINAL] = left
         plan.warnings.append(_given_way_message(given_way, dist))
     if bound.edge_count > graph.edge_count:
-        plan.edge_counts[UNIT] = bound.edge_count - graph.edge_count
+        plan.edge_counts[OriginKind.UNIT] = bound.edge_count - graph.edge_count
     plan.graph = bound
     plan.pinned = sorted((nodes for nodes in members.values() if len(nodes) > 1),
                          key=lambda nodes: nodes[0])
@@ -160,7 +156,7 @@ def _soft_positions(
     such an ordinal edge.
     """
     table, origin_index = graph.origin_indexes()
-    ordinal = {i for i, origin in enumerate(table) if origin.kind == _ORDINAL}
+    ordinal = {i for i, origin in enumerate(table) if origin.kind == OriginKind.ORDINAL}
     if not ordinal:
         return graph, []
     dependents, dependencies, _ = graph.columns()
@@ -215,7 +211,7 @@ def _soft_positions(
 
 
 #: the origin of the edges of the graph of units (read by nobody)
-_ANY = Origin(UNIT)
+_ANY = Origin(OriginKind.UNIT)
 
 
 def _given_way_message(given_way: list[Origin], dist: str) -> str:
@@ -248,8 +244,8 @@ def _cycle_message(loop: list[Edge], plan: Plan, dist: str, unit: dict[int, str]
             continue
         why = (
             edge.origin.where
-            if edge.origin.kind == UNIT
-            else f"{plan.nodeids[a]} depends on {plan.nodeids[b]} ({edge.origin.describe()})"
+            if edge.origin.kind == OriginKind.UNIT
+            else f"{plan.nodeids[a]} depends on {plan.nodeids[b]} ({describe(edge.origin)})"
         )
         lines.append(f"  {name(a)} waits for {name(b)}: {why}")
     lines.append(
