@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_depgraph.collect import compat, selection
+from pytest_depgraph.collect import compat, safe, selection
 from pytest_depgraph.collect.build import Result as BuildResult
 from pytest_depgraph.collect.build import build
 from pytest_depgraph.collect.context import function_of
@@ -23,7 +23,6 @@ from pytest_depgraph.collect.markers import (
     stray_marker,
     uninstall_marker,
 )
-from pytest_depgraph.core import safe
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.options import add_options, dot_option, read_settings
 from pytest_depgraph.run import dependency_runtime

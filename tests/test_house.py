@@ -40,6 +40,8 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
         f.write("\nfrom pytest_depgraph.collect.build import _module_of\n")
     with (package / "run/state.py").open("a") as f:
         f.write("\nfrom pytest_depgraph.output import dot\n")
+    with (package / "hosts/pytest.py").open("a") as f:
+        f.write("\nfrom pytest_depgraph.collect import safe\nfrom pytest_depgraph import options\n")
     findings = "\n".join(_tool().graph(tmp_path)[1])
     for expected in (
         "collect.markers imports run.state, from a layer above collect",
@@ -47,6 +49,8 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
         "core module core.walker imports run.role, outside the core",
         "output.dot imports the private name collect.build._module_of",
         "run.state imports output.dot, from a layer above run",
+        "hosts.pytest imports collect.safe, from a layer above hosts",
+        "hosts.pytest imports options, from the top level",
         "import cycle: ",
     ):
         assert expected in findings

@@ -8,9 +8,10 @@ Every import counts, also those inside functions (they hide cycles, they do not 
 Rules checked: no cycle between the package's modules; no module imports another module's
 private (``_``-prefixed) name; the graph core (the ``core`` subpackage, ``CORE`` below) imports
 nothing from pytest, pluggy or xdist, nor from the rest of the package outside the core; a
-subpackage imports nothing from a layer above it (``LAYERS``: core, collect, run, output; the
-top-level modules -- the plugin and ``__init__`` -- wire them together; every subpackage but
-the core may read the top-level ``options``).
+subpackage imports nothing from a layer above it (``LAYERS``: core, hosts, collect, run,
+output; the top-level modules -- the plugin and ``__init__`` -- wire them together; every
+subpackage above the hosts may read the top-level ``options``, the hosts -- the doors to other
+packages' private API -- import nothing of ours but the core).
 Modules are named relative to the package, dotted: ``core.graph``, ``run.scheduler``.
 """
 
@@ -27,8 +28,10 @@ PACKAGE = "pytest_depgraph"
 #: resolution, shards, the timeline, xdist's work units as groups
 CORE = "core"
 #: the subpackages from the bottom up: each may import the ones below it, never one above
-LAYERS = ("core", "collect", "run", "output")
-#: top-level modules the layers above the core may import: the settings every part reads
+LAYERS = ("core", "hosts", "collect", "run", "output")
+#: the layers that may import nothing of ours above the core, not even ``SHARED``
+BOTTOM = ("core", "hosts")
+#: top-level modules the layers above ``BOTTOM`` may import: the settings every part reads
 SHARED = {"options"}
 HOST = ("pytest", "_pytest", "pluggy", "xdist", "execnet")
 
@@ -104,7 +107,7 @@ def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
             if (
                 low is not None
                 and not in_core(name)
-                and target not in SHARED
+                and (target not in SHARED or LAYERS[low] in BOTTOM)
                 and (high is None or high > low)
             ):
                 findings.append(

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_depgraph.collect import compat
+from pytest_depgraph.collect import compat, safe
 from pytest_depgraph.collect.context import Context, Source, function_of
 from pytest_depgraph.collect.locate import MarkOrigin, own_marks
 from pytest_depgraph.collect.markers import (
@@ -38,7 +38,6 @@ from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.collect.problems import Problem, capped, cycle_message
 from pytest_depgraph.collect.selection import uncollected_file
 from pytest_depgraph.core import graph as dag
-from pytest_depgraph.core import safe
 from pytest_depgraph.core.gc_pause import without_cyclic_gc
 from pytest_depgraph.core.graph import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan, graph_edges_by_origin

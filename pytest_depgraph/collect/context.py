@@ -16,10 +16,10 @@ from typing import NamedTuple
 
 import pytest
 
+from pytest_depgraph.collect import safe
 from pytest_depgraph.collect.locate import Locator
 from pytest_depgraph.collect.markers import Declaration
 from pytest_depgraph.collect.problems import Problem, Problems
-from pytest_depgraph.core import safe
 from pytest_depgraph.core.graph import Origin
 from pytest_depgraph.core.resolve import TargetIndex
 

@@ -36,9 +36,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_depgraph.collect import safe
 from pytest_depgraph.collect.context import Context
 from pytest_depgraph.collect.origins import OriginKind
-from pytest_depgraph.core import safe
 from pytest_depgraph.core.disjoint import DisjointSets
 from pytest_depgraph.core.graph import Graph, Kind, Origin
 

@@ -25,12 +25,12 @@ from typing import Any, Callable
 
 import pytest
 
+from pytest_depgraph.collect import safe
 from pytest_depgraph.collect.compat.names import DEPENDENCY, Settings
 from pytest_depgraph.collect.compat.shared import PeerReader
 from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.markers import Declaration
 from pytest_depgraph.collect.origins import OriginKind
-from pytest_depgraph.core import safe
 from pytest_depgraph.core.graph import Kind, Origin
 
 SCOPES = ("session", "package", "module", "class")

@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
+from pytest_depgraph.collect import safe
 from pytest_depgraph.collect.compat.names import ORDER, ORDER_SCOPES, Settings
 from pytest_depgraph.collect.compat.shared import PeerReader
 from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.markers import Declaration
 from pytest_depgraph.collect.origins import OriginKind
-from pytest_depgraph.core import safe
 from pytest_depgraph.core.graph import Graph, Kind, Origin
 
 #: pytest-order's words for positions

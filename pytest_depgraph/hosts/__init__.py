@@ -1,0 +1,1 @@
+"""One door per host: the only modules that touch another package's private API."""
