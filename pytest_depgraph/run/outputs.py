@@ -18,9 +18,9 @@ from typing import Any, Callable, Protocol
 import pytest
 
 from pytest_depgraph.collect.markers import describe_target
+from pytest_depgraph.collect.resolve import TargetIndex
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.resolve import TargetIndex
 from pytest_depgraph.run.outcomes import NOT_RUN, OutcomeRecorder
 from pytest_depgraph.run.role import role
 
