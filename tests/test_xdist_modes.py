@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pytest_depgraph.collect.origins import describe
-from pytest_depgraph.core.graph import Graph, Kind, Origin, find_cycles
+from pytest_depgraph.core.graph import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.core.tarjan import find_cycles
 from pytest_depgraph.run.outcomes import FAILED
 
 from .fake_workers import collected_plan, complete, running, start, walks

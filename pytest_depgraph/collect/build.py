@@ -37,10 +37,13 @@ from pytest_depgraph.collect.markers import (
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.collect.problems import Problem, capped, cycle_message
 from pytest_depgraph.collect.selection import uncollected_file
-from pytest_depgraph.core import graph as dag
 from pytest_depgraph.core.gc_pause import without_cyclic_gc
 from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.order import positions_in, stable_topological_order
+from pytest_depgraph.core.paths import reachable
 from pytest_depgraph.core.plan import Plan, graph_edges_by_origin
+from pytest_depgraph.core.reduction import transitive_reduction
+from pytest_depgraph.core.tarjan import find_cycles
 
 if TYPE_CHECKING:
     from _pytest.nodes import Node
@@ -925,7 +928,7 @@ def build(
                 broken.setdefault(number[position], problem.message)
     nodeids = list(map(collected_ids.__getitem__, numbered))
     kahn: list[int] = []
-    for cycle in dag.find_cycles(graph, kahn):
+    for cycle in find_cycles(graph, kahn):
         problem = Problem(
             cycle_message(cycle, nodeids, verbosity), _module_of(nodeids[cycle[0].dependent])
         )
@@ -939,7 +942,7 @@ def build(
     lap("validate")
     # a dependent collected before its dependency waits until the dependency's class, module
     # and package are done, rather than splitting them (their fixtures would be set up twice)
-    order = dag.stable_topological_order(acyclic, _scopes_of(builder.collected, numbered))
+    order = stable_topological_order(acyclic, _scopes_of(builder.collected, numbered))
     # tests that must share a worker, chained in this order (AFTER edges added to acyclic)
     from pytest_depgraph.collect import pinning  # a session without declarations never pins
 
@@ -948,11 +951,11 @@ def build(
     # external nodes go last: they never run, and nothing in the run waits on their position
     final = [*run_order, *range(len(run), len(numbered))]
     # new_id[n]: the plan's number of graph node n, the one renumbering of the build
-    new_id = dag.positions(final)
+    new_id = positions_in(final)
     lap("order")
     # in Kahn's breadth-first order (it keeps the closures shorter than the serial order
     # would); the graph's, found with its cycles, is acyclic's when no edge went or came
-    reduced = dag.transitive_reduction(
+    reduced = transitive_reduction(
         acyclic, kahn if not broken and acyclic.edge_count == graph.edge_count else None
     )
     removed_edges = acyclic.edge_count - reduced.edge_count
@@ -1059,7 +1062,7 @@ def _locations(
 
 def _break_dependents(graph: Graph, broken: dict[int, str], nodeids: Sequence[str]) -> None:
     """Tests that require a broken test cannot run either; say which one."""
-    for dependent, node in graph.reachable(list(broken), "dependents", (Kind.REQUIRES,)).items():
+    for dependent, node in reachable(graph, list(broken), "dependents", (Kind.REQUIRES,)).items():
         broken[dependent] = (
             f"depgraph: {nodeids[dependent]} depends on {nodeids[node]}, "
             "which cannot run because of a dependency error reported above"

@@ -16,15 +16,9 @@ from collections.abc import Callable
 
 from pytest_depgraph.collect.origins import OriginKind, describe
 from pytest_depgraph.core.disjoint import DisjointSets
-from pytest_depgraph.core.graph import (
-    Edge,
-    Graph,
-    Kind,
-    Origin,
-    find_cycles,
-    strongly_connected_components,
-)
+from pytest_depgraph.core.graph import Edge, Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.core.tarjan import find_cycles, strongly_connected_components
 
 #: the ``--dist`` modes whose units are bound here
 MODES = ("loadfile", "loadscope", "loadgroup")
@@ -103,7 +97,7 @@ def bind_units(plan: Plan, dist: str) -> list[tuple[str, str]]:
             edges.extend((b, a, Kind.AFTER, chain) for a, b in zip(nodes, nodes[1:]))
         first = nodes[0]
         for node in nodes:
-            for dependency in graph.dependency_ids(node):
+            for dependency in graph.dependencies_of(node):
                 if dependency < count and find(of[dependency]) == root:
                     continue
                 if node == first:
