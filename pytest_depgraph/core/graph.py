@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import compress, repeat
-from operator import add, mul, ne
+from operator import add, mul
 from typing import Callable, TypeVar
 
 
@@ -99,20 +99,6 @@ def _adjacency(size: int, owners: Iterable[int], others: Iterable[int]) -> list[
     deque(map(list.append, map(lists.__getitem__, owners), others), 0)
     # the empty ones back to the shared list: one list object less per node without edges
     return [ns or _NO_EDGES for ns in lists]
-
-
-def _pair_words(dependents: array[int], dependencies: array[int]) -> bytearray | None:
-    """Each edge's two nodes side by side as one 64-bit word, or None for arrays of another
-    type than C int: read as unsigned 32-bit halves they bound-check both columns in one pass (a
-    negative node reads as a huge one), read as 64-bit words they are distinct exactly when
-    the pairs are, and neither makes a Python int by arithmetic."""
-    if not (dependents.typecode == dependencies.typecode == "i" and dependents.itemsize == 4):
-        return None
-    words = bytearray(8 * len(dependents))
-    halves = memoryview(words).cast("i")
-    halves[0::2] = dependents
-    halves[1::2] = dependencies
-    return words
 
 
 def _without(column: _Column, gone: list[int]) -> _Column:
@@ -297,55 +283,30 @@ class Graph:
         table: list[Origin],
     ) -> Graph:
         """The graph of edges given as parallel arrays (``origins`` index ``table``), merged as
-        :meth:`add_edges` merges them; the arrays are taken over, not copied. O(E)."""
+        :meth:`add_edges` merges them. When every pair is distinct (the build's usual case)
+        the arrays are taken over, not copied. O(E)."""
         graph = cls(size)
         graph._lists_cache = None  # built on first use, in one pass
         count = len(kinds)
         if not (len(dependents) == len(dependencies) == len(origins) == count):
             raise ValueError("edge arrays of different lengths")
-        pairs = _pair_words(dependents, dependencies)
-        if count and not (
-            max(memoryview(pairs).cast("I")) < size if pairs is not None
-            else min(dependents) >= 0 and max(dependents) < size
-            and min(dependencies) >= 0 and max(dependencies) < size
-        ):
-            bad = next(
-                e for e in range(count)
-                if not (0 <= dependents[e] < size and 0 <= dependencies[e] < size)
-            )
-            raise ValueError(
-                f"edge {dependents[bad]} -> {dependencies[bad]} outside a graph of {size} nodes"
-            )
-        keys: Sequence[int] = (
-            memoryview(pairs).cast("q") if pairs is not None
-            else list(_pair_keys(size, dependents, dependencies))
-        )
         graph._table, graph._keys, graph._table_ids = table, None, None
-        if len(set(keys)) == count:
-            # no pair declared twice (the usual case): the arrays are the graph as they are,
-            # and the pair -> edge table (a dict entry and two ints per edge) waits until a
-            # look-up or an added edge needs it
+        inside = not count or (
+            min(dependents) >= 0 and max(dependents) < size
+            and min(dependencies) >= 0 and max(dependencies) < size
+        )
+        if inside and len({u * size + d for u, d in zip(dependents, dependencies)}) == count:
+            # the arrays are the graph as they are, and the pair -> edge table (a dict entry
+            # and two ints per edge) waits until a look-up or an added edge needs it
             graph._dependent, graph._dependency = dependents, dependencies
             graph._kinds, graph._origin, graph._live = kinds, origins, count
             return graph
-        # Some pair repeats: merge each into its first edge as add_edges would, then drop the
-        # repeats. add_edges numbers an origin by the last place of that object in the table.
-        last = dict(zip(map(id, table), range(len(table))))
-        if len(last) < len(table):
-            origins = array("i", map([last[id(o)] for o in table].__getitem__, origins))
-        first: dict[int, int] = {}
-        firsts = list(map(first.setdefault, keys, range(count)))  # each pair's first edge
-        repeats = list(compress(range(count), map(ne, firsts, range(count))))
-        for e in repeats:
-            f = firsts[e]
-            if not kinds[e] and kinds[f]:  # REQUIRES wins, with its first declaration
-                kinds[f] = 0
-                origins[f] = origins[e]
-        graph._dependent = _without(dependents, repeats)
-        graph._dependency = _without(dependencies, repeats)
-        graph._kinds = _without(kinds, repeats)
-        graph._origin = _without(origins, repeats)
-        graph._live = len(graph._kinds)
+        # a pair repeats, or a node is outside the graph (add_edges says which): edge by edge,
+        # an origin numbered by the last place of that object in the table, as add_edges does
+        graph._table_ids = {id(origin): i for i, origin in enumerate(table)}
+        graph.add_edges(
+            zip(dependents, dependencies, map(Kind, kinds), map(table.__getitem__, origins))
+        )
         return graph
 
     def compact(self) -> None:
