@@ -15,10 +15,9 @@ from array import array
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
 from itertools import compress, repeat
 from operator import add, mul
-from typing import Callable, TypeVar
+from typing import Callable
 
 
 class Kind(enum.IntEnum):
@@ -88,10 +87,6 @@ _NO_EDGES: list[int] = []
 
 _KINDS = (Kind.REQUIRES, Kind.AFTER)
 
-#: an edge column: nodes or origin numbers (array), kinds (bytearray)
-_Column = TypeVar("_Column", "array[int]", bytearray)
-
-
 def _adjacency(size: int, owners: Iterable[int], others: Iterable[int]) -> list[list[int]]:
     """Each node's list of the ``others`` paired with it in ``owners``, in order; appended
     in C (a Python loop over the edges costs twice as much)."""
@@ -99,29 +94,6 @@ def _adjacency(size: int, owners: Iterable[int], others: Iterable[int]) -> list[
     deque(map(list.append, map(lists.__getitem__, owners), others), 0)
     # the empty ones back to the shared list: one list object less per node without edges
     return [ns or _NO_EDGES for ns in lists]
-
-
-def _without(column: _Column, gone: list[int]) -> _Column:
-    """A copy of an edge column without the items at ``gone`` (ascending): the runs between
-    them copied in C. O(E)."""
-    kept = column[:0]
-    start = 0
-    for e in gone:
-        kept += column[start:e]
-        start = e + 1
-    kept += column[start:]
-    return kept
-
-
-def _copy(column: _Column) -> _Column:
-    return column[:]
-
-
-def _masked(keep: bytearray, column: _Column) -> _Column:
-    """A copy of an edge column with the items whose ``keep`` byte is set. O(E), in C."""
-    if isinstance(column, bytearray):
-        return bytearray(compress(column, keep))
-    return array(column.typecode, compress(column, keep))
 
 
 def _pair_keys(size: int, dependents: Iterable[int], dependencies: Iterable[int]) -> Iterator[int]:
@@ -138,28 +110,24 @@ class Graph:
 
     Edge ``e`` (numbered in the order of first declaration) is ``_dependent[e] ->
     _dependency[e]`` of kind ``_kinds[e]`` (0 REQUIRES, 1 AFTER), declared by
-    ``_table[_origin[e]]``: one origin per declaration, shared by its edges. A graph derived by
-    removing edges (the reduction, :meth:`subgraph_without`) shares these arrays and masks the
-    removed edges out with ``_keep``; a graph that adds edges to shared arrays copies them
-    first. None of this is a Python object per edge or per node, so a plan kept for the run
-    costs the cyclic garbage collector nothing.
+    ``_table[_origin[e]]``: one origin per declaration, shared by its edges. None of this is a
+    Python object per edge or per node, so a plan kept for the run costs the cyclic garbage
+    collector nothing. A derived graph (:meth:`relabel`, :meth:`without_edges`, ...) has
+    arrays of its own.
 
     The algorithms read adjacency lists (a list per node each way, faster to iterate in
-    Python than slices of flat arrays): they are built on first use and dropped by
-    :meth:`compact`, with the look-up tables, once the plan is made.
+    Python than slices of flat arrays): they are built on first use, kept up to date by
+    :meth:`add_edges`, and dropped by :meth:`compact`, with the look-up tables, once the plan
+    is made.
     """
 
     __slots__ = (
         "_dependency",
         "_dependent",
-        "_keep",
         "_keys",
         "_kinds",
         "_lists_cache",
-        "_lists_left",
-        "_live",
         "_origin",
-        "_shared",
         "_table",
         "_table_ids",
         "size",
@@ -177,23 +145,14 @@ class Graph:
         # id(origin) -> its index in _table (the table keeps the origin, so the id holds);
         # None until needed again after :meth:`compact`
         self._table_ids: dict[int, int] | None = {}
-        # ``dependent * size + dependency`` -> the pair's latest edge, which ``_keep`` may
-        # mask out in a derived graph; None until needed again after :meth:`compact`
+        # ``dependent * size + dependency`` -> the pair's edge; None until needed again after
+        # :meth:`compact`
         self._keys: dict[int, int] | None = {}
-        # 1 per live edge, 0 per removed one; None: every edge is live
-        self._keep: bytearray | None = None
-        self._live = 0
-        # (dependencies, dependents) node lists of the live edges, or None; kept up to date
-        # by add_edges from the start, so that a graph built edge by edge is ready to walk
+        # (dependencies, dependents) node lists, or None; kept up to date by add_edges from
+        # the start, so that a graph built edge by edge is ready to walk
         self._lists_cache: tuple[list[list[int]], list[list[int]]] | None = (
             [_NO_EDGES] * size, [_NO_EDGES] * size
         )
-        # a derived graph's lists still to make, when first needed: the lists of the graph
-        # it was derived from, and the edges it removed (see :meth:`_derived`)
-        self._lists_left: tuple[tuple[list[list[int]], list[list[int]]], Sequence[int]] | None
-        self._lists_left = None
-        # True while the arrays (and lists) may be shared with another graph
-        self._shared = False
 
     # -- building ---------------------------------------------------------------------------
 
@@ -217,61 +176,54 @@ class Graph:
 
     def add_edges(self, edges: Iterable[tuple[int, int, Kind, Origin]]) -> None:
         """:meth:`add_edge` for each edge in turn, with the look-ups made once. O(E)."""
-        self._lists_left = None  # the lists are made from the arrays, added edges included
-        if self._shared:
-            self._unshare()
         size = self.size
         keys = self._keys if self._keys is not None else self._key_index()
         table_ids = self._table_ids if self._table_ids is not None else self._origin_ids()
         add_dependent, add_dependency = self._dependent.append, self._dependency.append
-        kinds, origins, table, keep = self._kinds, self._origin, self._table, self._keep
+        kinds, origins, table = self._kinds, self._origin, self._table
         add_kind, add_origin = kinds.append, origins.append
         lists = self._lists_cache
         outs, ins = lists if lists is not None else (None, None)
         # the last origin's index: edges of one declaration come together
         last: Origin | None = None
         o = -1
-        count = first = len(kinds)
-        try:
-            for dependent, dependency, kind, origin in edges:
-                if not (0 <= dependent < size and 0 <= dependency < size):
-                    raise ValueError(
-                        f"edge {dependent} -> {dependency} outside a graph of {size} nodes"
-                    )
-                key = dependent * size + dependency
-                e = keys.get(key)
-                if e is not None and (keep is None or keep[e]):
-                    if kind == Kind.REQUIRES and kinds[e]:
-                        kinds[e] = 0
-                        origins[e] = self._index_of(origin)
-                    continue
-                if origin is not last:
-                    found = table_ids.get(id(origin))
-                    if found is None:
-                        found = table_ids[id(origin)] = len(table)
-                        table.append(origin)
-                    last, o = origin, found
-                add_kind(kind)
-                add_dependent(dependent)
-                add_dependency(dependency)
-                add_origin(o)
-                keys[key] = count
-                count += 1
-                if keep is not None:
-                    keep.append(1)
-                if outs is not None and ins is not None:
-                    ds = outs[dependent]
-                    if ds is _NO_EDGES:
-                        outs[dependent] = [dependency]
-                    else:
-                        ds.append(dependency)
-                    us = ins[dependency]
-                    if us is _NO_EDGES:
-                        ins[dependency] = [dependent]
-                    else:
-                        us.append(dependent)
-        finally:
-            self._live += count - first
+        count = len(kinds)
+        for dependent, dependency, kind, origin in edges:
+            if not (0 <= dependent < size and 0 <= dependency < size):
+                raise ValueError(
+                    f"edge {dependent} -> {dependency} outside a graph of {size} nodes"
+                )
+            key = dependent * size + dependency
+            e = keys.get(key)
+            if e is not None:
+                if kind == Kind.REQUIRES and kinds[e]:
+                    kinds[e] = 0
+                    origins[e] = self._index_of(origin)
+                continue
+            if origin is not last:
+                found = table_ids.get(id(origin))
+                if found is None:
+                    found = table_ids[id(origin)] = len(table)
+                    table.append(origin)
+                last, o = origin, found
+            add_kind(kind)
+            add_dependent(dependent)
+            add_dependency(dependency)
+            add_origin(o)
+            keys[key] = count
+            count += 1
+            if outs is not None and ins is not None:
+                ds = outs[dependent]
+                if ds is _NO_EDGES:
+                    outs[dependent] = [dependency]
+                else:
+                    ds.append(dependency)
+                us = ins[dependency]
+                if us is _NO_EDGES:
+                    ins[dependency] = [dependent]
+                else:
+                    us.append(dependent)
+
     @classmethod
     def from_arrays(
         cls,
@@ -299,7 +251,7 @@ class Graph:
             # the arrays are the graph as they are, and the pair -> edge table (a dict entry
             # and two ints per edge) waits until a look-up or an added edge needs it
             graph._dependent, graph._dependency = dependents, dependencies
-            graph._kinds, graph._origin, graph._live = kinds, origins, count
+            graph._kinds, graph._origin = kinds, origins
             return graph
         # a pair repeats, or a node is outside the graph (add_edges says which): edge by edge,
         # an origin numbered by the last place of that object in the table, as add_edges does
@@ -314,7 +266,7 @@ class Graph:
         kept for the whole run, which then holds no Python object per node or edge."""
         self._keys = None
         self._table_ids = None
-        self._lists_cache = self._lists_left = None
+        self._lists_cache = None
 
     def _key_index(self) -> dict[int, int]:
         keys = self._keys
@@ -333,124 +285,36 @@ class Graph:
             table_ids = self._table_ids = {id(o): i for i, o in enumerate(self._table)}
         return table_ids
 
-    def _unshare(self) -> None:
-        self._dependent = self._dependent[:]
-        self._dependency = self._dependency[:]
-        self._kinds = self._kinds[:]
-        self._origin = self._origin[:]
-        self._table = self._table[:]
-        self._table_ids = None if self._table_ids is None else self._table_ids.copy()
-        self._keys = None if self._keys is None else self._keys.copy()
-        if self._keep is not None:
-            self._keep = self._keep[:]
-        lists = self._lists_cache
-        if lists is not None:
-            self._lists_cache = tuple(
-                [ns if ns is _NO_EDGES else ns[:] for ns in adjacency] for adjacency in lists
-            )  # type: ignore[assignment]
-        self._shared = False
-
-    def _derived(self, keep: bytearray | None, live: int, removed: Sequence[int] = ()) -> Graph:
-        """A graph over the same edge arrays with ``keep`` as its live edges, ``removed``
-        being the edges live here and not there. Until either graph adds an edge, the two
-        share the arrays and the adjacency lists of the nodes the removal leaves alone; the
-        derived graph's lists are made when first read (a reduced graph is often only
-        relabelled)."""
-        graph = Graph(self.size)
-        graph._dependent, graph._dependency = self._dependent, self._dependency
-        graph._kinds, graph._origin = self._kinds, self._origin
-        graph._table, graph._table_ids, graph._keys = self._table, self._table_ids, self._keys
-        graph._keep, graph._live = keep, live
-        graph._lists_cache = None
-        lists = self._lists_cache
-        if lists is not None:
-            if removed:
-                graph._lists_left = (lists, removed)
-            else:
-                graph._lists_cache = (lists[0][:], lists[1][:])
-        graph._shared = self._shared = True
-        return graph
-
-    def _lists_without(
-        self, lists: tuple[list[list[int]], list[list[int]]], removed: Sequence[int]
-    ) -> tuple[list[list[int]], list[list[int]]]:
-        """The lists of the graph this one was derived from without the ``removed`` edges:
-        new lists for the nodes they touch, the others shared. O(V + removed edges)."""
-        dependencies, dependents = lists[0][:], lists[1][:]
-        size = self.size
-        gone = {
-            u * size + d
-            for u, d in zip(map(self._dependent.__getitem__, removed),
-                            map(self._dependency.__getitem__, removed))
-        }
-        for u in {key // size for key in gone}:
-            base = u * size
-            dependencies[u] = [d for d in dependencies[u] if base + d not in gone]
-        for d in {key % size for key in gone}:
-            dependents[d] = [u for u in dependents[d] if u * size + d not in gone]
-        return dependencies, dependents
-
     # -- reading ----------------------------------------------------------------------------
-
-    def _live_ids(self) -> Sequence[int]:
-        """The numbers of the live edges, in declaration order."""
-        keep = self._keep
-        if keep is None:
-            return range(len(self._kinds))
-        return list(compress(range(len(keep)), keep))
-
-    def _column(self, column: Sequence[int]) -> Iterable[int]:
-        """The values of an edge column (``_dependent``, ``_kinds``, ...) for the live edges,
-        in declaration order, in C (no list of edge numbers: 36 bytes an edge)."""
-        keep = self._keep
-        return column if keep is None else compress(column, keep)
 
     def _lists(self) -> tuple[list[list[int]], list[list[int]]]:
         """(dependencies, dependents) of each node, in declaration order. O(V + E) once."""
         lists = self._lists_cache
-        if lists is None and self._lists_left is not None:
-            lists = self._lists_cache = self._lists_without(*self._lists_left)
-            self._lists_left = None
         if lists is None:
             size = self.size
             # one int object per node, shared by the lists (an array makes a new one per
             # read: two per edge, 28 bytes each, for as long as the lists live)
             node = list(range(size)).__getitem__
-            src = list(map(node, self._column(self._dependent)))
-            dst = list(map(node, self._column(self._dependency)))
+            src = list(map(node, self._dependent))
+            dst = list(map(node, self._dependency))
             lists = self._lists_cache = (_adjacency(size, src, dst), _adjacency(size, dst, src))
         return lists
 
-    def _keys_of(self, flags: bytes | bytearray | None = None) -> Iterator[int]:
-        """``dependent * size + dependency`` of each live edge (whose flag is set), in order.
-        O(E), in C."""
-        src, dst = self._column(self._dependent), self._column(self._dependency)
-        if flags is not None:
-            live = bytes(self._column(flags))  # read twice
-            return _pair_keys(self.size, compress(src, live), compress(dst, live))
-        return _pair_keys(self.size, src, dst)
-
     def edges_keyed(self, keys: Iterable[int]) -> list[int]:
-        """The numbers of the live edges keyed ``dependent * size + dependency`` in ``keys``,
-        in declaration order, without the pair -> edge table. O(E), in C."""
+        """The numbers of the edges keyed ``dependent * size + dependency`` in ``keys``, in
+        declaration order, without the pair -> edge table. O(E), in C."""
         wanted = set(keys)
         if not wanted:
             return []
         table = self._keys
         if table is not None:
-            found = [table.get(key) for key in wanted]
-            keep = self._keep
-            return sorted(
-                e for e in found if e is not None and (keep is None or keep[e])
-            )
+            return sorted(e for e in map(table.get, wanted) if e is not None)
         # the few candidate edges by their dependent first (in C), then their pairs
         size = self.size
         owners = {key // size for key in wanted}
-        ids = self._live_ids()
         src, dst = self._dependent, self._dependency
-        owner_of = src if isinstance(ids, range) else map(src.__getitem__, ids)
         return [
-            e for e in compress(ids, map(owners.__contains__, owner_of))
+            e for e in compress(range(len(src)), map(owners.__contains__, src))
             if src[e] * size + dst[e] in wanted
         ]
 
@@ -461,29 +325,22 @@ class Graph:
         )
 
     def _find(self, dependent: int, dependency: int) -> int | None:
-        """The number of the live edge between two nodes, or None."""
+        """The number of the edge between two nodes, or None."""
         if not (0 <= dependent < self.size and 0 <= dependency < self.size):
             return None
-        e = self._key_index().get(dependent * self.size + dependency)
-        if e is None or (self._keep is not None and not self._keep[e]):
-            return None
-        return e
+        return self._key_index().get(dependent * self.size + dependency)
 
     def edges(self) -> list[Edge]:
         """Every edge, in the order of its first declaration. O(E)."""
-        return [self._edge(e) for e in self._live_ids()]
+        return [self._edge(e) for e in range(len(self._kinds))]
 
     def triples(self) -> Iterator[tuple[int, int, Kind]]:
         """(dependent, dependency, kind) of every edge, in declaration order, without
         building Edge objects (the fast path for large graphs). O(E)."""
-        return zip(
-            self._column(self._dependent), self._column(self._dependency),
-            map(_KINDS.__getitem__, self._column(self._kinds)),
-        )
+        return zip(self._dependent, self._dependency, map(_KINDS.__getitem__, self._kinds))
 
     def dependencies(self, node: int) -> list[Edge]:
         """The edges whose dependent is ``node``. O(out-degree)."""
-        # the adjacency lists hold live edges only, and a live edge is its pair's latest
         keys, base = self._key_index(), node * self.size
         return [self._edge(keys[base + d]) for d in self._lists()[0][node]]
 
@@ -495,7 +352,7 @@ class Graph:
     @property
     def edge_count(self) -> int:
         """Number of distinct (dependent, dependency) pairs."""
-        return self._live
+        return len(self._kinds)
 
     def edge(self, dependent: int, dependency: int) -> Edge | None:
         """The edge between two nodes, or None. O(1)."""
@@ -519,86 +376,73 @@ class Graph:
 
     def origins(self) -> Iterator[Origin]:
         """The origin of every edge, in declaration order. O(E)."""
-        return map(self._table.__getitem__, self._column(self._origin))
-
-    def _kept_columns(self) -> Callable[[_Column], _Column]:
-        """A function that copies an edge column with the live edges only. O(E), in C: the
-        runs between removed edges when they are few (a reduced graph), else a mask."""
-        keep = self._keep
-        if keep is None:
-            return _copy
-        if keep.count(0) * 8 > len(keep):
-            return partial(_masked, keep)
-        removed = []
-        find = keep.find
-        e = find(0)
-        while e >= 0:
-            removed.append(e)
-            e = find(0, e + 1)
-        return partial(_without, gone=removed)
+        return map(self._table.__getitem__, self._origin)
 
     def columns(self) -> tuple[list[int], list[int], bytes]:
         """(dependents, dependencies, kinds: 0 REQUIRES, 1 AFTER) of every edge as columns, in
         declaration order. O(E), in C."""
-        if self._keep is None:
-            return self._dependent.tolist(), self._dependency.tolist(), bytes(self._kinds)
-        return (
-            list(self._column(self._dependent)), list(self._column(self._dependency)),
-            bytes(self._column(self._kinds)),
-        )
+        return self._dependent.tolist(), self._dependency.tolist(), bytes(self._kinds)
 
     def requiring(self) -> set[int]:
         """The nodes with at least one REQUIRES edge. O(E), in C."""
-        requires = bytes(self._column(self._kinds)).translate(_NOT)
-        return set(compress(self._column(self._dependent), requires))
+        requires = bytes(self._kinds).translate(_NOT)
+        return set(compress(self._dependent, requires))
 
     def origin_counts(self) -> Iterator[tuple[Origin, int]]:
         """Each origin that has edges, with how many, in order of first use. O(E), counted
         in C (no list of the edges' origins)."""
-        counts = Counter(self._column(self._origin))
+        counts = Counter(self._origin)
         return zip(map(self._table.__getitem__, counts), counts.values())
 
     def origin_indexes(self) -> tuple[list[Origin], list[int]]:
         """(one origin per declaration, the index of each edge's origin in it), in declaration
         order: the compact form of :meth:`origins`. O(E)."""
-        return self._table, list(self._column(self._origin))
+        return self._table, self._origin.tolist()
 
     # -- derived graphs ---------------------------------------------------------------------
 
     def relabel(self, new_id: Sequence[int]) -> Graph:
         """A copy where node ``n`` is ``new_id[n]`` (a permutation), edges in the same
         declaration order, kinds and origins kept. O(E), most of it in C."""
-        graph = Graph(self.size)
-        graph._lists_cache = None
-        get = new_id.__getitem__
-        # the live edges only: a relabelled graph is one to keep
-        kept = self._kept_columns()
-        graph._dependent = array("i", list(map(get, kept(self._dependent))))
-        graph._dependency = array("i", list(map(get, kept(self._dependency))))
-        graph._kinds = kept(self._kinds)
-        graph._origin = kept(self._origin)
-        graph._table = self._table[:]
-        graph._table_ids = graph._keys = None
-        graph._live = self._live
-        return graph
+        return self._with_columns(
+            array("i", map(new_id.__getitem__, self._dependent)),
+            array("i", map(new_id.__getitem__, self._dependency)),
+            self._kinds[:],
+            self._origin[:],
+        )
 
     def subgraph_without(self, nodes: set[int]) -> Graph:
-        """The same nodes, without the edges that touch ``nodes``. O(V + E)."""
-        if not nodes:
-            return self._derived(self._keep, self._live)
+        """The same nodes, without the edges that touch ``nodes``. O(E)."""
         src, dst = self._dependent, self._dependency
         return self.without_edges(
-            [e for e in self._live_ids() if src[e] in nodes or dst[e] in nodes]
+            [e for e in range(len(src)) if src[e] in nodes or dst[e] in nodes] if nodes else []
         )
 
     def without_edges(self, removed: Sequence[int]) -> Graph:
-        """The same nodes without the live edges numbered ``removed``. O(V + E)."""
-        if not removed:
-            return self._derived(self._keep, self._live)
-        keep = bytearray(b"\x01") * len(self._kinds) if self._keep is None else self._keep[:]
+        """The same nodes without the edges numbered ``removed``; the others keep their
+        order (numbered from 0 again). O(E), in C."""
+        keep = bytearray(b"\x01") * len(self._kinds)
         for e in removed:
             keep[e] = 0
-        return self._derived(keep, self._live - len(removed), removed)
+        return self._with_columns(
+            array(self._dependent.typecode, compress(self._dependent, keep)),
+            array(self._dependency.typecode, compress(self._dependency, keep)),
+            bytearray(compress(self._kinds, keep)),
+            array(self._origin.typecode, compress(self._origin, keep)),
+        )
+
+    def _with_columns(
+        self, dependents: array[int], dependencies: array[int], kinds: bytearray,
+        origins: array[int],
+    ) -> Graph:
+        """A graph of this size and origin table with the edge columns given (distinct
+        pairs, taken over); its look-up tables and lists are made when needed."""
+        graph = Graph(self.size)
+        graph._dependent, graph._dependency = dependents, dependencies
+        graph._kinds, graph._origin = kinds, origins
+        graph._table = self._table[:]
+        graph._table_ids = graph._keys = graph._lists_cache = None
+        return graph
 
     def __repr__(self) -> str:
-        return f"Graph(size={self.size}, edges={self._live})"
+        return f"Graph(size={self.size}, edges={self.edge_count})"
