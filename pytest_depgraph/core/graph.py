@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from array import array
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
@@ -80,21 +80,7 @@ class Edge:
     origin: Origin
 
 
-# Shared by every node without edges in the adjacency lists: 200,000 empty lists would cost
-# more (in allocation and garbage-collector passes) than the algorithms that read them. Only
-# ``Graph.add_edges`` ever appends, and it replaces this list first.
-_NO_EDGES: list[int] = []
-
 _KINDS = (Kind.REQUIRES, Kind.AFTER)
-
-def _adjacency(size: int, owners: Iterable[int], others: Iterable[int]) -> list[list[int]]:
-    """Each node's list of the ``others`` paired with it in ``owners``, in order; appended
-    in C (a Python loop over the edges costs twice as much)."""
-    lists: list[list[int]] = list(map(list, repeat((), size)))
-    deque(map(list.append, map(lists.__getitem__, owners), others), 0)
-    # the empty ones back to the shared list: one list object less per node without edges
-    return [ns or _NO_EDGES for ns in lists]
-
 
 def _pair_keys(size: int, dependents: Iterable[int], dependencies: Iterable[int]) -> Iterator[int]:
     """``dependent * size + dependency`` of each pair, in C (operator's functions are
@@ -148,11 +134,9 @@ class Graph:
         # ``dependent * size + dependency`` -> the pair's edge; None until needed again after
         # :meth:`compact`
         self._keys: dict[int, int] | None = {}
-        # (dependencies, dependents) node lists, or None; kept up to date by add_edges from
-        # the start, so that a graph built edge by edge is ready to walk
-        self._lists_cache: tuple[list[list[int]], list[list[int]]] | None = (
-            [_NO_EDGES] * size, [_NO_EDGES] * size
-        )
+        # (dependencies, dependents) node lists, made when first read, then kept up to date
+        # by add_edges; None until then
+        self._lists_cache: tuple[list[list[int]], list[list[int]]] | None = None
 
     # -- building ---------------------------------------------------------------------------
 
@@ -213,16 +197,8 @@ class Graph:
             keys[key] = count
             count += 1
             if outs is not None and ins is not None:
-                ds = outs[dependent]
-                if ds is _NO_EDGES:
-                    outs[dependent] = [dependency]
-                else:
-                    ds.append(dependency)
-                us = ins[dependency]
-                if us is _NO_EDGES:
-                    ins[dependency] = [dependent]
-                else:
-                    us.append(dependent)
+                outs[dependent].append(dependency)
+                ins[dependency].append(dependent)
 
     @classmethod
     def from_arrays(
@@ -238,7 +214,6 @@ class Graph:
         :meth:`add_edges` merges them. When every pair is distinct (the build's usual case)
         the arrays are taken over, not copied. O(E)."""
         graph = cls(size)
-        graph._lists_cache = None  # built on first use, in one pass
         count = len(kinds)
         if not (len(dependents) == len(dependencies) == len(origins) == count):
             raise ValueError("edge arrays of different lengths")
@@ -291,13 +266,12 @@ class Graph:
         """(dependencies, dependents) of each node, in declaration order. O(V + E) once."""
         lists = self._lists_cache
         if lists is None:
-            size = self.size
-            # one int object per node, shared by the lists (an array makes a new one per
-            # read: two per edge, 28 bytes each, for as long as the lists live)
-            node = list(range(size)).__getitem__
-            src = list(map(node, self._dependent))
-            dst = list(map(node, self._dependency))
-            lists = self._lists_cache = (_adjacency(size, src, dst), _adjacency(size, dst, src))
+            dependencies: list[list[int]] = [[] for _ in range(self.size)]
+            dependents: list[list[int]] = [[] for _ in range(self.size)]
+            for dependent, dependency in zip(self._dependent, self._dependency):
+                dependencies[dependent].append(dependency)
+                dependents[dependency].append(dependent)
+            lists = self._lists_cache = (dependencies, dependents)
         return lists
 
     def edges_keyed(self, keys: Iterable[int]) -> list[int]:
@@ -441,7 +415,7 @@ class Graph:
         graph._dependent, graph._dependency = dependents, dependencies
         graph._kinds, graph._origin = kinds, origins
         graph._table = self._table[:]
-        graph._table_ids = graph._keys = graph._lists_cache = None
+        graph._table_ids = graph._keys = None
         return graph
 
     def __repr__(self) -> str:
