@@ -151,7 +151,7 @@ class Graph:
 
     def _index_of(self, origin: Origin) -> int:
         """The index of ``origin`` in the table, added if new. O(1)."""
-        table_ids = self._table_ids if self._table_ids is not None else self._origin_ids()
+        table_ids = self._origin_ids()
         index = table_ids.get(id(origin))
         if index is None:
             index = table_ids[id(origin)] = len(self._table)
@@ -159,19 +159,9 @@ class Graph:
         return index
 
     def add_edges(self, edges: Iterable[tuple[int, int, Kind, Origin]]) -> None:
-        """:meth:`add_edge` for each edge in turn, with the look-ups made once. O(E)."""
+        """:meth:`add_edge` for each edge in turn. O(E)."""
         size = self.size
-        keys = self._keys if self._keys is not None else self._key_index()
-        table_ids = self._table_ids if self._table_ids is not None else self._origin_ids()
-        add_dependent, add_dependency = self._dependent.append, self._dependency.append
-        kinds, origins, table = self._kinds, self._origin, self._table
-        add_kind, add_origin = kinds.append, origins.append
-        lists = self._lists_cache
-        outs, ins = lists if lists is not None else (None, None)
-        # the last origin's index: edges of one declaration come together
-        last: Origin | None = None
-        o = -1
-        count = len(kinds)
+        keys = self._key_index()
         for dependent, dependency, kind, origin in edges:
             if not (0 <= dependent < size and 0 <= dependency < size):
                 raise ValueError(
@@ -180,25 +170,18 @@ class Graph:
             key = dependent * size + dependency
             e = keys.get(key)
             if e is not None:
-                if kind == Kind.REQUIRES and kinds[e]:
-                    kinds[e] = 0
-                    origins[e] = self._index_of(origin)
+                if kind == Kind.REQUIRES and self._kinds[e] == Kind.AFTER:
+                    self._kinds[e] = Kind.REQUIRES
+                    self._origin[e] = self._index_of(origin)
                 continue
-            if origin is not last:
-                found = table_ids.get(id(origin))
-                if found is None:
-                    found = table_ids[id(origin)] = len(table)
-                    table.append(origin)
-                last, o = origin, found
-            add_kind(kind)
-            add_dependent(dependent)
-            add_dependency(dependency)
-            add_origin(o)
-            keys[key] = count
-            count += 1
-            if outs is not None and ins is not None:
-                outs[dependent].append(dependency)
-                ins[dependency].append(dependent)
+            keys[key] = len(self._kinds)
+            self._dependent.append(dependent)
+            self._dependency.append(dependency)
+            self._kinds.append(kind)
+            self._origin.append(self._index_of(origin))
+            if self._lists_cache is not None:
+                self._lists_cache[0][dependent].append(dependency)
+                self._lists_cache[1][dependency].append(dependent)
 
     @classmethod
     def from_arrays(
