@@ -15,8 +15,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import add, mul
+from itertools import compress
 from typing import Callable
 
 
@@ -80,15 +79,8 @@ class Edge:
     origin: Origin
 
 
+#: the Kind of a kind byte
 _KINDS = (Kind.REQUIRES, Kind.AFTER)
-
-def _pair_keys(size: int, dependents: Iterable[int], dependencies: Iterable[int]) -> Iterator[int]:
-    """``dependent * size + dependency`` of each pair, in C (operator's functions are
-    quicker to call than int's slot wrappers)."""
-    return map(add, map(mul, dependents, repeat(size)), dependencies)
-
-# kind bytes to "is REQUIRES" flags (1 for 0, 0 for 1)
-_NOT = bytes.maketrans(b"\x00\x01", b"\x01\x00")
 
 
 class Graph:
@@ -227,17 +219,18 @@ class Graph:
         self._lists_cache = None
 
     def _key_index(self) -> dict[int, int]:
+        """``dependent * size + dependency`` -> the pair's edge, made when first needed. O(E)."""
         keys = self._keys
         if keys is None:
             size = self.size
-            # every edge, so that a pair's latest edge wins, as in add_edges
-            keys = self._keys = dict(
-                zip(_pair_keys(size, self._dependent, self._dependency),
-                    range(len(self._kinds)))
-            )
+            keys = self._keys = {
+                u * size + d: e
+                for e, (u, d) in enumerate(zip(self._dependent, self._dependency))
+            }
         return keys
 
     def _origin_ids(self) -> dict[int, int]:
+        """``id(origin)`` -> its index in the table, made when first needed. O(origins)."""
         table_ids = self._table_ids
         if table_ids is None:
             table_ids = self._table_ids = {id(o): i for i, o in enumerate(self._table)}
@@ -259,20 +252,14 @@ class Graph:
 
     def edges_keyed(self, keys: Iterable[int]) -> list[int]:
         """The numbers of the edges keyed ``dependent * size + dependency`` in ``keys``, in
-        declaration order, without the pair -> edge table. O(E), in C."""
+        declaration order. O(E)."""
         wanted = set(keys)
         if not wanted:
             return []
-        table = self._keys
-        if table is not None:
-            return sorted(e for e in map(table.get, wanted) if e is not None)
-        # the few candidate edges by their dependent first (in C), then their pairs
         size = self.size
-        owners = {key // size for key in wanted}
-        src, dst = self._dependent, self._dependency
         return [
-            e for e in compress(range(len(src)), map(owners.__contains__, src))
-            if src[e] * size + dst[e] in wanted
+            e for e, (u, d) in enumerate(zip(self._dependent, self._dependency))
+            if u * size + d in wanted
         ]
 
     def _edge(self, e: int) -> Edge:
@@ -341,9 +328,8 @@ class Graph:
         return self._dependent.tolist(), self._dependency.tolist(), bytes(self._kinds)
 
     def requiring(self) -> set[int]:
-        """The nodes with at least one REQUIRES edge. O(E), in C."""
-        requires = bytes(self._kinds).translate(_NOT)
-        return set(compress(self._dependent, requires))
+        """The nodes with at least one REQUIRES edge. O(E)."""
+        return {u for u, kind in zip(self._dependent, self._kinds) if kind == Kind.REQUIRES}
 
     def origin_counts(self) -> Iterator[tuple[Origin, int]]:
         """Each origin that has edges, with how many, in order of first use. O(E), counted
