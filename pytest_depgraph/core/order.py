@@ -11,17 +11,16 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Container, Hashable, Sequence
-from itertools import compress
-from operator import not_
 from typing import Callable
 
 from pytest_depgraph.core.graph import Graph
 
 
 def positions_in(order: Sequence[int]) -> list[int]:
-    """``position[v]``: the index of node ``v`` in ``order`` (a permutation). O(V), in C."""
+    """``position[v]``: the index of node ``v`` in ``order`` (a permutation). O(V)."""
     position = [0] * len(order)
-    deque(map(position.__setitem__, order, range(len(order))), 0)
+    for index, v in enumerate(order):
+        position[v] = index
     return position
 
 
@@ -30,17 +29,16 @@ def kahn_order(graph: Graph) -> tuple[list[int], list[int]]:
 
     Nodes left unplaced are on a cycle or depend on one. A self loop leaves its node unplaced.
     """
-    dependents = graph.dependents_of
-    waiting = list(map(len, map(graph.dependencies_of, range(graph.size))))
-    order = list(compress(range(graph.size), map(not_, waiting)))
-    # ``order`` doubles as the FIFO queue: it only grows at the end, and a list's iterator
-    # goes on to what was appended meanwhile
-    append = order.append
-    for v in order:
-        for u in dependents(v):
-            waiting[u] = left = waiting[u] - 1
-            if not left:
-                append(u)
+    waiting = [len(graph.dependencies_of(v)) for v in range(graph.size)]
+    ready = deque(v for v in range(graph.size) if not waiting[v])
+    order = []
+    while ready:
+        v = ready.popleft()
+        order.append(v)
+        for u in graph.dependents_of(v):
+            waiting[u] -= 1
+            if not waiting[u]:
+                ready.append(u)
     unplaced = [v for v in range(graph.size) if waiting[v]] if len(order) < graph.size else []
     return order, unplaced
 
@@ -76,21 +74,18 @@ def stable_topological_order(
     size = graph.size
     if not graph.edge_count:
         return list(range(size))
-    dependents = graph.dependents_of
-    waiting = list(map(len, map(graph.dependencies_of, range(size))))
+    waiting = [len(graph.dependencies_of(v)) for v in range(size)]
     if scopes is not None:
-        order = _keeping_scopes(dependents, waiting, scopes)
+        order = _keeping_scopes(graph.dependents_of, waiting, scopes)
     else:
         order = []
-        append = order.append
         # ``late``: each is smaller than ``cursor``, so the smallest of them always beats the
         # next ready node the cursor finds
         late: list[int] = []
-        push, pop = heapq.heappush, heapq.heappop
         cursor = 0
         while True:
             if late:
-                v = pop(late)
+                v = heapq.heappop(late)
             else:
                 while cursor < size and waiting[cursor]:
                     cursor += 1
@@ -98,11 +93,11 @@ def stable_topological_order(
                     break
                 v = cursor
                 cursor += 1
-            append(v)
-            for u in dependents(v):
-                waiting[u] = left = waiting[u] - 1
-                if not left and u < cursor:
-                    push(late, u)
+            order.append(v)
+            for u in graph.dependents_of(v):
+                waiting[u] -= 1
+                if not waiting[u] and u < cursor:
+                    heapq.heappush(late, u)
     if len(order) < size:
         stuck = next(v for v in range(size) if waiting[v])
         raise ValueError(f"graph has a cycle through node {stuck}")
@@ -117,8 +112,6 @@ def _keeping_scopes(
     """:func:`stable_topological_order` with ``scopes``, on its dependents and in-degrees."""
     size = len(waiting)
     order: list[int] = []
-    append = order.append
-    push, pop = heapq.heappush, heapq.heappop
     # the late nodes: a heap of them all and one per scope of those it holds; a node placed
     # from one heap stays in the others until it comes to their top (lazy deletion)
     late: list[int] = []
@@ -145,20 +138,17 @@ def _keeping_scopes(
                 other = chains[cursor]
                 if other is None:
                     other = chains[cursor] = scopes(cursor)
-                if other is chain:
-                    shared = len(chain)
-                else:
-                    for key, other_key in zip(chain, other):
-                        if key != other_key:
-                            break
-                        shared += 1
+                for key, other_key in zip(chain, other):
+                    if key != other_key:
+                        break
+                    shared += 1
             # the deepest scope of the node placed last that holds a late node, down to the
             # depth it shares with the cursor's node (a tie goes to the late node: it is smaller)
             v = -1
             for depth in range(len(chain) - 1, max(shared - 1, 0) - 1, -1):
                 heap = by_scope.get(chain[depth])
                 while heap and placed[heap[0]]:
-                    pop(heap)
+                    heapq.heappop(heap)
                 if heap:
                     v = heap[0]
                     break
@@ -167,19 +157,19 @@ def _keeping_scopes(
                     v = cursor
                 else:
                     while placed[late[0]]:
-                        pop(late)
+                        heapq.heappop(late)
                     v = late[0]
             if v == cursor:
                 cursor += 1
             else:
                 count -= 1
             placed[v] = 1
-        append(v)
+        order.append(v)
         for u in dependents(v):
-            waiting[u] = left = waiting[u] - 1
-            if not left and u < cursor:
+            waiting[u] -= 1
+            if not waiting[u] and u < cursor:
                 count += 1
-                push(late, u)
+                heapq.heappush(late, u)
                 chain = chains[u]
                 if chain is None:
                     chain = chains[u] = scopes(u)
@@ -188,7 +178,7 @@ def _keeping_scopes(
                     if heap is None:
                         by_scope[key] = [u]
                     else:
-                        push(heap, u)
+                        heapq.heappush(heap, u)
     return order
 
 
