@@ -16,12 +16,9 @@ def strongly_connected_components(graph: Graph) -> list[list[int]]:
     component it depends on; the nodes of each component are sorted.
     """
     size = graph.size
-    successors = graph.dependencies_of
-    # index 0 means unvisited; once a node's component is emitted its low becomes ``done`` so
-    # later visitors ignore it (the usual on-stack test, without a separate array).
-    index = [0] * size
+    index = [0] * size  # 0: not visited yet
     low = [0] * size
-    done = size + 1
+    on_stack = bytearray(size)
     stack: list[int] = []
     components: list[list[int]] = []
     counter = 0
@@ -31,39 +28,36 @@ def strongly_connected_components(graph: Graph) -> list[list[int]]:
         counter += 1
         index[root] = low[root] = counter
         stack.append(root)
-        work = [(root, iter(successors(root)))]
+        on_stack[root] = 1
+        # the depth-first path: each node with the iterator over its dependencies
+        work = [(root, iter(graph.dependencies_of(root)))]
         while work:
-            v, it = work[-1]
-            for w in it:
+            v, successors = work[-1]
+            for w in successors:
                 if not index[w]:
                     counter += 1
                     index[w] = low[w] = counter
                     stack.append(w)
-                    work.append((w, iter(successors(w))))
+                    on_stack[w] = 1
+                    work.append((w, iter(graph.dependencies_of(w))))
                     break
-                if low[w] < low[v]:
-                    low[v] = low[w]
+                if on_stack[w]:
+                    low[v] = min(low[v], index[w])
             else:
                 work.pop()
-                lv = low[v]
-                if lv == index[v]:
-                    w = stack.pop()
-                    if w == v:
-                        components.append([v])
-                        low[v] = done
-                    else:
-                        component = [w]
-                        while w != v:
-                            low[w] = done
-                            w = stack.pop()
-                            component.append(w)
-                        low[v] = done
-                        component.sort()
-                        components.append(component)
-                elif work:
+                if work:
                     parent = work[-1][0]
-                    if lv < low[parent]:
-                        low[parent] = lv
+                    low[parent] = min(low[parent], low[v])
+                if low[v] == index[v]:
+                    component = []
+                    while True:
+                        w = stack.pop()
+                        on_stack[w] = 0
+                        component.append(w)
+                        if w == v:
+                            break
+                    component.sort()
+                    components.append(component)
     return components
 
 
@@ -72,11 +66,10 @@ def _shortest_loop(graph: Graph, start: int, members: set[int]) -> list[int]:
 
     Breadth-first search, self loops ignored. O(V + E) of the component.
     """
-    successors = graph.dependencies_of
     parent = {start: start}
     queue = [start]
     for v in queue:
-        for w in successors(v):
+        for w in graph.dependencies_of(v):
             if w == start and v != start:
                 path = [v]
                 while path[-1] != start:
