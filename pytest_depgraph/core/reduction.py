@@ -108,33 +108,33 @@ def reduce_by_search(
     size = graph.size
     if not graph.edge_count:
         return []
-    dependencies, dependents = graph.dependencies_of, graph.dependents_of
     position = positions_in(order)
-    at = position.__getitem__
     # each node's dependencies as positions, latest first (nodes are positions from here on)
     deps = [
-        ds if not ds else sorted(map(at, ds), reverse=True) if len(ds) > 1 else [at(ds[0])]
-        for ds in map(dependencies, order)
+        sorted((position[d] for d in graph.dependencies_of(v)), reverse=True) for v in order
     ]
     # the AFTER edges (few), keyed ``dependent * size + dependency``
-    after = {at(key // size) * size + at(key % size) for key in _after_keys(graph)}
+    after = {
+        position[key // size] * size + position[key % size] for key in _after_keys(graph)
+    }
     bit = [0] * size
     count = 0
     for t, v in enumerate(order):
         if count == filter_bits:
             break
-        if dependents(v):
+        if graph.dependents_of(v):
             bit[t] = 1 << count
             count += 1
-    # every filtered node: the filters equal to it are this one int, so that the test
-    # against it is ``is`` (the usual case far enough into a layered graph)
+    # every filtered node: far enough into a layered graph every filter equals it, and one
+    # int serves them all (memory)
     full = (1 << count) - 1
     hub = [0] * size
     seen = [0] * size  # == stamp: entered by the current search
     stamp = visits = 0
     limit = 8 * graph.edge_count + 10_000 if budget is None else budget
     removed: list[int] = []
-    for t, (ds, read) in enumerate(zip(deps, map(dependents, order))):
+    for t, v in enumerate(order):
+        ds = deps[t]
         if not ds:
             hub[t] = bit[t]
             continue
@@ -156,8 +156,7 @@ def reduce_by_search(
                 for a in ds[:i]:
                     if requires_only and base + a in after:
                         continue
-                    ha = hub[a]
-                    if ha is full or (hb is not full and ha | hb == ha):
+                    if hub[a] | hb == hub[a]:
                         seen[a] = stamp
                         stack.append(a)
                 found = False
@@ -169,19 +168,20 @@ def reduce_by_search(
                         if d <= b:  # the rest come before b: they cannot reach it
                             found = d == b and not (requires_only and xbase + d in after)
                             break
-                        if seen[d] != stamp and not (requires_only and xbase + d in after):
-                            hd = hub[d]
-                            if hd is full or (hb is not full and hd | hb == hd):
-                                seen[d] = stamp
-                                stack.append(d)
+                        if (
+                            seen[d] != stamp
+                            and not (requires_only and xbase + d in after)
+                            and hub[d] | hb == hub[d]
+                        ):
+                            seen[d] = stamp
+                            stack.append(d)
                 if visits > limit:
                     return None
             if found:
                 removed.append(order[t] * size + order[b])
-        if read:  # (the filter of a node nothing depends on is never read)
+        if graph.dependents_of(v):  # (the filter of a node nothing depends on is never read)
             if bit[t]:
                 reach |= bit[t]
-            # once every filtered node is reached, one int serves every node (memory)
             hub[t] = full if reach == full else reach
     return removed
 
@@ -211,7 +211,6 @@ def reduce_by_closures(graph: Graph, order: Sequence[int]) -> list[int]:
     offset = [0] * size
     pure = bytearray(size)
     removed: list[int] = []
-    by_position = position.__getitem__
     for t, v in enumerate(order):
         ds = dependencies(v)
         if not ds or (len(ds) == 1 and not readers[v]):
@@ -226,7 +225,7 @@ def reduce_by_closures(graph: Graph, order: Sequence[int]) -> list[int]:
         # single union per edge does; the two part at the first edge that breaks it.
         reach = reach_req = 0
         same = True
-        for d in sorted(ds, key=by_position, reverse=True) if len(ds) > 1 else ds:
+        for d in sorted(ds, key=position.__getitem__, reverse=True):
             # Bring d's closures to this step's offset; later readers have offsets at least
             # as high, so the shifted ints serve them too.
             shift = low - offset[d]
