@@ -62,13 +62,12 @@ def critical_path(
         raise ValueError(f"{len(weights)} weights for {graph.size} nodes")
     if order is None:
         order = topological_order(graph)
-    dependencies = graph.dependencies_of
     # longest[v]: the best remaining path among v's dependents seen so far; every dependent
     # comes later in ``order``, so walking it backwards completes longest[v] before v.
     longest = [0.0] * graph.size
     for v in reversed(order):
         total = longest[v] = weights[v] + longest[v]
-        for d in dependencies(v):
+        for d in graph.dependencies_of(v):
             if total > longest[d]:
                 longest[d] = total
     return longest
