@@ -37,7 +37,6 @@ from pytest_depgraph.collect.markers import (
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.collect.problems import Problem, capped, cycle_message
 from pytest_depgraph.collect.selection import uncollected_file
-from pytest_depgraph.core.gc_pause import without_cyclic_gc
 from pytest_depgraph.core.graph import Graph, Kind, Origin
 from pytest_depgraph.core.order import positions_in, stable_topological_order
 from pytest_depgraph.core.paths import reachable
@@ -786,7 +785,6 @@ def _without_declarations(
     return Result(items=items, plan=plan, problems=[])
 
 
-@without_cyclic_gc
 def build(
     collected: Sequence[pytest.Item],
     selected: Sequence[pytest.Item],
@@ -803,9 +801,7 @@ def build(
     """Resolve every declaration of the selected items (and of the dependencies pulled in),
     validate the graph, reduce it and order the items.
 
-    O(V + E) plus the reduction; targets resolve through a prefix index. The cyclic garbage
-    collector is paused meanwhile: the build makes many small objects and no cycles, and each
-    full collection would walk every collected item of the session.
+    O(V + E) plus the reduction; targets resolve through a prefix index.
     """
     clock, cpu_clock = time.perf_counter(), time.process_time()
     timings: dict[str, float] = {}

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pytest_depgraph.core.gc_pause import without_cyclic_gc
 from pytest_depgraph.core.graph import Graph, Kind
 
 _WAITING, _READY, _STARTED, _FINISHED, _SKIPPED, _UNSATISFIED = range(6)
@@ -250,16 +249,11 @@ class Walker:
         finished.append((node, root))
 
 
-@without_cyclic_gc
 def _dependents(
     graph: Graph, waiting: list[int]
 ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
     """The REQUIRES- and AFTER-dependents of each node, in declaration order; counts each
-    node's dependencies into ``waiting``. O(V + E).
-
-    The cyclic GC is paused meanwhile: the lists gathered first are garbage once they are
-    tuples, and a collection in between would count them among the objects that live long,
-    which brings the next full collection closer (one more during a 10,000-test run)."""
+    node's dependencies into ``waiting``. O(V + E)."""
     size = graph.size
     requires: list[list[int] | None] = [None] * size
     after: list[list[int] | None] = [None] * size
