@@ -1,5 +1,5 @@
-"""The graph core: no pytest, nothing from the rest of the package.
+"""The graph core: no pytest, no tests, nothing from the rest of the package.
 
-The dependency graph and its algorithms, the walk, the plan, target resolution, shards, the
-timeline and xdist's work units as groups.
+The dependency graph's storage and its algorithms (one module each), the walk, the plan,
+shards, the timeline and xdist's work units as groups.
 """
