@@ -111,7 +111,8 @@ def reduce_by_search(
     position = positions_in(order)
     # each node's dependencies as positions, latest first (nodes are positions from here on)
     deps = [
-        sorted((position[d] for d in graph.dependencies_of(v)), reverse=True) for v in order
+        sorted(map(position.__getitem__, graph.dependencies_of(v)), reverse=True)
+        for v in order
     ]
     # the AFTER edges (few), keyed ``dependent * size + dependency``
     after = {
