@@ -26,17 +26,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_depgraph.core import graph as graph_module
-from pytest_depgraph.core.graph import (
-    Graph,
-    Kind,
-    Origin,
-    critical_path,
-    find_cycles,
-    stable_topological_order,
-    strongly_connected_components,
+from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.order import stable_topological_order
+from pytest_depgraph.core.paths import critical_path
+from pytest_depgraph.core.reduction import (
+    reduce_by_closures,
+    reduce_by_search,
     transitive_reduction,
 )
+from pytest_depgraph.core.tarjan import find_cycles, strongly_connected_components
 
 ORIGIN = Origin("marker", "tests/test_bench.py:1")
 Edges = list[tuple[int, int, Kind]]
@@ -216,8 +214,8 @@ def compare_methods(graphs: dict[str, Graph], repeat: int) -> None:
     print("| reduction method (CPU s, peak MiB) | " + " | ".join(graphs) + " |")
     print("|---|" + "---:|" * len(graphs))
     methods: dict[str, Callable[[Graph, list[int]], list[int] | None]] = {
-        "search (`_reduce_by_search`)": graph_module._reduce_by_search,
-        "closures (`_reduce_by_closures`)": graph_module._reduce_by_closures,
+        "search (`reduce_by_search`)": reduce_by_search,
+        "closures (`reduce_by_closures`)": reduce_by_closures,
     }
     for label, method in methods.items():
         cells = []
@@ -260,7 +258,7 @@ def compare_networkx(graph: Graph, repeat: int) -> None:
     print("| reduction of random DAG 10k, all edges REQUIRES | seconds | edges kept |")
     print("|---|---:|---:|")
     print(
-        f"| pytest_depgraph.core.graph.transitive_reduction | {ours_t:.3f} "
+        f"| pytest_depgraph.core.reduction.transitive_reduction | {ours_t:.3f} "
         f"| {ours.edge_count:,} |"
     )
     print(f"| networkx.transitive_reduction | {theirs_t:.3f} | {theirs.number_of_edges():,} |")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_depgraph.collect import selection
+from pytest_depgraph.collect import safe, selection
 from pytest_depgraph.collect.build import Result as BuildResult
 from pytest_depgraph.collect.build import build
 from pytest_depgraph.collect.context import function_of
@@ -22,7 +22,6 @@ from pytest_depgraph.collect.markers import (
     stray_marker,
     uninstall_marker,
 )
-from pytest_depgraph.core import safe
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.hosts import pytest as host
 from pytest_depgraph.options import add_options

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for large dependency graphs, and the settings of the property tests.
+"""Hypothesis strategies for dependency graphs, small and large, and the property tests' settings.
 
 Drawing hundreds of edges one by one makes hypothesis slow and its examples huge, so a graph
 is drawn as a few choices -- a shape, a size, a density, a seed -- and built from them with
@@ -17,10 +17,9 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.graph import Graph, Kind
 
-R, A = Kind.REQUIRES, Kind.AFTER
-M = Origin("marker", "t.py:1")
+from .helpers import A, M, R, make
 
 #: the largest graph drawn
 MAX_NODES = 300
@@ -98,6 +97,18 @@ SHAPES: dict[str, Callable[[random.Random, int, float], Pairs]] = {
     "dense core": _dense_core,
     "layers": _layers,
 }
+
+
+@st.composite
+def digraphs(draw: st.DrawFn, max_size: int = 12, acyclic: bool = False) -> Graph:
+    """Random graphs; acyclic ones point only from higher to lower ids, then get relabelled."""
+    size = draw(st.integers(1, max_size))
+    pairs = st.tuples(st.integers(0, size - 1), st.integers(0, size - 1))
+    raw = draw(st.lists(st.tuples(pairs, st.sampled_from([R, A])), max_size=size * 3))
+    if acyclic:
+        perm = draw(st.permutations(range(size)))
+        raw = [((perm[max(u, v)], perm[min(u, v)]), k) for (u, v), k in raw if u != v]
+    return make(size, [(u, v, k) for (u, v), k in raw])
 
 
 class Drawn:

@@ -14,7 +14,7 @@ from pytest_depgraph.core.plan import Plan
 
 R, A = Kind.REQUIRES, Kind.AFTER
 #: the origin of the edges made here
-M = Origin("marker")
+M = Origin("marker", "t.py:1")
 
 
 def make(size: int, edges: list[tuple[int, int, Kind]]) -> Graph:
@@ -113,3 +113,7 @@ def ran(folder: Path) -> dict[str, str]:
             nodeid, worker = line.split("|")
             found[nodeid.rsplit("::", 1)[-1]] = worker
     return found
+
+
+def closure(g: nx.DiGraph) -> set[tuple[int, int]]:
+    return {(u, v) for u in g for v in nx.descendants(g, u)}

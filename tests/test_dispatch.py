@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_depgraph.core.dispatch import Dispatcher, priorities, weights, width
-from pytest_depgraph.core.graph import Graph, Kind, Origin, stable_topological_order
+from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.order import stable_topological_order
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.walker import Skip
 from pytest_depgraph.run.outcomes import ERROR

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_depgraph.core.resolve import TargetIndex, boundary_prefixes, is_path_qualified
+from pytest_depgraph.collect.resolve import TargetIndex, boundary_prefixes, is_path_qualified
 
 IDS = [
     "tests/test_db.py::test_query[sqlite]",

@@ -20,13 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_depgraph.core.dispatch import Dispatcher
-from pytest_depgraph.core.graph import (
-    Graph,
-    Kind,
-    Origin,
-    stable_topological_order,
-    transitive_reduction,
-)
+from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.order import stable_topological_order
+from pytest_depgraph.core.reduction import transitive_reduction
 from pytest_depgraph.core.walker import Skip, Step, Walker
 
 from .graph_strategies import PROPERTIES, Drawn, dags, reachable
@@ -678,7 +674,7 @@ def _lockstep(full: Graph, reduced: Graph, plan: WalkPlan) -> list[tuple[int, in
     # as in a plan: nodes unsatisfied from the start (external, broken) depend on nothing (a
     # broken node loses its edges); one in the middle of a chain would skip its dependents
     # at once in the reduced graph, before the dependencies it shortcuts have run
-    sinks = [v for v in range(size) if not full.dependency_ids(v)]
+    sinks = [v for v in range(size) if not full.dependencies_of(v)]
     unsatisfied = set(rng.sample(sinks, min(len(sinks), plan.unsatisfied)))
     priority = [float(rng.randrange(4)) for _ in range(size)]
     group = [rng.randrange(4) for _ in range(size)]

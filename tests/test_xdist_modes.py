@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_depgraph.core.graph import Graph, Kind, Origin, find_cycles
+from pytest_depgraph.collect.origins import describe
+from pytest_depgraph.core.graph import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.core.tarjan import find_cycles
 from pytest_depgraph.run.outcomes import FAILED
 
 from .fake_workers import collected_plan, complete, running, start, walked, walks
@@ -457,7 +459,7 @@ def test_bind_units_merges_pinned_groups_that_span_units_and_gates_each_unit() -
     assert plan.pinned == [[0, 1, 2, 3], [4, 5]]
     gate = plan.graph.edge(4, 0)             # C starts after a1, for c2's sake
     assert gate is not None and gate.kind is Kind.AFTER
-    assert gate.origin.describe() == "t.py::C::c2 depends on t.py::A::a1 (depends_on at t.py:1)"
+    assert describe(gate.origin) == "t.py::C::c2 depends on t.py::A::a1 (depends_on at t.py:1)"
     chain = [(e.dependent, e.dependency) for e in plan.graph.edges() if e.origin.kind == "unit"]
     assert sorted(chain) == [(1, 0), (2, 1), (3, 2), (4, 0), (5, 4)]
     assert plan.edge_counts["unit"] == 5

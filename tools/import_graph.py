@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = "pytest_depgraph"
-#: the subpackage whose modules must not know pytest: the graph, the walk, the plan, target
-#: resolution, shards, the timeline, xdist's work units as groups
+#: the subpackage whose modules must not know pytest: the graph and its algorithms, the walk,
+#: the plan, shards, the timeline, xdist's work units as groups
 CORE = "core"
 #: the subpackage of the doors to other packages' private API: it imports only the core
 HOSTS = "hosts"

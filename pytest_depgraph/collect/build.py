@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_depgraph.collect import compat
+from pytest_depgraph.collect import compat, safe
 from pytest_depgraph.collect.context import Context, Source, function_of
 from pytest_depgraph.collect.locate import MarkOrigin, own_marks
 from pytest_depgraph.collect.markers import (
@@ -34,13 +34,15 @@ from pytest_depgraph.collect.markers import (
     describe_target,
     validate,
 )
+from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.collect.problems import Problem, capped, cycle_message
 from pytest_depgraph.collect.selection import uncollected_file
-from pytest_depgraph.core import graph as dag
-from pytest_depgraph.core import safe
-from pytest_depgraph.core.gc_pause import without_cyclic_gc
 from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.order import positions_in, stable_topological_order
+from pytest_depgraph.core.paths import reachable
 from pytest_depgraph.core.plan import Plan, graph_edges_by_origin
+from pytest_depgraph.core.reduction import transitive_reduction
+from pytest_depgraph.core.tarjan import find_cycles
 
 if TYPE_CHECKING:
     from _pytest.nodes import Node
@@ -425,7 +427,7 @@ class _Builder(Context):
         for raw in declared:
             where = self.relative(raw.where)
             raw = RawDeclaration(raw.args, raw.kwargs, where)
-            found, trouble = self._validated(raw, Origin("marker", where), "@depends_on",
+            found, trouble = self._validated(raw, Origin(OriginKind.MARKER, where), "@depends_on",
                                              position, inherited)
             sources += found
             problems += trouble
@@ -480,7 +482,7 @@ class _Builder(Context):
             where = self.relative(raw.where)
             raw = RawDeclaration(raw.args, raw.kwargs, where)
             output = safe.attr(func, "_depgraph_output") is True
-            kind = "output" if output else "fixture"
+            kind = OriginKind.OUTPUT if output else OriginKind.FIXTURE
             label = f"output_fixture '{name}'" if output else f"@depends_on on fixture '{name}'"
             # the edge's origin is the fixture's definition (an output fixture's is the
             # output_fixture() call): a cycle report points there
@@ -783,7 +785,6 @@ def _without_declarations(
     return Result(items=items, plan=plan, problems=[])
 
 
-@without_cyclic_gc
 def build(
     collected: Sequence[pytest.Item],
     selected: Sequence[pytest.Item],
@@ -800,9 +801,7 @@ def build(
     """Resolve every declaration of the selected items (and of the dependencies pulled in),
     validate the graph, reduce it and order the items.
 
-    O(V + E) plus the reduction; targets resolve through a prefix index. The cyclic garbage
-    collector is paused meanwhile: the build makes many small objects and no cycles, and each
-    full collection would walk every collected item of the session.
+    O(V + E) plus the reduction; targets resolve through a prefix index.
     """
     clock, cpu_clock = time.perf_counter(), time.process_time()
     timings: dict[str, float] = {}
@@ -925,7 +924,7 @@ def build(
                 broken.setdefault(number[position], problem.message)
     nodeids = list(map(collected_ids.__getitem__, numbered))
     kahn: list[int] = []
-    for cycle in dag.find_cycles(graph, kahn):
+    for cycle in find_cycles(graph, kahn):
         problem = Problem(
             cycle_message(cycle, nodeids, verbosity), _module_of(nodeids[cycle[0].dependent])
         )
@@ -939,7 +938,7 @@ def build(
     lap("validate")
     # a dependent collected before its dependency waits until the dependency's class, module
     # and package are done, rather than splitting them (their fixtures would be set up twice)
-    order = dag.stable_topological_order(acyclic, _scopes_of(builder.collected, numbered))
+    order = stable_topological_order(acyclic, _scopes_of(builder.collected, numbered))
     # tests that must share a worker, chained in this order (AFTER edges added to acyclic)
     from pytest_depgraph.collect import pinning  # a session without declarations never pins
 
@@ -948,11 +947,11 @@ def build(
     # external nodes go last: they never run, and nothing in the run waits on their position
     final = [*run_order, *range(len(run), len(numbered))]
     # new_id[n]: the plan's number of graph node n, the one renumbering of the build
-    new_id = dag.positions(final)
+    new_id = positions_in(final)
     lap("order")
     # in Kahn's breadth-first order (it keeps the closures shorter than the serial order
     # would); the graph's, found with its cycles, is acyclic's when no edge went or came
-    reduced = dag.transitive_reduction(
+    reduced = transitive_reduction(
         acyclic, kahn if not broken and acyclic.edge_count == graph.edge_count else None
     )
     removed_edges = acyclic.edge_count - reduced.edge_count
@@ -978,7 +977,7 @@ def build(
         edge_counts={
             **graph_edges_by_origin(graph),
             **pins.counts(),
-            **({compat.ORDINAL: ordinal} if ordinal else {}),
+            **({OriginKind.ORDINAL: ordinal} if ordinal else {}),
         },
         removed_edges=removed_edges,
         added=sorted(new_id[number[p]] for p in added),
@@ -1059,7 +1058,7 @@ def _locations(
 
 def _break_dependents(graph: Graph, broken: dict[int, str], nodeids: Sequence[str]) -> None:
     """Tests that require a broken test cannot run either; say which one."""
-    for dependent, node in graph.reachable(list(broken), "dependents", (Kind.REQUIRES,)).items():
+    for dependent, node in reachable(graph, list(broken), "dependents", (Kind.REQUIRES,)).items():
         broken[dependent] = (
             f"depgraph: {nodeids[dependent]} depends on {nodeids[node]}, "
             "which cannot run because of a dependency error reported above"

@@ -16,12 +16,12 @@ from typing import NamedTuple
 
 import pytest
 
+from pytest_depgraph.collect import safe
 from pytest_depgraph.collect.locate import Locator
 from pytest_depgraph.collect.markers import Declaration
 from pytest_depgraph.collect.problems import Problem, Problems
-from pytest_depgraph.core import safe
+from pytest_depgraph.collect.resolve import TargetIndex
 from pytest_depgraph.core.graph import Origin
-from pytest_depgraph.core.resolve import TargetIndex
 
 
 class Source(NamedTuple):

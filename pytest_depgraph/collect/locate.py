@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_depgraph.collect import safe
 from pytest_depgraph.collect.markers import MARKER
-from pytest_depgraph.core import safe
+from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.core.graph import Origin
 
 if TYPE_CHECKING:
@@ -119,8 +120,8 @@ class MarkOrigin(Origin):
 
     def __init__(self, locator: Locator, node: Node, mark: pytest.Mark) -> None:
         # (Origin's own __init__ is not called: one made per marker, and this is all it does)
-        self.kind = "marker"
-        self.fixture = ""
+        self.kind = OriginKind.MARKER
+        self.name = ""
         self._where = ""
         self._locator: Locator | None = locator
         self._node: Node | None = node

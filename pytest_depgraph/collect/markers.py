@@ -16,8 +16,9 @@ from typing import Any, Callable, Literal, NamedTuple, TypeVar
 
 import pytest
 
-from pytest_depgraph.core import safe
+from pytest_depgraph.collect import safe
 from pytest_depgraph.core.graph import Kind
+from pytest_depgraph.hosts.pytest import fixture_name
 
 MARKER = "depends_on"
 #: attribute holding the declarations made with :func:`depends_on` on a function or fixture
@@ -173,7 +174,7 @@ def validate(raw: RawDeclaration) -> Declaration:
             if not text.strip():
                 raise DeclarationError("an empty string is not a target; name a test or a file")
             targets.append(text)
-        elif safe.fixture_name(target) is not None:
+        elif fixture_name(target) is not None:
             raise DeclarationError(
                 f"the target is {safe.describe(target)}, not a test. A test that uses "
                 "the fixture gets the fixture's own dependencies: declare them on the fixture "

@@ -36,14 +36,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_depgraph.collect.compat.names import DEPENDENCY, ORDER
+from pytest_depgraph.collect import safe
 from pytest_depgraph.collect.context import Context
-from pytest_depgraph.core import safe
-from pytest_depgraph.core.graph import PIN, Graph, Kind, Origin
+from pytest_depgraph.collect.origins import OriginKind
+from pytest_depgraph.core.disjoint import DisjointSets
+from pytest_depgraph.core.graph import Graph, Kind, Origin
 
 _SCOPES = ("module", "class")
 _SCOPE_WORD = {False: "the module", True: "the class"}
-_PLUGIN = {DEPENDENCY: "pytest-dependency", ORDER: "pytest-order"}
+_PLUGIN: dict[str, str] = {
+    OriginKind.DEPENDENCY: "pytest-dependency", OriginKind.ORDER: "pytest-order"
+}
 
 
 class Pins:
@@ -62,7 +65,7 @@ class Pins:
 
     def counts(self) -> dict[str, int]:
         """Edge counts by origin kind, for the plan's summary."""
-        return {PIN: self.edges} if self.edges else {}
+        return {OriginKind.PIN: self.edges} if self.edges else {}
 
 
 def pin(
@@ -84,23 +87,15 @@ def pin(
     without pytest-dependency.
     """
     count = len(run)
-    parent = list(range(count)) if graph.edge_count or computed else []
-    if not parent:
+    if not (graph.edge_count or computed):
         return Pins()
-
-    def find(v: int) -> int:
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
+    sets = DisjointSets(count)
+    find = sets.find
     joined: list[int] = []
     why: dict[int, Origin] = {}
 
     def union(a: int, b: int, origin: Origin) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
+        if sets.union(a, b):
             joined.extend((a, b))
             why.setdefault(a, origin)
 
@@ -123,9 +118,8 @@ def pin(
             continue
         # the same reason on every xdist worker (ids differ between processes): by name
         key = min(mine & theirs, key=lambda k: str(k[4]))
-        union(dependent, dependency,
-              Origin(PIN, f"both use {_SCOPE_WORD[key[2] is not None]} fixture '{key[4]}'",
-                     key[4]))
+        why_pinned = f"both use {_SCOPE_WORD[key[2] is not None]} fixture '{key[4]}'"
+        union(dependent, dependency, Origin(OriginKind.PIN, why_pinned, key[4]))
 
     members: dict[int, set[int]] = {}
     for n in joined:
@@ -163,7 +157,9 @@ def _computed_modules(
         found.extend(w for w in wheres if w not in found)
     first: dict[str, int] = {}
     origins = {
-        module: Origin(PIN, f"depends() with names computed at run time at {wheres[0]}")
+        module: Origin(
+            OriginKind.PIN, f"depends() with names computed at run time at {wheres[0]}"
+        )
         for module, wheres in by_module.items()
     }
     for n, position in enumerate(run):
@@ -187,7 +183,7 @@ def _peer_edges_in_modules(builder: Context, run: Sequence[int], graph: Graph, u
     O(E), in C up to the origins when there is none."""
     table, origin_index = graph.origin_indexes()
     kinds = {i: origin.kind for i, origin in enumerate(table)
-             if origin.kind in (DEPENDENCY, ORDER)}
+             if origin.kind in (OriginKind.DEPENDENCY, OriginKind.ORDER)}
     if not kinds:
         return
     count = len(run)
@@ -214,7 +210,8 @@ def _peer_edges_in_modules(builder: Context, run: Sequence[int], graph: Graph, u
         reason = reasons.get((kind, module_a))
         if reason is None:
             reason = reasons[kind, module_a] = Origin(
-                PIN, f"{module_a}: tests linked by {_PLUGIN[kind]} share the module's state"
+                OriginKind.PIN,
+                f"{module_a}: tests linked by {_PLUGIN[kind]} share the module's state",
             )
         union(a, b, reason)
 

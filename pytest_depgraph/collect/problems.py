@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Callable
 
+from pytest_depgraph.collect.origins import OriginKind, describe
 from pytest_depgraph.core.graph import Edge, Origin
 
 #: declarations listed under one grouped error (default verbosity)
@@ -250,7 +251,7 @@ def cycle_message(cycle: Sequence[Edge], nodeids: Sequence[str], verbosity: int)
 
 def _describe(origin: Origin) -> str:
     """The origin of an edge; a fixture's with the file:line of its definition."""
-    text = origin.describe()
-    if origin.kind in ("fixture", "output") and origin.where:
+    text = describe(origin)
+    if origin.kind in (OriginKind.FIXTURE, OriginKind.OUTPUT) and origin.where:
         text += f" at {origin.where}"
     return text

@@ -1,5 +1,5 @@
-"""The graph core: no pytest, nothing from the rest of the package.
+"""The graph core: no pytest, no tests, nothing from the rest of the package.
 
-The dependency graph and its algorithms, the walk and its dispatch, the plan, target
-resolution, shards and the timeline.
+The dependency graph's storage and its algorithms (one module each), the walk and its dispatch,
+the plan, shards and the timeline.
 """

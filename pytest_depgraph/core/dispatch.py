@@ -38,7 +38,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
-from pytest_depgraph.core.graph import Graph, chain_cover, critical_path
+from pytest_depgraph.core.graph import Graph
+from pytest_depgraph.core.order import chain_cover
+from pytest_depgraph.core.paths import critical_path
 from pytest_depgraph.core.ready import ReadyTests
 from pytest_depgraph.core.walker import Skip, Step, Walker
 

@@ -154,7 +154,7 @@ class Plan:
             array("i", data["dependencies"]),
             bytearray(data["kinds"].encode("ascii").translate(_DIGIT_KINDS)),
             array("i", data["origin_of"]),
-            [Origin(kind, where, fixture) for kind, where, fixture in data["origins"]],
+            [Origin(kind, where, name) for kind, where, name in data["origins"]],
         )
         graph.compact()
         return cls(
@@ -191,7 +191,7 @@ def _edge_columns(graph: Graph, places: bool = True) -> dict[str, Any]:
         "kinds": bytes(kinds).translate(_KIND_DIGITS).decode("ascii"),
         "origin_of": origin_of,
         "origins": [
-            [o.kind, o.where if places else "", o.fixture]
+            [o.kind, o.where if places else "", o.name]
             for o in map(table.__getitem__, used)
         ],
     }

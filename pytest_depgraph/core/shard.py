@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_depgraph.core.disjoint import DisjointSets
 from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.plan import Plan, ShardInfo, edges_by_origin
 
@@ -52,32 +53,15 @@ def components(
     """Weakly connected components of nodes ``0..size-1`` joined by ``edges`` and by
     ``groups`` (each group one component); each sorted, listed by smallest member.
 
-    Union-find with path halving: O((V + E) alpha(V)).
+    O((V + E) log V) at worst (:class:`~pytest_depgraph.core.disjoint.DisjointSets`).
     """
-    parent = list(range(size))
-
-    def find(v: int) -> int:
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
-    def union(a: int, b: int) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            if rb < ra:
-                ra, rb = rb, ra
-            parent[rb] = ra
-
+    sets = DisjointSets(size)
     for a, b in edges:
-        union(a, b)
+        sets.union(a, b)
     for group in groups:
         for a, b in zip(group, group[1:]):
-            union(a, b)
-    found: dict[int, list[int]] = {}
-    for node in range(size):
-        found.setdefault(find(node), []).append(node)
-    return list(found.values())
+            sets.union(a, b)
+    return sets.sets()
 
 
 def balance(weights: Sequence[float], keys: Sequence[str], count: int) -> list[int]:
@@ -118,15 +102,17 @@ class Split:
     nodes: list[int]
 
 
-def split(plan: Plan, weights: Sequence[float], index: int, count: int) -> Split:
+def split(
+    plan: Plan, weights: Sequence[float], index: int, count: int, loose: Container[str] = ()
+) -> Split:
     """Shard ``index`` (1-based) of ``count`` of the plan's items, weighted by ``weights``
-    (seconds per item). O((V + E) alpha(V) + C log C)."""
+    (seconds per item). Edges whose origin kind is in ``loose`` order the tests of a shard
+    but do not join them into one component (a position that puts a test first would
+    otherwise put the whole suite in one shard). O((V + E) log V + C log C)."""
     size = plan.item_count
-    # pytest-order's positions order the tests of a shard; they do not join its tests to
-    # every other test (one "first" would put the whole suite in one shard)
     edges = (
         (e.dependent, e.dependency) for e in plan.graph.edges()
-        if e.dependent < size and e.dependency < size and e.origin.kind != "ordinal"
+        if e.dependent < size and e.dependency < size and e.origin.kind not in loose
     )
     parts = components(size, edges, plan.pinned)
     keys = [min(plan.nodeids[n] for n in part) for part in parts]

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pytest_depgraph.core.graph import Graph, critical_path
+from pytest_depgraph.core.graph import Graph
+from pytest_depgraph.core.paths import critical_path
 from pytest_depgraph.core.plan import Plan
 
 #: the lane of a serial run (no xdist worker)
@@ -233,7 +234,7 @@ def build(
     tests: list[TestTime] = []
     busy: dict[str, float] = {}
     for node, nodeid in enumerate(items):
-        waits = tuple(plan.graph.dependency_ids(node))
+        waits = tuple(plan.graph.dependencies_of(node))
         finished = [(ends[d], d) for d in waits if ends[d] is not None]
         held_by = max(finished)[1] if finished else None
         found = bars.get(nodeid)

@@ -23,7 +23,8 @@ from typing import Any, Callable
 
 import pytest
 
-from pytest_depgraph.core.graph import PIN, Edge, Kind
+from pytest_depgraph.collect.origins import OriginKind, describe
+from pytest_depgraph.core.graph import Edge, Kind
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.output.written import WrittenFile
 from pytest_depgraph.run.outcomes import (
@@ -170,9 +171,9 @@ def _quote(text: str) -> str:
 
 
 def _edge_attrs(edge: Edge) -> list[str]:
-    attrs = [f"tooltip = {_quote(edge.origin.describe())}"]
-    fixture = edge.origin.fixture
-    if edge.origin.kind == PIN:
+    attrs = [f"tooltip = {_quote(describe(edge.origin))}"]
+    fixture = edge.origin.name
+    if edge.origin.kind == OriginKind.PIN:
         # not a fixture edge, though a shared fixture may be why: its label says "pinned"
         attrs.extend(_PIN_STYLE)
         attrs.append(f"label = {_quote(f'pinned: {fixture}' if fixture else 'pinned')}")
@@ -247,7 +248,7 @@ def _legend(outcomes: set[str], unselected: bool, edges: list[Edge]) -> list[str
         )
     styles: dict[str, list[str]] = {}
     for edge in edges:
-        if edge.origin.kind == PIN:
+        if edge.origin.kind == OriginKind.PIN:
             styles.setdefault(
                 "pinned: one worker, in this order", [*_PIN_STYLE, 'label = "pinned"']
             )
@@ -256,7 +257,7 @@ def _legend(outcomes: set[str], unselected: bool, edges: list[Edge]) -> list[str
                               ['style = "dashed"'])
         else:
             styles.setdefault("requires: skipped unless it passed", [])
-        if edge.origin.fixture and edge.origin.kind != PIN:
+        if edge.origin.name and edge.origin.kind != OriginKind.PIN:
             styles.setdefault("from that fixture", ['label = "fixture name"'])
     for number, (text, attrs) in enumerate(styles.items()):
         dependent = _quote(f"{_LEGEND_PREFIX}edge {number} dependent")

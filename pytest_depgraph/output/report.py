@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_depgraph.core.graph import PIN
+from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.core.plan import Plan, ShardInfo
 from pytest_depgraph.run.outcomes import (
     ERROR,
@@ -92,19 +92,21 @@ def _stopped_by_collection_errors(terminal: pytest.TerminalReporter) -> bool:
 def _edges(plan: Plan, view: View) -> tuple[int, str]:
     """Edge total and its parts; pinning edges only count where they mean something (xdist)."""
     counts = plan.edge_counts
-    pins = counts.get(PIN, 0)
+    pins = counts.get(OriginKind.PIN, 0)
     total = sum(counts.values()) - (0 if view.parallel else pins)
-    fixture = counts.get("fixture", 0) + counts.get("output", 0)
-    compat = counts.get("dependency", 0) + counts.get("order", 0)
-    parts = [f"{counts.get('marker', 0)} explicit", f"{fixture} from fixtures"]
+    fixture = counts.get(OriginKind.FIXTURE, 0) + counts.get(OriginKind.OUTPUT, 0)
+    compat = counts.get(OriginKind.DEPENDENCY, 0) + counts.get(OriginKind.ORDER, 0)
+    parts = [f"{counts.get(OriginKind.MARKER, 0)} explicit", f"{fixture} from fixtures"]
     if compat:
         parts.append(f"{compat} from pytest-dependency/pytest-order markers")
-    if counts.get("ordinal"):
-        parts.append(f"{counts['ordinal']} keeping pytest-order's positions apart")
+    ordinal = counts.get(OriginKind.ORDINAL, 0)
+    if ordinal:
+        parts.append(f"{ordinal} keeping pytest-order's positions apart")
     if pins and view.parallel:
         parts.append(f"{pins} to keep pinned tests on one worker")
-    if counts.get("unit"):
-        parts.append(f"{counts['unit']} keeping --dist work units whole")
+    units = counts.get(OriginKind.UNIT, 0)
+    if units:
+        parts.append(f"{units} keeping --dist work units whole")
     return total, ", ".join(parts)
 
 

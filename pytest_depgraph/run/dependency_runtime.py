@@ -16,6 +16,7 @@ import pytest
 
 from pytest_depgraph.collect.compat.names import Settings, loaded_plugin
 from pytest_depgraph.core.graph import Kind
+from pytest_depgraph.core.paths import reachable
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
 
@@ -132,7 +133,7 @@ class DependencyRuntime:
         """Tests reached from ``node`` through requires edges: all passed before it was sent."""
         found = self._ancestors.get(node)
         if found is None:
-            found = set(plan.graph.reachable((node,), "dependencies", (Kind.REQUIRES,)))
+            found = set(reachable(plan.graph, (node,), "dependencies", (Kind.REQUIRES,)))
             self._ancestors[node] = found
         return found
 

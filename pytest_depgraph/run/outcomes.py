@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_depgraph.core.graph import Kind
+from pytest_depgraph.core.paths import reachable
 
 if TYPE_CHECKING:
     from pytest_depgraph.core.plan import Plan
@@ -175,5 +176,5 @@ _SHOWN_MISSING = 5
 
 def _unselected_requirements(plan: Plan, node: int) -> list[str]:
     """Node ids of the unselected tests ``node`` requires, directly or through others."""
-    reached = plan.graph.reachable((node,), "dependencies", (Kind.REQUIRES,))
+    reached = reachable(plan.graph, (node,), "dependencies", (Kind.REQUIRES,))
     return [plan.nodeids[n] for n in sorted(n for n in reached if n >= plan.item_count)]

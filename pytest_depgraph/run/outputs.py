@@ -18,9 +18,10 @@ from typing import Callable, Protocol
 import pytest
 
 from pytest_depgraph.collect.markers import describe_target
+from pytest_depgraph.collect.resolve import TargetIndex
 from pytest_depgraph.core.graph import Kind
+from pytest_depgraph.core.paths import reachable
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.resolve import TargetIndex
 from pytest_depgraph.run.outcomes import NOT_RUN, OutcomeRecorder
 from pytest_depgraph.run.role import role
 
@@ -210,7 +211,7 @@ def requires_ancestors(plan: Plan, node: int) -> set[int]:
     """Nodes reachable from ``node`` through REQUIRES edges (the reduction keeps these)."""
     if node < 0:
         return set()
-    return set(plan.graph.reachable((node,), "dependencies", (Kind.REQUIRES,)))
+    return set(reachable(plan.graph, (node,), "dependencies", (Kind.REQUIRES,)))
 
 
 def _check_name(where: str, name: object) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.core import shard
 from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.plan import Plan, ShardInfo
@@ -126,7 +127,8 @@ def apply(
         plan.shard = previous[1]
         return plan, items, []
     weights = shard.weigh(plan.nodeids[: plan.item_count], known_durations(config))
-    chosen = shard.split(plan, weights, index, count)
+    # pytest-order's positions order the tests of a shard, they do not join them
+    chosen = shard.split(plan, weights, index, count, loose={OriginKind.ORDINAL})
     kept_plan = shard.restrict(plan, chosen.nodes, unreduced)
     known = known_durations(config)
     kept_plan.shard = dataclasses.replace(

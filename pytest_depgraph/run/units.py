@@ -21,19 +21,11 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pytest_depgraph.collect.compat.names import ORDINAL
-from pytest_depgraph.core.graph import (
-    Edge,
-    Graph,
-    Kind,
-    Origin,
-    find_cycles,
-    strongly_connected_components,
-)
+from pytest_depgraph.collect.origins import OriginKind, describe
+from pytest_depgraph.core.disjoint import DisjointSets
+from pytest_depgraph.core.graph import Edge, Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
-
-#: origin kind of the edges that keep a unit whole
-UNIT = "unit"
+from pytest_depgraph.core.tarjan import find_cycles, strongly_connected_components
 
 
 def _file(nodeid: str) -> str:
@@ -117,19 +109,11 @@ def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
     names: dict[str, int] = {}
     of = [names.setdefault(name, len(names)) for name in _units(plan, dist)]
     # pinned groups that span units join them (union-find over unit numbers)
-    parent = list(range(len(names)))
-
-    def find(u: int) -> int:
-        while parent[u] != u:
-            parent[u] = parent[parent[u]]
-            u = parent[u]
-        return u
-
+    sets = DisjointSets(len(names))
+    find = sets.find
     for group in plan.pinned:
         for a, b in zip(group, group[1:]):
-            ra, rb = find(of[a]), find(of[b])
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
+            sets.union(of[a], of[b])
     members: dict[int, list[int]] = {}
     for node in range(count):
         if node not in plan.broken:
@@ -140,11 +124,11 @@ def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
     edges: list[tuple[int, int, Kind, Origin]] = []
     for root, nodes in members.items():
         if len(nodes) > 1:
-            chain = Origin(UNIT, f"--dist {dist} unit {label[root]}, in order")
+            chain = Origin(OriginKind.UNIT, f"--dist {dist} unit {label[root]}, in order")
             edges.extend((b, a, Kind.AFTER, chain) for a, b in zip(nodes, nodes[1:]))
         first = nodes[0]
         for node in nodes:
-            for dependency in graph.dependency_ids(node):
+            for dependency in graph.dependencies_of(node):
                 if dependency < count and find(of[dependency]) == root:
                     continue
                 if node == first:
@@ -152,9 +136,9 @@ def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
                 edge = graph.edge(node, dependency)
                 assert edge is not None
                 edges.append((first, dependency, Kind.AFTER, Origin(
-                    UNIT,
+                    OriginKind.UNIT,
                     f"{plan.nodeids[node]} depends on {plan.nodeids[dependency]} "
-                    f"({edge.origin.describe()})",
+                    f"({describe(edge.origin)})",
                 )))
     bound = graph.relabel(range(graph.size))
     bound.add_edges(edges)
@@ -171,12 +155,12 @@ def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
         )
     edge_counts, warnings = dict(plan.edge_counts), list(plan.warnings)
     if given_way:
-        left = edge_counts.pop(ORDINAL, 0) - len(given_way)
+        left = edge_counts.pop(OriginKind.ORDINAL, 0) - len(given_way)
         if left > 0:
-            edge_counts[ORDINAL] = left
+            edge_counts[OriginKind.ORDINAL] = left
         warnings.append(_given_way_message(given_way, dist))
     if bound.edge_count > graph.edge_count:
-        edge_counts[UNIT] = bound.edge_count - graph.edge_count
+        edge_counts[OriginKind.UNIT] = bound.edge_count - graph.edge_count
     pinned = sorted((nodes for nodes in members.values() if len(nodes) > 1),
                     key=lambda nodes: nodes[0])
     return (
@@ -203,7 +187,7 @@ def _soft_positions(
     such an ordinal edge.
     """
     table, origin_index = graph.origin_indexes()
-    ordinal = {i for i, origin in enumerate(table) if origin.kind == ORDINAL}
+    ordinal = {i for i, origin in enumerate(table) if origin.kind == OriginKind.ORDINAL}
     if not ordinal:
         return graph, []
     dependents, dependencies, _ = graph.columns()
@@ -258,7 +242,7 @@ def _soft_positions(
 
 
 #: the origin of the edges of the graph of units (read by nobody)
-_ANY = Origin(UNIT)
+_ANY = Origin(OriginKind.UNIT)
 
 
 def _given_way_message(given_way: list[Origin], dist: str) -> str:
@@ -291,8 +275,8 @@ def _cycle_message(loop: list[Edge], plan: Plan, dist: str, unit: dict[int, str]
             continue
         why = (
             edge.origin.where
-            if edge.origin.kind == UNIT
-            else f"{plan.nodeids[a]} depends on {plan.nodeids[b]} ({edge.origin.describe()})"
+            if edge.origin.kind == OriginKind.UNIT
+            else f"{plan.nodeids[a]} depends on {plan.nodeids[b]} ({describe(edge.origin)})"
         )
         lines.append(f"  {name(a)} waits for {name(b)}: {why}")
     lines.append(

@@ -21,7 +21,6 @@ from pytest_depgraph.collect.compat.names import (
     DEPENDENCY_HELP,
     ORDER,
     ORDER_HELP,
-    ORDINAL,
     Settings,
     loaded_plugin,
     marker_names,
@@ -32,8 +31,8 @@ if TYPE_CHECKING:
     from pytest_depgraph.collect.compat.order import OrderReader
     from pytest_depgraph.collect.context import Context, Source
 
-__all__ = ["ORDINAL", "Readers", "Settings", "computed_sites", "marker_names", "ordinal_edges",
-           "reader", "register"]
+__all__ = ["Readers", "Settings", "computed_sites", "marker_names", "ordinal_edges", "reader",
+           "register"]
 
 
 class Readers:

@@ -25,11 +25,12 @@ from typing import Any, Callable
 
 import pytest
 
+from pytest_depgraph.collect import safe
 from pytest_depgraph.collect.compat.names import DEPENDENCY, Settings
 from pytest_depgraph.collect.compat.shared import PeerReader
 from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.markers import Declaration
-from pytest_depgraph.core import safe
+from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.core.graph import Kind, Origin
 
 SCOPES = ("session", "package", "module", "class")
@@ -115,8 +116,8 @@ class DependencyReader(PeerReader):
             inherited = not isinstance(node, pytest.Item)
             for name, resolved in self._resolve_names(position, depends, scope, where, site):
                 yield Source(
-                    Declaration((name,), Kind.REQUIRES, where), Origin(DEPENDENCY, where), label,
-                    inherited, resolved,
+                    Declaration((name,), Kind.REQUIRES, where),
+                    Origin(OriginKind.DEPENDENCY, where), label, inherited, resolved,
                 )
         for call in self._runtime_calls(position):
             label = f"depends(request, {list(call.names)!r})"
@@ -126,7 +127,7 @@ class DependencyReader(PeerReader):
             ):
                 yield Source(
                     Declaration((name,), Kind.REQUIRES, call.where),
-                    Origin(DEPENDENCY, call.where), label, False, resolved,
+                    Origin(OriginKind.DEPENDENCY, call.where), label, False, resolved,
                 )
 
     def _resolve_names(

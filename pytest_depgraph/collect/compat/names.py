@@ -21,10 +21,6 @@ ORDER_HELP = (
     "this test after the tests in after= and before the tests in before= (pytest-order itself "
     "is not installed)."
 )
-#: origin kind (and edge-count key) of the edges between pytest-order's ordinal groups: they
-#: order, they do not make tests one group (shards ignore them)
-ORDINAL = "ordinal"
-
 
 #: pytest-order's scopes, smallest first
 ORDER_SCOPES = ("class", "module", "session")

@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
-from pytest_depgraph.collect.compat.names import ORDER, ORDER_SCOPES, ORDINAL, Settings
+from pytest_depgraph.collect import safe
+from pytest_depgraph.collect.compat.names import ORDER, ORDER_SCOPES, Settings
 from pytest_depgraph.collect.compat.shared import PeerReader
 from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.markers import Declaration
-from pytest_depgraph.core import safe
+from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.core.graph import Graph, Kind, Origin
 
 #: pytest-order's words for positions
@@ -121,7 +122,7 @@ class OrderReader(PeerReader):
                 matches = tuple(m for m in found if m != position and self._in_scope(m, position))
                 if matches:
                     yield Source(
-                        Declaration((label,), Kind.AFTER, where), Origin(ORDER, where),
+                        Declaration((label,), Kind.AFTER, where), Origin(OriginKind.ORDER, where),
                         f"@pytest.mark.{ORDER}(after={label!r})",
                         not isinstance(node, pytest.Item), matches,
                     )
@@ -132,7 +133,7 @@ class OrderReader(PeerReader):
                     self.report(position, self._unknown_label(position, "after", label, where))
         for declarer, where, label in self._before_of.get(position, ()):
             yield Source(
-                Declaration((label,), Kind.AFTER, where), Origin(ORDER, where),
+                Declaration((label,), Kind.AFTER, where), Origin(OriginKind.ORDER, where),
                 f"@pytest.mark.{ORDER}(before={label!r}) on "
                 f"{self.context.collected[declarer].nodeid}",
                 False, (declarer,),
@@ -236,7 +237,7 @@ class OrderReader(PeerReader):
             index, node, mark = found
             key_of[n] = _ordinal_key(index)
             where = self.where(node, mark)
-            origin_of[n] = origins.setdefault(where, Origin(ORDINAL, where))
+            origin_of[n] = origins.setdefault(where, Origin(OriginKind.ORDINAL, where))
         levels = self._levels()
         if not key_of and len(levels) == 1:
             return 0
@@ -308,7 +309,7 @@ class OrderReader(PeerReader):
         count = len(run)
         dependents, dependencies, _ = declared.columns()
         table, origin_index = declared.origin_indexes()
-        order_origins = {i for i, origin in enumerate(table) if origin.kind == ORDER}
+        order_origins = {i for i, origin in enumerate(table) if origin.kind == OriginKind.ORDER}
         tied: set[tuple[str, str]] = set()
         for e, o in enumerate(origin_index):
             if o not in order_origins:
@@ -323,7 +324,7 @@ class OrderReader(PeerReader):
                     or _scope_key(nodeid_u, scope, level) != _scope_key(nodeid_v, scope, level)):
                 continue
             tied.add((later, earlier))
-            marker = Origin(ORDINAL, table[o].where)
+            marker = Origin(OriginKind.ORDINAL, table[o].where)
             _tie_consecutive([children[earlier], children[later]], at,
                              dict.fromkeys(children[later], marker), edges)
 

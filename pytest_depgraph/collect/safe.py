@@ -12,6 +12,8 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING, Any
 
+from pytest_depgraph.hosts.pytest import fixture_name
+
 if TYPE_CHECKING:
     from typing import TypeGuard
 
@@ -83,19 +85,6 @@ def qualified_name(obj: object) -> str:
         return ""
     module = text_attr(obj, "__module__")
     return f"{module}.{name}" if module and module not in ("builtins", "__main__") else name
-
-
-def fixture_name(obj: object) -> str | None:
-    """The name of a fixture (``@pytest.fixture`` applied to a function), else None."""
-    if type(obj).__name__ == "FixtureFunctionDefinition":  # pytest >= 8.4
-        name = attr(obj, "name")
-        return str.__str__(name) if is_str(name) else text_attr(attr(obj, "_fixture_function"),
-                                                             "__name__")
-    marker = attr(obj, "_pytestfixturefunction") if is_function(obj) else None  # pytest < 8.4
-    if marker is None:
-        return None
-    name = attr(marker, "name")
-    return str.__str__(name) if is_str(name) else text_attr(obj, "__name__")
 
 
 def describe(obj: object) -> str:
