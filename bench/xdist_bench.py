@@ -19,11 +19,18 @@
     of ``--repeat`` (5) interleaved runs: wall time, CPU of every process (``/usr/bin/time``:
     the controller and its workers), the controller's own CPU (``time.process_time()`` at its
     ``pytest_unconfigure``) and the ``runtests`` commands it sent;
-(c) ``--stress``: the DAG suite 20 times on -n 4, counting ordering violations.
+(c) ``--stress``: the DAG suite 20 times on -n 4, counting ordering violations;
+(d) a suite without edges and skewed durations (60 short sleeping tests, then 4 long ones
+    defined last) on -n 4: the makespan (first test start to last test end) against
+    ``max(longest test, total / 4)`` for xdist's ``--dist load`` and ``--dist worksteal``
+    (no plugin) and this plugin on an empty cache with a durations file (``--depgraph-durations``,
+    written by a first run's ``--depgraph-store-durations``); median of ``--repeat`` (5)
+    interleaved runs. The sleeping DAGs of (a) get a "file" row too: an empty cache and the
+    durations file, which must walk as well as the warm cache does.
 
 Run: ``python bench/xdist_bench.py [--quick] [--stress] [--repeat N] [--only ROW ...]`` (prints
-Markdown tables; ROW: ``sleeping``, ``flat``, ``dag``). The no-op rows also count the ``runtests``
-commands the controller sent (xdist's ``--dist load`` sends a few large ones).
+Markdown tables; ROW: ``sleeping``, ``flat``, ``dag``, ``skew``). The no-op rows also count the
+``runtests`` commands the controller sent (xdist's ``--dist load`` sends a few large ones).
 """
 
 from __future__ import annotations
@@ -266,10 +273,14 @@ def violations(found: dict[int, tuple[float, float]], deps: list[list[int]]) -> 
     )
 
 
+#: the durations file the fill run of a suite writes beside it
+DURATIONS_FILE = "durations.json"
 # Rows of the DAG tables: how each scheduler is invoked. "warm" reads the durations the fill
-# run left in the cache; the others run without the cache provider.
+# run left in the cache, "file" those it wrote to the durations file; the others run without
+# the cache provider.
 MODES = {
     "warm": ("-p", "depgraph"),
+    "file": ("-p", "depgraph", "-p", "no:cacheprovider", "--depgraph-durations", DURATIONS_FILE),
     "cold": ("-p", "depgraph", "-p", "no:cacheprovider"),
     "collection order": ("-p", "depgraph", "-p", "no:cacheprovider"),
     "--dist load": ("-p", "no:depgraph", "-p", "no:cacheprovider", "--dist", "load"),
@@ -293,8 +304,9 @@ def bench_shape(shape: Shape, modes: list[str]) -> list[tuple[int, str, dict[str
     root = Path(tempfile.mkdtemp(prefix="dagbench"))
     try:
         write_dag_suite(root, shape)
-        if "warm" in modes:
-            pytest_run(root, "-p", "depgraph", "-n", "4")
+        if "warm" in modes or "file" in modes:
+            pytest_run(root, "-p", "depgraph", "-n", "4",
+                       "--depgraph-store-durations", DURATIONS_FILE)
         return [(workers, mode, bench_dag(root, workers, mode, shape))
                 for workers in (2, 4) for mode in modes]
     finally:
@@ -458,8 +470,57 @@ def stress(runs: int) -> int:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def skew_shape(seed: int = 13) -> Shape:
+    """60 short tests of 0.05-0.15 s, then 4 long ones of 1.5-2.5 s, defined last, no edges:
+    the shape where a scheduler that ignores durations leaves one worker alone at the end."""
+    rng = random.Random(seed)
+    durations = [round(rng.uniform(0.05, 0.15), 3) for _ in range(60)]
+    durations += [round(rng.uniform(1.5, 2.5), 2) for _ in range(4)]
+    return Shape("skewed, no edges", durations, [[] for _ in durations],
+                 list(range(len(durations))))
+
+
+SKEW_MODES = {
+    "--dist load (no plugin)": ("-p", "no:depgraph", "-p", "no:cacheprovider",
+                                "--dist", "load"),
+    "--dist worksteal (no plugin)": ("-p", "no:depgraph", "-p", "no:cacheprovider",
+                                     "--dist", "worksteal"),
+    "depgraph, durations file, empty cache": MODES["file"],
+}
+
+
+def bench_skew(repeats: int) -> None:
+    """The skewed suite on -n 4: each mode's makespan against its bound, median of
+    ``repeats`` interleaved runs."""
+    shape = skew_shape()
+    bound = max(max(shape.durations), shape.total / 4)
+    root = Path(tempfile.mkdtemp(prefix="skewbench"))
+    found: dict[str, list[float]] = {mode: [] for mode in SKEW_MODES}
+    try:
+        write_dag_suite(root, shape)
+        pytest_run(root, "-p", "depgraph", "-p", "no:cacheprovider", "-n", "4",
+                   "--depgraph-store-durations", DURATIONS_FILE)
+        for _ in range(repeats):
+            for mode, args in SKEW_MODES.items():
+                (root / "times.log").unlink(missing_ok=True)
+                pytest_run(root, *args, "-n", "4")
+                times = read_times(root).values()
+                found[mode].append(max(e for _, e in times) - min(s for s, _ in times))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"\n* **{shape.name}**: {len(shape.durations)} tests (4 long ones last), total "
+          f"{shape.total:.2f} s, longest {max(shape.durations):.2f} s; bound on -n 4 "
+          f"max(longest, total / 4) = {bound:.2f} s; median of {repeats} interleaved runs\n")
+    print("| scheduler | makespan (s) | makespan / bound | runs (s) |")
+    print("|---|---|---|---|")
+    for mode, walks in found.items():
+        walk = med(walks)
+        runs = ", ".join(f"{w:.2f}" for w in walks)
+        print(f"| {mode} | {walk:.2f} | {walk / bound:.3f} | {runs} |", flush=True)
+
+
 #: the rows ``--only`` selects
-ROWS = ["sleeping", "flat", "dag"]
+ROWS = ["sleeping", "flat", "dag", "skew"]
 
 
 def main() -> None:
@@ -477,9 +538,9 @@ def main() -> None:
 
     if "sleeping" in rows:
         # cold rows only in full runs: what the cache buys, not the scheduler's quality
-        modes = ["warm", "collection order", "--dist load"]
+        modes = ["warm", "file", "collection order", "--dist load"]
         if not options.quick:
-            modes.insert(1, "cold")
+            modes.insert(2, "cold")
         print_dag_tables([chain_heavy_shape(), wide_shape(), mixed_shape()], modes)
 
     count = 500 if options.quick else 2000
@@ -493,6 +554,9 @@ def main() -> None:
         print(f"\n{count} no-op tests in a random DAG ({edges:,} edges, 40 modules), -n 4, "
               f"median of {repeats}, interleaved:\n")
         print_samples(dag, count, "--dist load, no markers (no plugin)")
+
+    if "skew" in rows:
+        bench_skew(repeats)
 
     if options.stress:
         print(f"\nstress: 20 runs of a 40-test DAG on -n 4: {stress(20)} ordering violations")

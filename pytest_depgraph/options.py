@@ -76,8 +76,9 @@ def add_options(parser: pytest.Parser) -> None:
         "--depgraph-durations",
         default=None,
         metavar="PATH",
-        help="durations that balance --depgraph-shard: a JSON object of node id -> seconds "
-        "(pytest-split's .test_durations); default: the last run's, from pytest's cache. "
+        help="known durations, a JSON object of node id -> seconds (pytest-split's "
+        ".test_durations): on xdist the longest path runs first by them, and they balance "
+        "--depgraph-shard; default: the last run's, from pytest's cache. "
         "(ini: depgraph_durations)",
     )
     group.addoption(

@@ -49,18 +49,23 @@ class FakeNode:
 
 
 def start(
-    pytester: pytest.Pytester, plan: Plan, dist: str, workers: int = 2, plugin: object = None,
+    pytester: pytest.Pytester, plan: Plan, dist: str | None, workers: int = 2,
+    plugin: object = None,
     args: tuple[str, ...] = (),
 ) -> tuple[DepGraphScheduling, list[FakeNode]]:
     return start_on(controller_config(pytester, dist, workers, plugin, args), plan, workers)
 
 
 def controller_config(
-    pytester: pytest.Pytester, dist: str, workers: int = 2, plugin: object = None,
+    pytester: pytest.Pytester, dist: str | None, workers: int = 2, plugin: object = None,
     args: tuple[str, ...] = (),
 ) -> pytest.Config:
-    """The configuration of an xdist controller with ``workers`` workers."""
-    config = pytester.parseconfigure("-p", "xdist", "-p", "depgraph", "--dist", dist, *args)
+    """The configuration of an xdist controller with ``workers`` workers; ``dist`` None: no
+    ``--dist`` given (``-n`` alone, which means ``load``)."""
+    chosen = ("--dist", dist) if dist is not None else ()
+    config = pytester.parseconfigure("-p", "xdist", "-p", "depgraph", *chosen, *args)
+    if dist is None:
+        config.option.dist = "load"  # what xdist makes of -n without --dist
     if plugin is not None:
         config.pluginmanager.register(plugin)
     config.option.tx = ["popen"] * workers

@@ -3,7 +3,9 @@ worker leaving, queueing; and the xdist adapter in front of it, on fake worker n
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +18,16 @@ from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.walker import Skip
 from pytest_depgraph.run.outcomes import ERROR
 
-from .fake_workers import FakeNode, collect, complete, controller_config, running, settle, start
+from .fake_workers import (
+    FakeNode,
+    collect,
+    complete,
+    controller_config,
+    running,
+    settle,
+    start,
+    start_on,
+)
 from .graph_strategies import PROPERTIES, Drawn, dags
 from .helpers import A, R, make, oracle
 
@@ -119,6 +130,40 @@ def test_a_plan_without_anything_to_walk_is_handed_to_xdist_itself(
     scheduler.schedule()
     assert isinstance(dsession.sched, LoadScheduling)
     assert scheduler.walk_stats() is None
+
+
+def test_known_durations_walk_a_suite_without_edges_longest_first(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """A fresh machine (no cache) with a durations file: the two long tests, collected last,
+    start first, one on each worker, instead of being handed to --dist load; the file's
+    durations win over the cache's. A --dist mode the user chose is kept."""
+    nodeids = [f"t.py::short{i}" for i in range(6)] + ["t.py::long_a", "t.py::long_b"]
+    plan = Plan(nodeids=nodeids, locations=[], graph=Graph(8), group=[0] * 8, item_count=8)
+    given = tmp_path / "durations.json"
+    given.write_text(json.dumps({**{n: 0.1 for n in nodeids[:6]}, "t.py::long_a": 3.0,
+                                 "t.py::long_b": 2.0}))
+    args = ("-p", "no:cacheprovider", "--depgraph-durations", str(given))
+    scheduler, (gw0, gw1) = start(pytester, plan, None, args=args)
+    assert (gw0.sent[0], gw1.sent[0]) == (6, 7)
+    while not scheduler.tests_finished:
+        for node in (gw0, gw1):
+            if running(scheduler, node) is not None:
+                complete(scheduler, node)
+    assert scheduler.walk_stats() is not None
+    assert scheduler.controller.durations_from == f"{given} (8 tests)"
+    # the cache's seconds lose to the file's; a test the file lacks takes the cache's
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({"t.py::long_a": 3.0}))
+    config = controller_config(pytester, None, args=("--depgraph-durations", str(one)))
+    assert config.cache is not None
+    config.cache.set("depgraph/durations", {"t.py::long_a": 0.01, "t.py::short0": 9.0})
+    scheduler, _ = start_on(config, plan)
+    assert scheduler.controller.durations == {0: 9.0, 6: 3.0}
+    assert scheduler.controller.durations_from == f"{one} (1 test) and pytest's cache (1 test)"
+    # the user's own --dist load: xdist's scheduler runs the suite
+    scheduler, _ = start(pytester, plan, "load", args=args)
+    assert scheduler.walk_stats() is None and scheduler.handed_over is not None
 
 
 def test_the_adapter_sends_what_the_dispatcher_hands_out(pytester: pytest.Pytester) -> None:

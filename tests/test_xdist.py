@@ -481,12 +481,14 @@ def test_unhonoured_message_only_for_modes_the_scheduler_does_not_run() -> None:
 
 
 def test_durations_round_trip_through_the_cache(pytester: pytest.Pytester) -> None:
-    from pytest_depgraph.run.durations import load_durations, save_durations
+    from pytest_depgraph.run.durations import for_walk, save_durations
 
     config = pytester.parseconfigure()
     save_durations(config, {"t.py::a": 0.5, "t.py::b": 2.0})
     save_durations(config, {"t.py::b": 1.0})
-    assert load_durations(config, ["t.py::b", "t.py::x", "t.py::a"]) == {0: 1.0, 2: 0.5}
+    known = for_walk(config, ["t.py::b", "t.py::x", "t.py::a"])
+    assert known.seconds == {0: 1.0, 2: 0.5}
+    assert known.source == "pytest's cache (2 tests)"
 
 
 def test_parallelism_without_xdist_is_a_usage_error(
@@ -584,3 +586,39 @@ def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids(
         controller.received(sender, plan.to_json(), [None, ["t.py", 4, "test_b"]])
         assert controller.agree([(node, plan.nodeids) for node in nodes], print) is not None
         assert controller.location(1) == expected
+
+
+def test_a_fresh_machine_walks_a_suite_without_edges_longest_first(
+    suite: pytest.Pytester,
+) -> None:
+    """No cache, a durations file: the two long tests, defined last, are each worker's first
+    test (xdist's --dist load sends the short ones first and leaves a worker alone with a
+    long one at the end); the summary says where the durations came from. Serially the order
+    is pytest's; a file that cannot be read is a usage error naming it."""
+    suite.makepyfile(
+        test_skew="".join(f"def test_short_{i}():\n    pass\n\n" for i in range(8))
+        + "def test_long_a():\n    pass\n\ndef test_long_b():\n    pass\n"
+    )
+    durations = {f"test_skew.py::test_short_{i}": 0.01 for i in range(8)}
+    durations.update({"test_skew.py::test_long_a": 2.0, "test_skew.py::test_long_b": 1.5})
+    (suite.path / "durations.json").write_text(json.dumps(durations))
+    fresh = ("-p", "no:cacheprovider", "--depgraph-durations", "durations.json")
+    result = run(suite, *fresh, "-n", "2")
+    result.assert_outcomes(passed=10)
+    result.stdout.fnmatch_lines(
+        ["parallel run: *; longest first by the durations in durations.json (10 tests)"]
+    )
+    order = (suite.path / "ran.log").read_text().splitlines()
+    first = {}
+    for line in order:
+        nodeid, worker = line.split("|")
+        first.setdefault(worker, nodeid.rsplit("::", 1)[-1])
+    assert sorted(first.values()) == ["test_long_a", "test_long_b"]
+    (suite.path / "ran.log").unlink()
+    serial = suite.runpytest("-p", "depgraph", *fresh)
+    serial.assert_outcomes(passed=10)
+    assert list(ran(suite.path))[-2:] == ["test_long_a", "test_long_b"]
+    (suite.path / "durations.json").write_text("[1, 2, 3]")
+    broken = suite.runpytest("-p", "depgraph", *fresh)
+    assert broken.ret == pytest.ExitCode.USAGE_ERROR
+    broken.stderr.fnmatch_lines(["*--depgraph-durations durations.json: expected a JSON object*"])

@@ -41,6 +41,8 @@ class WalkStats:
     total: float
     #: at most this many tests in flight
     parallelism: int
+    #: where the durations that ordered the walk came from, for a person ("": none known)
+    weighed_by: str = ""
 
     @property
     def lower_bound(self) -> float:

@@ -156,3 +156,13 @@ def fixture_name(obj: object) -> str | None:
     if marker is None:
         return None
     return _name(_attribute(marker, "name"), _attribute(obj, "__name__"))
+
+
+def given_on_command_line(config: pytest.Config, dest: str) -> object:
+    """The value the user gave option ``dest`` (command line, ``PYTEST_ADDOPTS`` or the ini
+    file's ``addopts``), before any plugin changed it; None when the option is unknown.
+
+    Relies on ``config.known_args_namespace``: pytest parses the known arguments into it early
+    (``Config._preparse``) and later writes only ``config.option``, which plugins change in
+    ``pytest_cmdline_main`` (xdist turns ``--dist no`` into ``load`` when ``-n`` is given)."""
+    return getattr(getattr(config, "known_args_namespace", None), dest, None)

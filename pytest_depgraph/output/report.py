@@ -52,10 +52,10 @@ def summary(
     recorder: OutcomeRecorder,
     skips: Mapping[str, str],
 ) -> None:
-    """Write the section; nothing at all for a run without dependencies (pytest as usual)."""
+    """Write the section (called only when it has something to say: ``output.session``)."""
     config = terminal.config
     view = View(config.get_verbosity(), role(config) is Role.CONTROLLER)
-    if view.verbosity <= -2 or not (plan.graph.edge_count or plan.errors or skips or plan.shard):
+    if view.verbosity <= -2:
         return
     if _stopped_by_collection_errors(terminal) or _listing_fixtures(config):
         return
@@ -263,6 +263,8 @@ def walk_line(walk: WalkStats, critical_path: float, total: float) -> str:
     )
     if bound >= 0.05:  # against a bound of instants a percentage says nothing
         line += f"; {max(0.0, walk.wall / bound - 1) * 100:.0f}% above it"
+    if walk.weighed_by:
+        line += f"; longest first by the durations in {walk.weighed_by}"
     return line
 
 

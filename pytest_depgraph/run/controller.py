@@ -7,8 +7,9 @@ collection has its plan parsed (:meth:`Controller.collected`): under a ``--dist`
 depgraph scheduler does not run, that is the session's plan. When the scheduler walks the run,
 :meth:`Controller.agree` checks that every worker collected the same tests and sent the same
 plan (equal texts: plans compare as the workers send them), then binds what only the
-controller knows: the tests' locations (one worker sends them beside its plan), the previous
-run's durations (pytest's cache), and the ``--dist`` units (:meth:`Controller.bind_units`).
+controller knows: the tests' locations (one worker sends them beside its plan), the known
+durations (``--depgraph-durations``, else pytest's cache), and the ``--dist`` units
+(:meth:`Controller.bind_units`).
 
 This object is the only writer of the controller's ``session_state(config).plan``; the
 scheduler, the warnings, the shard summary and the run report read it, and nothing else parses
@@ -27,8 +28,7 @@ import pytest
 from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.hosts import xdist
-from pytest_depgraph.run import units
-from pytest_depgraph.run.durations import load_durations
+from pytest_depgraph.run import durations, units
 from pytest_depgraph.run.state import session_state
 
 #: where a test is reported: (relative file, 0-based line or None, domain), as ``item.location``
@@ -55,8 +55,11 @@ class Controller:
         self._first: tuple[Any, list[str], Plan | None] | None = None
         #: the plan text and the collection every worker agreed on
         self._agreed: tuple[str | None, list[str]] | None = None
-        #: the previous run's seconds of the tests that have one, by node
+        #: the known seconds of the tests that have one, by node: a durations file's, else the
+        #: previous run's (:func:`~pytest_depgraph.run.durations.for_walk`)
         self.durations: dict[int, float] = {}
+        #: where they came from, for a person ("" when none is known)
+        self.durations_from = ""
         #: the items' locations, from the worker asked for them (empty: none sent)
         self.locations: list[Location | None] = []
         #: collection errors of the plan that stopped the run (the hooks end the session on
@@ -132,7 +135,8 @@ class Controller:
             return None
         self._agreed = (first_text, first_collection)
         self.locations = self._sent_locations([node for node, _ in collected], plan)
-        self.durations = load_durations(self.config, plan.nodeids[: plan.item_count])
+        known = durations.for_walk(self.config, plan.nodeids[: plan.item_count])
+        self.durations, self.durations_from = known.seconds, known.source
         session_state(self.config).plan = plan
         if plan.errors and not self.config.option.continue_on_collection_errors:
             self.errors = len(plan.errors)

@@ -1,10 +1,11 @@
 """How long each test took: timings of this run, cached for the next run's priorities.
 
-The xdist scheduler weighs the critical path with the previous run's durations. They live in
-``config.cache`` under :data:`CACHE_KEY` as ``{nodeid: seconds}`` (setup + call + teardown);
-without the cache provider (``-p no:cacheprovider``) nothing is loaded or saved. The same
-seconds can be merged into a JSON file (``--depgraph-store-durations``, pytest-split's
-``.test_durations`` format), which ``--depgraph-durations`` reads to balance shards.
+The xdist scheduler weighs the critical path with known durations: the previous run's, kept in
+``config.cache`` under :data:`CACHE_KEY` as ``{nodeid: seconds}`` (setup + call + teardown;
+without the cache provider, ``-p no:cacheprovider``, nothing is loaded or saved), and those of
+a JSON file, ``--depgraph-durations`` (pytest-split's ``.test_durations`` format), which win: a
+fresh CI machine has no cache, but the file it checked out. The same file balances shards, and
+``--depgraph-store-durations`` merges this run's seconds into it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,20 +27,64 @@ CACHE_KEY = "depgraph/durations"
 _PLUGIN_NAME = "depgraph-durations"
 
 
-def load_durations(config: pytest.Config, nodeids: Sequence[str]) -> dict[int, float]:
-    """Previous-run seconds of the given tests, by position in ``nodeids``; unknown ones absent."""
-    cache = getattr(config, "cache", None)
-    if cache is None:
-        return {}
-    stored = cache.get(CACHE_KEY, {})
-    if not isinstance(stored, dict):
-        return {}
-    known: dict[int, float] = {}
+@dataclass(frozen=True)
+class Known:
+    """The durations a walk weighs its tests with, and where they came from."""
+
+    #: seconds by position in the tests weighed; the tests without one are absent
+    seconds: dict[int, float]
+    #: where they came from, for a person ("" when none is known)
+    source: str
+
+
+def for_walk(config: pytest.Config, nodeids: Sequence[str]) -> Known:
+    """The durations of the given tests, by position in ``nodeids``: the file's
+    (``--depgraph-durations``) where it has one, else pytest's cache's (the previous run)."""
+    state = session_state(config)
+    given = state.given_durations or {}
+    cached = cached_durations(config)
+    seconds: dict[int, float] = {}
+    from_file = from_cache = 0
     for position, nodeid in enumerate(nodeids):
-        seconds = stored.get(nodeid)
-        if isinstance(seconds, (int, float)) and seconds >= 0:
-            known[position] = float(seconds)
-    return known
+        if nodeid in given:
+            seconds[position] = given[nodeid]
+            from_file += 1
+        elif nodeid in cached:
+            seconds[position] = cached[nodeid]
+            from_cache += 1
+    sources = []
+    if from_file:
+        sources.append(f"{state.settings.durations} ({tests(from_file)})")
+    if from_cache:
+        sources.append(f"pytest's cache ({tests(from_cache)})")
+    return Known(seconds, " and ".join(sources))
+
+
+def read_given(config: pytest.Config, path: str, shards: bool) -> dict[str, float]:
+    """The durations in the file ``--depgraph-durations`` names (``path``), read once at
+    configure time: a usage error naming it when it cannot be read; none, with a warning, when
+    it does not exist yet. ``shards``: the run is split into shards (said in the warning)."""
+    try:
+        found = read_file(path)
+    except FileError as error:
+        raise pytest.UsageError(
+            f"--depgraph-durations {error}. Give a file written by "
+            "--depgraph-store-durations or pytest-split's --store-durations."
+        ) from None
+    if found is None:
+        meaning = (
+            "every test weighs 1 s in the shard split" if shards
+            else "the walk weighs the tests by pytest's cache alone"
+        )
+        config.issue_config_time_warning(
+            pytest.PytestWarning(
+                f"depgraph: --depgraph-durations {path} does not exist: {meaning}. Write it "
+                f"with --depgraph-store-durations {path}."
+            ),
+            stacklevel=2,
+        )
+        return {}
+    return found
 
 
 def cached_durations(config: pytest.Config) -> dict[str, float]:

@@ -20,6 +20,7 @@ test goes to which worker, how many workers are of any use, what must be skipped
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from collections.abc import Sequence
@@ -148,7 +149,7 @@ class DepGraphScheduling:
             self._abort()
             return
         dist = str(self.config.getoption("dist", "load"))
-        if not self.explicit_limit and not plan.needs_walk:
+        if not (self.explicit_limit or plan.needs_walk or self._longest_first()):
             self.handed_over = xdist.hand_over(
                 self.config,
                 self.log,
@@ -173,6 +174,12 @@ class DepGraphScheduling:
                 dispatcher.add_worker(node)
         self._stop_surplus_workers(dispatcher)
         self._dispatch()
+
+    def _longest_first(self) -> bool:
+        """Whether a suite with nothing to wait for is still walked: its durations are known
+        (the longest tests start first, so no worker is left alone with one at the end) and
+        the user chose no ``--dist`` mode of their own."""
+        return bool(self.controller.durations) and not units.dist_chosen(self.config)
 
     def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
         """A worker finished a test, or the teardown of a test it held: tell the dispatcher how
@@ -271,7 +278,8 @@ class DepGraphScheduling:
 
         end = self._last_done if self._last_done is not None else time.perf_counter()
         workers = min(self.numnodes, dispatcher.at_once())
-        return walk_stats(plan.graph, self._seconds, end - self._first_sent, workers)
+        stats = walk_stats(plan.graph, self._seconds, end - self._first_sent, workers)
+        return dataclasses.replace(stats, weighed_by=self.controller.durations_from)
 
     # -- internals -------------------------------------------------------------------------
 

@@ -33,6 +33,12 @@ def register(config: pytest.Config, state: SessionState) -> None:
     """Register the run's plugins: shards and stored durations when asked for, the recording
     of each test, the values between tests, and xdist's hooks when xdist is installed."""
     settings = state.settings
+    if settings.durations and not role(config).is_worker:
+        from pytest_depgraph.run import durations  # only a run given a durations file
+
+        state.given_durations = durations.read_given(
+            config, settings.durations, shards=settings.shard is not None
+        )
     if settings.shard is not None or settings.store_durations:
         from pytest_depgraph.run import durations, sharding  # only shards and stored durations
 

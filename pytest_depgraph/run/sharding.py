@@ -37,8 +37,6 @@ def configure(config: pytest.Config, settings: Settings) -> None:
             durations.check_writable(settings.store_durations)
         except durations.FileError as error:
             raise pytest.UsageError(f"--depgraph-store-durations {error}") from None
-    if settings.shard is not None and settings.durations and not _given(config):
-        session_state(config).durations = _read(config, settings.durations)
     if settings.shard is not None and not role(config).is_worker:
         config.pluginmanager.register(ShardHooks(), "depgraph-shard")
 
@@ -49,6 +47,8 @@ def known_durations(config: pytest.Config) -> dict[str, float]:
     state = session_state(config)
     if state.durations is None:
         given = _given(config)
+        if given is None and state.settings.durations:
+            given = state.given_durations or {}
         state.durations = given if given is not None else durations.cached_durations(config)
     return state.durations
 
@@ -58,26 +58,6 @@ def _given(config: pytest.Config) -> dict[str, float] | None:
     workerinput = getattr(config, "workerinput", None)
     given = workerinput.get(WORKERINPUT_DURATIONS) if isinstance(workerinput, dict) else None
     return dict(given) if isinstance(given, dict) else None
-
-
-def _read(config: pytest.Config, path: str) -> dict[str, float]:
-    try:
-        found = durations.read_file(path)
-    except durations.FileError as error:
-        raise pytest.UsageError(
-            f"--depgraph-durations {error}. Give a file written by "
-            "--depgraph-store-durations or pytest-split's --store-durations."
-        ) from None
-    if found is None:
-        config.issue_config_time_warning(
-            pytest.PytestWarning(
-                f"depgraph: --depgraph-durations {path} does not exist: every test weighs 1 s "
-                f"in the shard split. Write it with --depgraph-store-durations {path}."
-            ),
-            stacklevel=2,
-        )
-        return {}
-    return found
 
 
 class ShardHooks:

@@ -83,6 +83,9 @@ class SessionState:
     plan: Plan | None = None
     #: the durations a shard split weighs, node id -> seconds (loaded when first needed)
     durations: dict[str, float] | None = None
+    #: the durations in the file ``--depgraph-durations`` names, read once at configure time
+    #: (None: no file given, or an xdist worker); empty when the file does not exist
+    given_durations: dict[str, float] | None = None
     #: the node ids this process kept of a sharded collection, and the shard they are
     kept_shard: tuple[frozenset[str], ShardInfo] | None = None
     #: the xdist controller's keeper of the workers' plans (controller only)

@@ -21,11 +21,14 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import pytest
+
 from pytest_depgraph.collect.origins import OriginKind, describe
 from pytest_depgraph.core.disjoint import DisjointSets
 from pytest_depgraph.core.graph import Edge, Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.tarjan import find_cycles, strongly_connected_components
+from pytest_depgraph.hosts.pytest import given_on_command_line
 
 
 def _file(nodeid: str) -> str:
@@ -74,6 +77,15 @@ MODES: dict[str, Mode] = {
 def walked(dist: str) -> bool:
     """Whether the depgraph scheduler runs the tests under ``--dist {dist}``."""
     return dist in MODES
+
+
+def dist_chosen(config: pytest.Config) -> bool:
+    """Whether the user asked for a ``--dist`` mode (``--dist``, ``-d``; on the command line or
+    in ``addopts``), rather than running with the one ``-n`` implies."""
+    given = given_on_command_line(config, "dist")
+    return (given is not None and given != "no") or bool(
+        given_on_command_line(config, "distload")
+    )
 
 
 def has_units(dist: str) -> bool:
