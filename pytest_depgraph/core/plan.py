@@ -26,7 +26,7 @@ from pytest_depgraph.core.graph import Graph, Origin
 #: below, the events and commands between them and the flags in ``workerinput``. A worker of
 #: another version sends a plan the controller refuses with a clear error (both run different
 #: pytest-depgraph versions), instead of one it would misread. Bumped with any of them.
-PROTOCOL_VERSION = 7
+PROTOCOL_VERSION = 8
 
 # kinds travel as one string of digits, one per edge: "0" REQUIRES, "1" AFTER
 _KIND_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
@@ -61,6 +61,90 @@ class ShardInfo:
         return [self.index, self.count, self.tests, self.groups, self.expected, self.total,
                 self.selected, [list(group) for group in self.oversized], self.source,
                 self.known]
+
+
+#: a claim's modes: a writer holds one unit of the resource's capacity; readers share it with
+#: each other and never with a writer
+WRITE = "write"
+READ = "read"
+
+
+@dataclass(frozen=True)
+class Block:
+    """Tests that hold resources as one: back to back on one worker, the claims taken when the
+    first of them starts and given back when the last one settled (its deferred teardown
+    reported), so that a class, module or fixture that a lock covers is covered for its life."""
+
+    #: the tests (nodes), ascending: plan order, the order they run in
+    tests: tuple[int, ...]
+    #: (resource name, mode) pairs, one per name
+    claims: tuple[tuple[str, str], ...]
+    #: what it is in a user's words, e.g. ``class tests/test_db.py::TestDb``
+    name: str
+    #: ``file:line`` of the declaration that made it ("" when not known)
+    where: str = ""
+
+
+@dataclass
+class Resources:
+    """What the tests of a plan hold besides a worker: named resources, slots of
+    ``--depgraph-parallelism``, the whole run. Empty unless a test declares any; a serial walk
+    ignores it (it changes nothing there), the parallel walk's dispatcher obeys it."""
+
+    #: every resource name a claim or block uses -> its capacity (most writers at once, >= 1)
+    capacity: dict[str, int] = field(default_factory=dict)
+    #: node -> the claims it holds while it runs: resource name -> mode (WRITE or READ)
+    claims: dict[int, dict[str, str]] = field(default_factory=dict)
+    #: node -> the slots of the bound it counts (``weight(k)``, k >= 2; absent: 1)
+    slots: dict[int, int] = field(default_factory=dict)
+    #: nodes that run with no other test running (ascending)
+    exclusive: list[int] = field(default_factory=list)
+    #: tests that hold resources as one (blocks that share a test are one block in the walk)
+    blocks: list[Block] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.claims or self.slots or self.exclusive or self.blocks)
+
+    def renumbered(self, new_id: dict[int, int]) -> Resources:
+        """The declarations of the nodes ``new_id`` keeps, under their new numbers (a shard's
+        plan; a block keeps the tests the shard has)."""
+        blocks = []
+        for block in self.blocks:
+            kept = tuple(sorted(new_id[n] for n in block.tests if n in new_id))
+            if kept:
+                blocks.append(Block(kept, block.claims, block.name, block.where))
+        return Resources(
+            capacity=dict(self.capacity),
+            claims={new_id[n]: c for n, c in self.claims.items() if n in new_id},
+            slots={new_id[n]: k for n, k in self.slots.items() if n in new_id},
+            exclusive=sorted(new_id[n] for n in self.exclusive if n in new_id),
+            blocks=blocks,
+        )
+
+    def to_list(self) -> list[Any]:
+        """The fields in order, for JSON (JSON's object keys are strings)."""
+        return [
+            self.capacity,
+            [[n, c] for n, c in self.claims.items()],
+            [[n, k] for n, k in self.slots.items()],
+            self.exclusive,
+            [[list(b.tests), [list(c) for c in b.claims], b.name, b.where] for b in self.blocks],
+        ]
+
+    @classmethod
+    def from_list(cls, fields: list[Any] | None) -> Resources:
+        """Inverse of :meth:`to_list` (None: none declared)."""
+        if not fields:
+            return cls()
+        capacity, claims, slots, exclusive, blocks = fields
+        return cls(
+            capacity=capacity,
+            claims={n: c for n, c in claims},
+            slots={n: k for n, k in slots},
+            exclusive=exclusive,
+            blocks=[Block(tuple(tests), tuple((name, mode) for name, mode in held), name, where)
+                    for tests, held, name, where in blocks],
+        )
 
 
 @dataclass
@@ -100,6 +184,8 @@ class Plan:
     shard: ShardInfo | None = None
     #: ``--dist loadgroup``: the ``xdist_group`` name of each item that has one (node -> name)
     xdist_groups: dict[int, str] = field(default_factory=dict)
+    #: shared resources, exclusive tests and weights (:class:`Resources`); empty: none
+    resources: Resources = field(default_factory=Resources)
 
     @property
     def needs_walk(self) -> bool:
@@ -107,6 +193,13 @@ class Plan:
         run, or a dependency outside the run. Without any, the tests run as they are (pytest's
         own loop serially, xdist's own scheduler on workers)."""
         return bool(self.graph.edge_count or self.broken or self.item_count < len(self.nodeids))
+
+    @property
+    def needs_parallel_walk(self) -> bool:
+        """Whether a parallel run must be walked by the plugin: :attr:`needs_walk`, or tests
+        that hold resources, run alone or weigh more than one (xdist's own schedulers know
+        nothing of those; serially they change nothing)."""
+        return self.needs_walk or bool(self.resources)
 
     @property
     def external(self) -> range:
@@ -135,6 +228,7 @@ class Plan:
             "warnings": self.warnings,
             "shard": None if self.shard is None else self.shard.to_list(),
             "xdist_groups": {str(k): v for k, v in self.xdist_groups.items()},
+            "resources": self.resources.to_list() if self.resources else None,
         }
         return json.dumps(payload, separators=(",", ":"))
 
@@ -172,6 +266,7 @@ class Plan:
             warnings=data["warnings"],
             shard=_shard_info(data.get("shard")),
             xdist_groups={int(k): v for k, v in data.get("xdist_groups", {}).items()},
+            resources=Resources.from_list(data.get("resources")),
         )
 
 

@@ -181,4 +181,7 @@ def restrict(plan: Plan, keep: Sequence[int], unreduced: Graph | None = None) ->
         pinned=[[new_id[n] for n in group] for group in plan.pinned if group[0] in new_id],
         warnings=plan.warnings,
         shard=plan.shard,
+        # a shard's walk holds the resources of the tests it has (no lock reaches another
+        # machine): the split above ignores them
+        resources=plan.resources.renumbered(new_id),
     )

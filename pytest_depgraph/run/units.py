@@ -1,4 +1,4 @@
-"""The ``--dist`` modes the plugin walks, and xdist's work units as pinned groups.
+"""The ``--dist`` modes the plugin walks; their work units and resource blocks as pinned groups.
 
 :data:`MODES` is the one table of ``--dist`` modes: those the depgraph scheduler runs, each
 with xdist's own scheduler for a run with nothing to walk, and for ``loadfile``,
@@ -6,13 +6,15 @@ with xdist's own scheduler for a run with nothing to walk, and for ``loadfile``,
 is xdist's alone.
 
 A suite that uses a mode with units shares state within a unit (a file; a class, else a
-module; an ``xdist_group``) and expects each unit to run whole on one worker, in its own order.
-:func:`bind_units` makes each unit of the plan a pinned group (the walker binds it to the worker
-that starts it), chains its tests with AFTER edges in plan order, and makes its first test wait
-for every test outside the unit that any of its tests depends on -- so a unit starts only once
-all of that has finished, then runs from start to end. Units that wait for each other (a cycle
-between units, though the tests' own graph has none) cannot be run that way: each such cycle
-is returned as an error naming the tests and edges that tie the units.
+module; an ``xdist_group``) and expects each unit to run whole on one worker, in its own order;
+so does a block of tests that hold a resource as one (a class or module lock, a lock on a
+class-, module- or session-scoped fixture). :func:`bind_units` makes each unit and each block
+of the plan a pinned group (the dispatcher binds it to the worker that starts it), chains its
+tests with AFTER edges in plan order, and makes its first test wait for every test outside it
+that any of its tests depends on -- so it starts only once all of that has finished, then
+runs from start to end (:mod:`pytest_depgraph.core.wholes`). Units or blocks that wait for
+each other (a cycle between them, though the tests' own graph has none) cannot be run that
+way: each such cycle is returned as an error naming the tests and edges that tie them.
 """
 
 from __future__ import annotations
@@ -24,10 +26,9 @@ from dataclasses import dataclass
 import pytest
 
 from pytest_depgraph.collect.origins import OriginKind, describe
-from pytest_depgraph.core.disjoint import DisjointSets
-from pytest_depgraph.core.graph import Edge, Graph, Kind, Origin
+from pytest_depgraph.core.graph import Edge, Origin
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.tarjan import find_cycles, strongly_connected_components
+from pytest_depgraph.core.wholes import make_whole
 from pytest_depgraph.hosts.pytest import given_on_command_line
 
 
@@ -106,59 +107,51 @@ def _units(plan: Plan, dist: str) -> list[str]:
     return names
 
 
-def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
-    """``plan`` with every unit (under ``--dist {dist}``) a pinned group that starts once all
-    it depends on outside it finished, and an error per cycle between units, as (the file to
-    report it under, the message).
+#: the edge-count key of the edges that keep resource blocks whole when the run has no units
+BLOCK_EDGES = "block"
 
-    Existing pinned groups (:mod:`pytest_depgraph.collect.pinning`) are merged with the units they
-    touch. pytest-order's position edges between units that wait for each other are dropped,
+
+def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
+    """``plan`` with every unit (under ``--dist {dist}``, when it has units) and every
+    resource block (:class:`~pytest_depgraph.core.plan.Block`) a pinned group that starts once
+    all it depends on outside it finished (:func:`~pytest_depgraph.core.wholes.make_whole`),
+    and an error per cycle between them, as (the file to report it under, the message).
+
+    A block inside a unit makes no group of its own: the unit holds the block's resources for
+    its whole run (the walk's claims, :mod:`pytest_depgraph.core.resources`). Existing pinned
+    groups (:mod:`pytest_depgraph.collect.pinning`) are merged with the units and blocks they
+    touch. pytest-order's position edges between groups that wait for each other are dropped,
     with a warning in the plan's ``warnings``. On a cycle, the plan returned is ``plan`` with
-    the errors added to its ``errors`` (its graph stays: the summary and the DOT file read it).
-    ``plan`` itself is left as it is. O(V + E).
+    the errors added to its ``errors`` (its graph stays: the summary and the DOT file read
+    it). ``plan`` itself is left as it is. O(V + E).
     """
-    count = plan.item_count
-    names: dict[str, int] = {}
-    of = [names.setdefault(name, len(names)) for name in _units(plan, dist)]
-    # pinned groups that span units join them (union-find over unit numbers)
-    sets = DisjointSets(len(names))
-    find = sets.find
-    for group in plan.pinned:
-        for a, b in zip(group, group[1:]):
-            sets.union(of[a], of[b])
-    members: dict[int, list[int]] = {}
-    for node in range(count):
-        if node not in plan.broken:
-            members.setdefault(find(of[node]), []).append(node)
-    label = {find(u): name for name, u in reversed(names.items())}
-    unit_of_node = [find(u) for u in of]
-    graph, given_way = _soft_positions(plan.graph, unit_of_node, count)
-    edges: list[tuple[int, int, Kind, Origin]] = []
-    for root, nodes in members.items():
-        if len(nodes) > 1:
-            chain = Origin(OriginKind.UNIT, f"--dist {dist} unit {label[root]}, in order")
-            edges.extend((b, a, Kind.AFTER, chain) for a, b in zip(nodes, nodes[1:]))
-        first = nodes[0]
-        for node in nodes:
-            for dependency in graph.dependencies_of(node):
-                if dependency < count and find(of[dependency]) == root:
-                    continue
-                if node == first:
-                    continue  # the edge itself already holds the unit back
-                edge = graph.edge(node, dependency)
-                assert edge is not None
-                edges.append((first, dependency, Kind.AFTER, Origin(
-                    OriginKind.UNIT,
-                    f"{plan.nodeids[node]} depends on {plan.nodeids[dependency]} "
-                    f"({describe(edge.origin)})",
-                )))
-    bound = graph.relabel(range(graph.size))
-    bound.add_edges(edges)
-    unit_name = {node: label[root] for root, nodes in members.items() for node in nodes}
+    units = has_units(dist)
+    groups: list[tuple[str, list[int]]] = []
+    if units:
+        members: dict[str, list[int]] = {}
+        for node, name in enumerate(_units(plan, dist)):
+            members.setdefault(name, []).append(node)
+        groups = list(members.items())
+    blocks = range(len(groups), len(groups) + len(plan.resources.blocks))
+    groups.extend((block.name, list(block.tests)) for block in plan.resources.blocks)
+    nodeids = plan.nodeids
+    whole = make_whole(
+        plan.graph, plan.item_count, groups,
+        pinned=plan.pinned, leave_out=plan.broken, soft={OriginKind.ORDINAL}, single=blocks,
+        chain=lambda name: Origin(
+            OriginKind.UNIT,
+            f"--dist {dist} unit {name}, in order" if units
+            else f"{name} holds its resources as one block, in order",
+        ),
+        wait=lambda node, dependency, edge: Origin(
+            OriginKind.UNIT,
+            f"{nodeids[node]} depends on {nodeids[dependency]} ({describe(edge.origin)})",
+        ),
+    )
     errors = [
-        (plan.nodeids[loop[0].dependent].split("::", 1)[0],
-         _cycle_message(loop, plan, dist, unit_name))
-        for loop in find_cycles(bound)
+        (nodeids[loop[0].dependent].split("::", 1)[0],
+         _cycle_message(loop, plan, dist if units else None, whole.name))
+        for loop in whole.cycles
     ]
     if errors:
         return (
@@ -166,121 +159,66 @@ def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
             errors,
         )
     edge_counts, warnings = dict(plan.edge_counts), list(plan.warnings)
-    if given_way:
-        left = edge_counts.pop(OriginKind.ORDINAL, 0) - len(given_way)
+    if whole.given_way:
+        left = edge_counts.pop(OriginKind.ORDINAL, 0) - len(whole.given_way)
         if left > 0:
             edge_counts[OriginKind.ORDINAL] = left
-        warnings.append(_given_way_message(given_way, dist))
-    if bound.edge_count > graph.edge_count:
-        edge_counts[OriginKind.UNIT] = bound.edge_count - graph.edge_count
-    pinned = sorted((nodes for nodes in members.values() if len(nodes) > 1),
-                    key=lambda nodes: nodes[0])
+        warnings.append(_given_way_message(whole.given_way, dist if units else None))
+    if whole.added:
+        edge_counts[OriginKind.UNIT if units else BLOCK_EDGES] = whole.added
     return (
         dataclasses.replace(
-            plan, graph=bound, pinned=pinned, edge_counts=edge_counts, warnings=warnings
+            plan, graph=whole.graph, pinned=whole.pinned, edge_counts=edge_counts,
+            warnings=warnings,
         ),
         [],
     )
 
 
-def _soft_positions(
-    graph: Graph, unit: list[int], count: int
-) -> tuple[Graph, list[Origin]]:
-    """``graph`` without the ordinal edges that tie units into a cycle, and the origin of
-    each edge dropped. O(V + E) when no ordinal edge joins two units that wait for each other.
-
-    Two units wait for each other when they are in one strongly connected component of the
-    graph of units (an edge between two units for each edge between their tests): an edge
-    inside such a component lies on a cycle of units. An ordinal edge there gives way unless
-    explicit edges already make its unit wait for the other, and not the other way round:
-    then it lies on no cycle (each kept ordinal edge has an explicit path beside it). The
-    cycles that explicit edges make are left: they stay errors, and name no position.
-    Checking that costs a search of the explicit edges inside the component per unit with
-    such an ordinal edge.
-    """
-    table, origin_index = graph.origin_indexes()
-    ordinal = {i for i, origin in enumerate(table) if origin.kind == OriginKind.ORDINAL}
-    if not ordinal:
-        return graph, []
-    dependents, dependencies, _ = graph.columns()
-    pairs: set[tuple[int, int]] = set()
-    #: unit -> the units it waits for through explicit edges
-    explicit: dict[int, set[int]] = {}
-    candidates: list[int] = []
-    for e, (a, b) in enumerate(zip(dependents, dependencies)):
-        if a >= count or b >= count or unit[a] == unit[b]:
-            continue
-        pairs.add((unit[a], unit[b]))
-        if origin_index[e] in ordinal:
-            candidates.append(e)
-        else:
-            explicit.setdefault(unit[a], set()).add(unit[b])
-    if not candidates:
-        return graph, []
-    units = Graph(len(unit))
-    units.add_edges((u, v, Kind.AFTER, _ANY) for u, v in pairs)
-    component = [0] * len(unit)
-    for number, members in enumerate(strongly_connected_components(units)):
-        for u in members:
-            component[u] = number
-    waits_for: dict[int, set[int]] = {}
-
-    def explicitly_waits(u: int, v: int) -> bool:
-        found = waits_for.get(u)
-        if found is None:
-            # a path from u to v lies inside their component, since v reaches u
-            found = waits_for[u] = set()
-            todo = [u]
-            while todo:
-                for w in explicit.get(todo.pop(), ()):
-                    if w not in found and component[w] == component[u]:
-                        found.add(w)
-                        todo.append(w)
-        return v in found
-
-    dropped = []
-    for e in candidates:
-        u, v = unit[dependents[e]], unit[dependencies[e]]
-        if component[u] == component[v] and (
-            not explicitly_waits(u, v) or explicitly_waits(v, u)
-        ):
-            dropped.append(e)
-    if not dropped:
-        return graph, []
-    size = graph.size
-    # (the columns' positions are the live edges in order, not the graph's edge numbers)
-    numbers = graph.edges_keyed(dependents[e] * size + dependencies[e] for e in dropped)
-    return graph.without_edges(numbers), [table[origin_index[e]] for e in dropped]
-
-
-#: the origin of the edges of the graph of units (read by nobody)
-_ANY = Origin(OriginKind.UNIT)
-
-
-def _given_way_message(given_way: list[Origin], dist: str) -> str:
+def _given_way_message(given_way: list[Origin], dist: str | None) -> str:
     """The warning that names the order markers whose positions could not hold across
-    units, each once, by file and line."""
+    units (``dist`` None: resource blocks), each once, by file and line."""
 
     def place(where: str) -> tuple[str, int]:
         path, _, line = where.rpartition(":")
         return (path, int(line)) if line.isdigit() else (where, 0)
 
     places = sorted({origin.where for origin in given_way if origin.where}, key=place)
-    one, many = MODES[dist].words
+    one, many = _BLOCK_WORDS if dist is None else MODES[dist].words
+    run = "in a parallel run" if dist is None else f"under --dist {dist}"
     first = f"{places[0]}: " if places else ""
     markers = ", ".join(places) if places else "(places not known)"
     return (
         f"depgraph: {first}pytest-order positions that hold within their {one} but not across "
-        f"{many} under --dist {dist}: {markers}. Each {one} runs whole on one worker, in its "
+        f"{many} {run}: {markers}. Each {one} runs whole on one worker, in its "
         f"own order, and across {many} these positions would make {many} wait for each other."
     )
 
 
-def _cycle_message(loop: list[Edge], plan: Plan, dist: str, unit: dict[int, str]) -> str:
+#: a resource block in a user's words: (one, many)
+_BLOCK_WORDS = ("block of tests that hold a resource as one", "such blocks")
+
+
+def _cycle_message(
+    loop: list[Edge], plan: Plan, dist: str | None, unit: dict[int, str]
+) -> str:
+    """A cycle between units (``dist`` None: between resource blocks), edge by edge."""
+
     def name(node: int) -> str:
         return unit.get(node, plan.nodeids[node])
 
-    lines = [f"depgraph: --dist {dist} cannot run these units whole: they wait for each other"]
+    if dist is None:
+        head = ("depgraph: these tests cannot hold their resources as blocks: the blocks "
+                "wait for each other")
+        advice = ("  A block runs whole on one worker once everything its tests depend on "
+                  "outside it finished. Remove or reverse one of these dependencies, or give "
+                  "the lock test scope (scope=\"test\") so that each test holds it alone.")
+    else:
+        head = f"depgraph: --dist {dist} cannot run these units whole: they wait for each other"
+        advice = ("  A unit runs whole on one worker once everything it depends on outside it "
+                  "finished. Remove or reverse one of these dependencies, move the tests so "
+                  "that the units do not wait for each other, or use --dist load.")
+    lines = [head]
     for edge in loop:
         a, b = edge.dependent, edge.dependency
         if name(a) == name(b):
@@ -291,9 +229,5 @@ def _cycle_message(loop: list[Edge], plan: Plan, dist: str, unit: dict[int, str]
             else f"{plan.nodeids[a]} depends on {plan.nodeids[b]} ({describe(edge.origin)})"
         )
         lines.append(f"  {name(a)} waits for {name(b)}: {why}")
-    lines.append(
-        "  A unit runs whole on one worker once everything it depends on outside it finished. "
-        "Remove or reverse one of these dependencies, move the tests so that the units do not "
-        "wait for each other, or use --dist load."
-    )
+    lines.append(advice)
     return "\n".join(lines)
