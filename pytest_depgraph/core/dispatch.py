@@ -16,10 +16,15 @@ skips), a :class:`Dispatcher` decides which ready test goes to which worker:
   what it holds beyond that is queued behind it and is not running. Workers beyond what can
   ever run at once (the bound, or the graph's width: a chain keeps one busy) are of no use
   (:meth:`Dispatcher.surplus`);
+* **shared resources**: a test that holds resources, weighs more than one slot of the bound
+  or runs alone starts only once all of it is free for it, and while it waits the less urgent
+  tests that would take it do not start; a block of tests that hold resources as one is a
+  pinned group whose worker takes nothing else until it started all of it (the books and
+  their rules: :mod:`~pytest_depgraph.core.resources`);
 * **queueing**: a worker may hold more than the test it runs (up to ``hold``), so that it
-  never waits for the controller between two tests -- see :meth:`Dispatcher.assign` for when
-  a test is queued behind another. Only a ready test (every dependency finished) is ever
-  handed out, so a queued test never needs recalling;
+  never waits for the controller between two tests (which tests may wait behind another:
+  :mod:`~pytest_depgraph.core.queueing`). Only a ready test (every dependency finished) is
+  ever handed out, so a queued test never needs recalling;
 * **settling**: a test whose worker knew no next test when it ran it has the teardown of its
   class, module and session fixtures still to come (the worker tears down towards the test it
   runs next). Such a test is *held*: its worker is free, but its dependents start only once
@@ -36,26 +41,17 @@ test it ran) says a worker left. Pure: no pytest; workers are any hashable value
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.order import chain_cover
 from pytest_depgraph.core.paths import critical_path
+from pytest_depgraph.core.queueing import MAX_HOLD, REFILL_AT, Queueing
 from pytest_depgraph.core.ready import ReadyTests
+from pytest_depgraph.core.resources import START, STOP, Books, Claims, Record
 from pytest_depgraph.core.walker import Skip, Step, Walker
 
-__all__ = ["Dispatcher", "Skip", "Step", "priorities", "weights", "width"]
-
-#: most tests a worker holds at once (the one it runs and those queued behind it)
-MAX_HOLD = 16
-#: a worker is topped up only once it holds at most this many (one message for several tests;
-#: one still queued behind the running one while the message travels)
-REFILL_AT = 2
-#: more than one test is queued behind a running one only while the tests a worker holds are
-#: expected to take less than this together (seconds): then a round trip per test would cost
-#: a noticeable share of the run, and committing the tests early costs little
-QUEUE_SECONDS = 0.05
-
+__all__ = ["MAX_HOLD", "Dispatcher", "Skip", "Step", "priorities", "weights", "width"]
 
 def weights(durations: Mapping[int, float], item_count: int, size: int) -> list[float]:
     """Expected seconds per node: the previous run's, else their mean (1 without any); 0 for
@@ -92,6 +88,8 @@ class Dispatcher:
         pinned: Sequence[Sequence[int]] = (),
         hold: int = 1,
         durations: Mapping[int, float] | None = None,
+        claims: Claims | None = None,
+        clock: Callable[[], float] = lambda: 0.0,
     ) -> None:
         """Prepare the walk of an acyclic ``graph``. O(V + E).
 
@@ -101,7 +99,9 @@ class Dispatcher:
         running at once (None: no bound). ``unsatisfied``: nodes that will not run and count
         as failed. ``pinned``: disjoint groups of nodes bound to the worker that starts the
         first of them. ``hold``: most nodes one worker holds (1: nothing is queued).
-        ``durations``: the previous run's seconds of the nodes that have one.
+        ``durations``: the previous run's seconds of the nodes that have one. ``claims``:
+        the resources, slots and exclusive tests (blocks: by their index in ``pinned``);
+        ``clock``: seconds, for the books' figures only.
         """
         size = graph.size
         if priority is not None and len(priority) != size:
@@ -118,26 +118,18 @@ class Dispatcher:
         self._graph = graph
         self._width: int | None = None
         self._limit = limit
-        self._hold = hold
-        # the most urgent priority a node can make ready once it finished
-        if priority is None:
-            self._after = [0.0] * size
-        elif weight is None:
-            self._after = list(priority)
-        else:
-            self._after = [p - w for p, w in zip(priority, weight)]
         self._group = group
-        self._known = durations or {}
-        self._ready = ReadyTests(size, priority, group, pinned, self.walk.is_ready)
-        # continues[v]: v has a dependent in its own group or pinned group, so a test of
-        # another one queued behind v would tear down the fixtures that chain shares
-        self._continues = bytearray(size)
-        for dependent, dependency, _ in graph.triples():
-            if (group is not None and group[dependent] == group[dependency]) or (
-                self._ready.pinned_group(dependency) is not None
-                and self._ready.pinned_group(dependent) == self._ready.pinned_group(dependency)
-            ):
-                self._continues[dependency] = 1
+        self._books = None if claims is None else Books(
+            claims, limit=limit, priority=priority, pinned=pinned, clock=clock
+        )
+        self._ready = ReadyTests(
+            size, priority, group, pinned,
+            self.walk.is_ready if self._books is None else self._startable,
+        )
+        self._queueing = Queueing(
+            graph, self.walk, self._ready, priority=priority, weight=weight, group=group,
+            hold=hold, durations=durations or {}, books=self._books,
+        )
         # workers: what each holds (the first runs, the rest wait behind it), in the order
         # they were added; who holds a node; the group each ran last; the tests its last test
         # made ready (the chain it may continue)
@@ -149,19 +141,16 @@ class Dispatcher:
         #: nodes started behind the test they wait for (a unit's next test), not yet finished
         self._early: set[int] = set()
         self._chain: dict[Hashable, list[int]] = {}
-        # this run's seconds per test, for the expected duration of tests without one
-        self._seen_total = 0.0
-        self._seen = 0
         #: held tests (run, teardown deferred) -> the worker that ran them; they settle later
         self._unsettled: dict[int, Hashable] = {}
         #: held tests whose worker was asked to finish their teardown
         self._asked: set[int] = set()
 
         initial = self.walk.initial
-        for v in self.walk.unsatisfied:
+        for v in [*self.walk.unsatisfied, *(skip.node for skip in initial.skipped)]:
             self._ready.unpin(v)
-        for skip in initial.skipped:
-            self._ready.unpin(skip.node)
+            if self._books is not None:
+                self._books.resolve(v)
         for v in initial.ready:
             self._ready.place(v)
         self.initial = Step(sorted(initial.ready, key=self._ready.order_key), initial.skipped)
@@ -209,9 +198,17 @@ class Dispatcher:
         return self.walk.done or self.walk.ready_count == 0
 
     def may_start(self, node: int, worker: Hashable) -> bool:
-        """Whether ``worker`` may start ``node`` now (bound aside): it is ready, and its pinned
-        group, if any, is free or bound to ``worker``."""
-        return self.walk.is_ready(node) and self._ready.free_for(node, worker)
+        """Whether ``worker`` may start ``node`` now (the bound and resources aside): it is
+        ready and not set aside, and its pinned group, if any, is free or bound to
+        ``worker``."""
+        return self._startable(node) and self._ready.free_for(node, worker)
+
+    def _startable(self, node: int) -> bool:
+        return self.walk.is_ready(node) and (self._books is None or not self._books.aside(node))
+
+    def record(self) -> Record | None:
+        """What the shared resources cost the walk so far (None: it has none)."""
+        return None if self._books is None else self._books.record()
 
     def bound_groups(self, worker: Hashable) -> list[int]:
         """The pinned groups bound to ``worker`` now (indexes into ``pinned``)."""
@@ -278,6 +275,8 @@ class Dispatcher:
         test is returned (the caller settles it, :meth:`settle`), and the running one never
         began: it goes back among the ready ones too."""
         self._ready.release(worker)
+        if self._books is not None:
+            self._books.drop_worker(worker)
         self._retired.discard(worker)
         self._last_group.pop(worker, None)
         self._chain.pop(worker, None)
@@ -291,6 +290,8 @@ class Dispatcher:
             del self._owner[node]
             self._early.discard(node)
             self.walk.unstart(node)
+            if self._books is not None:
+                self._books.unstart(node)
             if self.walk.is_ready(node):
                 self._ready.place(node)
         return running
@@ -311,9 +312,7 @@ class Dispatcher:
         ``held``: the worker deferred the teardown of the test's class, module and session
         fixtures. The worker is free, but nothing is decided yet: the test settles when that
         teardown was reported (:meth:`settle`), and until then its dependents wait."""
-        # clipped: a few slow outliers (a loaded machine) must not hide that tests are short
-        self._seen_total += min(seconds, QUEUE_SECONDS)
-        self._seen += 1
+        self._queueing.saw(seconds)
         if held:
             self._let_go(node)
             self._unsettled[node] = worker
@@ -342,6 +341,10 @@ class Dispatcher:
             if node in self._asked or self._workers.get(worker) or worker in self._retired:
                 continue  # its next test, or its shutdown, finishes the teardown anyway
             waiting = self._chain_after(node) or self.walk.waiting_dependents(node)
+            if not waiting and self._books is not None:
+                # the last test of a block: its settling frees what a waiting test needs
+                awaited = self._books.awaited(node)
+                waiting = [] if awaited is None else [awaited]
             if waiting:
                 self._asked.add(node)
                 asked.append((worker, node, min(waiting, key=self._ready.order_key)))
@@ -375,16 +378,8 @@ class Dispatcher:
         Every worker that holds nothing gets the best test for it (the chain it runs, its
         pinned group, then priority and affinity), as long as fewer than ``limit`` run. Then,
         while more tests are ready than there are workers, a worker may queue more behind the
-        test it runs, best first, up to ``hold`` tests; a test is queued only when
-
-        * it is at least as urgent as anything the tests the worker holds can make ready, so
-          a test on the critical path never waits behind it;
-        * for a third test and more: the tests the worker holds are expected to take less than
-          :data:`QUEUE_SECONDS` together (the previous run's durations, else this run's mean);
-        * the worker holds at most :data:`REFILL_AT` tests: it is topped up in one go;
-        * behind a test whose chain goes on in its own group (it has a dependent there), only
-          a test of that group, so nothing in between tears down the fixtures the chain shares
-          (behind a test of a pinned group, only that group's next test).
+        test it runs, up to ``hold`` tests (:mod:`~pytest_depgraph.core.queueing` says
+        which).
 
         After ``first`` finished a test and still holds more than that while every worker
         holds something, there is nothing to decide (most events of a run of short tests).
@@ -394,6 +389,7 @@ class Dispatcher:
             held or w in self._retired for w, held in workers.items()
         ):
             return []
+        self._place_woken()
         order = [w for w in self._workers if w not in self._retired]
         if first in self._workers and first not in self._retired:
             order.remove(first)
@@ -406,125 +402,30 @@ class Dispatcher:
             if node is None:
                 node = self._best(worker)
             if node is None:
-                if self._limit is not None and self._busy >= self._limit:
+                if self._full():
                     break
-                continue  # what is ready is pinned to other workers
+                continue  # what is ready is pinned to other workers, or waits
             given[worker] = [node]
-        if self._hold > 1:
-            self._queue(order, given)
+        if self._queueing.hold > 1:
+            self._queueing.fill(
+                order, given, self._workers, chain=self._chain, last_group=self._last_group,
+                early=self._early, may_start=self.may_start, take=self._take,
+                behind=self._behind,
+            )
         self._chain.clear()
         return list(given.items())
-
-    def _queue(self, order: list[Hashable], given: dict[Hashable, list[int]]) -> None:
-        """Queue tests behind the running ones, one per worker per round (priority spreads)."""
-        workers = self._workers
-        candidates = [w for w in order if 0 < len(workers[w]) <= REFILL_AT]
-        # per worker, what its held tests add up to, kept up to date as tests are queued
-        tallies: dict[Hashable, list[float | None]] = {w: [None, None] for w in candidates}
-        while candidates:
-            still = []
-            for worker in candidates:
-                node = self._queueable(worker, len(order), tallies[worker])
-                if node is None:
-                    continue
-                given.setdefault(worker, []).append(node)
-                if len(workers[worker]) < self._hold:
-                    still.append(worker)
-            candidates = still
-
-    def _queueable(
-        self, worker: Hashable, workers: int, tally: list[float | None]
-    ) -> int | None:
-        """The best test to queue behind what ``worker`` holds, started; None if none may.
-
-        ``tally``: the expected seconds of the tests it holds and their :meth:`_bar` (None:
-        not known yet); kept up to date here, so that a top-up of many tests does not add
-        up the same tests again for each."""
-        held = self._workers[worker]
-        if len(held) >= self._hold:
-            return None
-        last = held[-1]
-        group = self._ready.pinned_group(last)
-        if group is not None:
-            # the next test of its pinned group (a --dist unit) waits for ``last`` alone, by
-            # an ordering edge: it runs behind it, on this worker, whatever ``last`` does
-            for follower in self.walk.early(last):
-                if self._ready.pinned_group(follower) == group:
-                    self.walk.start_early(follower, last)
-                    self._early.add(follower)
-                    self._hand(follower, worker)
-                    tally[:] = None, None  # ``last`` made its chain's way: add up again
-                    return follower
-        if not self.walk.ready_count:
-            return None
-        expected = tally[0]
-        if expected is None:
-            expected = 0.0
-            for v in held:
-                seconds = self._expected(v)
-                if seconds is None:
-                    expected = QUEUE_SECONDS
-                    break
-                expected += seconds
-            tally[0] = expected
-        short = expected < QUEUE_SECONDS
-        # beyond one queued test only short ones; one queued behind a long test only while
-        # there is more ready than the workers take (else an idle worker may want it soon)
-        if not short and (len(held) >= 2 or self.walk.ready_count < workers):
-            return None
-        node: int | None = None
-        for candidate in self._chain.get(worker, ()):
-            if self.may_start(candidate, worker):
-                node = candidate
-                break
-        if node is None:
-            if not self._continues[last]:
-                node = self._ready.best(worker, self._last_group.get(worker))
-            elif group is None:
-                # its chain goes on once it finished: only a test of its own group goes in
-                # between, which keeps the fixtures that chain shares set up
-                node = self._ready.best_of_group(last, worker)
-        if node is None:
-            return None
-        bar = tally[1]
-        if bar is None:
-            bar = tally[1] = self._bar(held)
-        if self._ready.priority(node) < bar:
-            return None  # it would hold back something more urgent
-        self._take(node, worker)
-        seconds = self._expected(node)
-        tally[0] = QUEUE_SECONDS if seconds is None else expected + seconds
-        tally[1] = max(bar, self._after[node])
-        return node
-
-    def _bar(self, held: deque[int]) -> float:
-        """The most urgent priority the tests ``held`` can make ready once they finished (a
-        test whose follower is queued behind it already made its chain's way)."""
-        bar = float("-inf")
-        following = None
-        for v in reversed(held):
-            if following not in self._early:
-                bar = max(bar, self._after[v])
-            following = v
-        return bar
-
-    def _expected(self, node: int) -> float | None:
-        """The expected seconds of ``node``: the previous run's, else this run's mean so far
-        (each duration counted up to :data:`QUEUE_SECONDS`); None before anything is known."""
-        known = self._known.get(node)
-        if known is not None:
-            return known
-        return self._seen_total / self._seen if self._seen else None
 
     def _continue_chain(self, worker: Hashable) -> int | None:
         """A test the worker's last test made ready in its group, if it may take one now."""
         chain = self._chain.get(worker)
         if not chain or self.bound_groups(worker):
             return None  # its pinned group (or --dist unit) comes first
-        if self._limit is not None and self._busy >= self._limit:
+        if self._full():
             return None
         for node in chain:  # best first
-            if self.may_start(node, worker):
+            if self.may_start(node, worker) and (
+                self._books is None or self._books.check(node, worker) == START
+            ):
                 self._take(node, worker)
                 return node
         return None
@@ -536,14 +437,44 @@ class Dispatcher:
         A ready node of a pinned group bound to ``worker`` comes first (it keeps that group's
         fixtures alive); nodes of groups bound to other workers are never returned. Otherwise
         best is highest priority, then lowest id; a node of the group the worker ran last with
-        the best priority wins over the rest. O(log n) amortised.
+        the best priority wins over the rest. A test that must wait for resources is set
+        aside on the way (:meth:`~pytest_depgraph.core.resources.Books.check`). O(log n)
+        amortised.
         """
-        if self._limit is not None and self._busy >= self._limit:
+        if self._full():
             return None
-        node = self._ready.best(worker, self._last_group.get(worker))
-        if node is not None:
-            self._take(node, worker)
-        return node
+        books = self._books
+        block = None if books is None else books.dedicated(worker)
+        plain = False
+        while True:
+            self._place_woken()
+            node = (
+                self._ready.best(worker, self._last_group.get(worker), plain) if block is None
+                else self._ready.best_reserved(worker, block)  # its block's next test only
+            )
+            if node is None:
+                return None
+            verdict = START if books is None else books.check(node, worker)
+            if verdict == STOP:
+                if plain or block is not None:
+                    return None
+                # held back for a more urgent test: that one, if it may start, by priority
+                # alone (not the worker's pinned group or group first)
+                plain = True
+            elif verdict == START:
+                self._take(node, worker)
+                return node
+
+    def _full(self) -> bool:
+        """Whether the bound keeps every test from starting (with resources the books say it
+        per test: a block's next test takes no new slot)."""
+        return self._books is None and self._limit is not None and self._busy >= self._limit
+
+    def _place_woken(self) -> None:
+        """The tests the books woke go back among the ready ones."""
+        if self._books is not None:
+            for node in self._books.woken():
+                self._ready.place(node)
 
     def finish(self, node: int, satisfied: bool) -> Step:
         """Record the outcome of a started node whose worker left (:meth:`remove_worker`); say
@@ -555,11 +486,16 @@ class Dispatcher:
     def _let_go(self, node: int) -> None:
         """The worker holding ``node`` is done with it (the next one it holds runs now)."""
         self._early.discard(node)
+        books = self._books
+        if books is not None:
+            books.stop(node)
         worker = self._owner.pop(node, None)
         held = self._workers.get(worker) if worker is not None else None
         if held is not None:
             if held and held[0] == node:
                 held.popleft()
+                if held and books is not None:
+                    books.begin(held[0])
             elif node in held:
                 held.remove(node)
             if not held:
@@ -568,9 +504,10 @@ class Dispatcher:
     def _resolve(self, node: int, satisfied: bool) -> Step:
         """Tell the walk how ``node`` went; place what became ready."""
         step = self.walk.finish(node, satisfied)
-        self._ready.unpin(node)
-        for skip in step.skipped:
-            self._ready.unpin(skip.node)
+        for v in [node, *(skip.node for skip in step.skipped)]:
+            self._ready.unpin(v)
+            if self._books is not None:
+                self._books.resolve(v)
         for v in step.ready:
             self._ready.place(v)
         step.ready.sort(key=self._ready.order_key)
@@ -583,10 +520,17 @@ class Dispatcher:
         self.walk.start(node)
         self._hand(node, worker)
 
+    def _behind(self, node: int, last: int, worker: Hashable) -> None:
+        """Start ``node``, which waits for ``last`` alone, behind it on ``worker``."""
+        self.walk.start_early(node, last)
+        self._hand(node, worker)
+
     def _hand(self, node: int, worker: Hashable) -> None:
         """``worker`` holds the started ``node`` last."""
         self._owner[node] = worker
         held = self._workers.setdefault(worker, deque())
+        if self._books is not None:
+            self._books.start(node, worker, running=not held)
         if not held:
             self._busy += 1
         held.append(node)

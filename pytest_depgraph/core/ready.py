@@ -82,11 +82,13 @@ class ReadyTests:
         else:
             self._push(entry)
 
-    def best(self, worker: Hashable, prefer_group: int | None) -> int | None:
+    def best(
+        self, worker: Hashable, prefer_group: int | None, plain: bool = False
+    ) -> int | None:
         """The best ready node ``worker`` may start (not started here): a node reserved for it
         first, else the highest priority, a node of ``prefer_group`` before the others at the
-        same priority. O(log n) amortised."""
-        reserved = self._reserved.get(worker)
+        same priority; ``plain``: by priority alone. O(log n) amortised."""
+        reserved = None if plain else self._reserved.get(worker)
         if reserved:
             while reserved and not self._is_ready(reserved[0][1]):
                 heapq.heappop(reserved)
@@ -104,11 +106,19 @@ class ReadyTests:
                 break
         if not heap:
             return None
-        if prefer_group is not None:
+        if prefer_group is not None and not plain:
             top = self._group_top(prefer_group)
             if top is not None and top[0] == heap[0][0] and self.free_for(top[1], worker):
                 return top[1]
         return heap[0][1]
+
+    def best_reserved(self, worker: Hashable, group: int) -> int | None:
+        """The best ready node of pinned ``group`` reserved for ``worker`` (not started here).
+        O(r) for the r entries reserved for it: a pinned group is a chain, so each group
+        bound to ``worker`` has one ready node at most."""
+        found = [entry for entry in self._reserved.get(worker, ())
+                 if self._pin.get(entry[1]) == group and self._is_ready(entry[1])]
+        return min(found)[1] if found else None
 
     def best_of_group(self, node: int, worker: Hashable) -> int | None:
         """The best ready node of ``node``'s group that ``worker`` may start (not started

@@ -1,0 +1,447 @@
+"""Shared resources in the parallel walk: the dispatcher's rules with resources, exclusive tests
+and weights, a property test that checks every rule at every event of random walks, the
+claims a plan makes, and the blocks bound like units."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable
+from itertools import count
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_depgraph.core.dispatch import Dispatcher, priorities, weights
+from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.order import stable_topological_order
+from pytest_depgraph.core.plan import READ, WRITE, Block, Plan, Resources
+from pytest_depgraph.core.resources import ALONE, LOCK, SLOTS, Claims, claims_of
+from pytest_depgraph.run.units import BLOCK_EDGES, bind_units
+
+from .graph_strategies import PROPERTIES, Drawn, dags
+from .helpers import A, R, make, oracle
+
+W, RD = True, False
+
+
+def dispatcher(graph: Graph, claims: Claims, workers: int = 2, **kw: object) -> Dispatcher:
+    """A dispatcher of ``graph`` with ``claims``, ``workers`` named w0, w1, ..., and a clock
+    that ticks once per reading."""
+    made = Dispatcher(graph, claims=claims, clock=count().__next__, **kw)  # type: ignore[arg-type]
+    for w in range(workers):
+        made.add_worker(f"w{w}")
+    return made
+
+
+def test_a_busy_resource_keeps_its_second_writer_waiting_while_the_rest_goes_ahead() -> None:
+    walk = dispatcher(Graph(4), Claims(names=["db"], capacity=[1], tests={0: [(0, W)],
+                                                                           1: [(0, W)]}),
+                      workers=3, priority=[4, 3, 2, 1])
+    assert walk.assign() == [("w0", [0]), ("w1", [2]), ("w2", [3])]
+    walk.complete("w0", 0, True)
+    assert walk.assign(first="w0") == [("w0", [1])]
+
+
+def test_a_capacity_lets_that_many_writers_run_at_once() -> None:
+    writers = {v: [(0, W)] for v in range(3)}
+    walk = dispatcher(Graph(3), Claims(names=["db"], capacity=[2], tests=writers), workers=3)
+    assert walk.assign() == [("w0", [0]), ("w1", [1])]
+    walk.complete("w1", 1, True)
+    assert walk.assign(first="w1") == [("w1", [2])]
+
+
+def test_readers_share_and_a_waiting_writer_is_not_starved_by_less_urgent_readers() -> None:
+    """0 reads, 1 (next in priority) writes, 2..4 read, 5 holds nothing. While 1 waits for 0,
+    the readers behind it do not start (they would keep it waiting for ever in a stream of
+    readers); 5 goes ahead. Then 1 runs alone, then the readers together."""
+    tests = {0: [(0, RD)], 1: [(0, W)], 2: [(0, RD)], 3: [(0, RD)], 4: [(0, RD)]}
+    walk = dispatcher(Graph(6), Claims(names=["db"], capacity=[1], tests=tests), workers=4,
+                      priority=[6, 5, 4, 3, 2, 1])
+    assert walk.assign() == [("w0", [0]), ("w1", [5])]
+    walk.complete("w0", 0, True)
+    assert walk.assign(first="w0") == [("w0", [1])]
+    walk.complete("w0", 1, True)
+    assert walk.assign(first="w0") == [("w0", [2]), ("w2", [3]), ("w3", [4])]
+    record = walk.record()
+    assert record is not None
+    (use,) = record.uses
+    assert (use.name, use.capacity, use.waiters) == ("db", 1, 4)
+    ((kind, name, since, until),) = [(w.kind, w.name, w.since, w.until) for w in record.waits[1]]
+    assert (kind, name) == (LOCK, "db") and since < until
+
+
+def test_a_more_urgent_reader_goes_before_a_waiting_writer() -> None:
+    """Critical-path order still decides: a reader more urgent than the waiting writer is
+    not held back by it."""
+    tests = {0: [(0, RD)], 1: [(0, W)], 2: [(0, RD)]}
+    walk = dispatcher(make(3, [(2, 0, R)]), Claims(names=["db"], capacity=[1], tests=tests),
+                      workers=2, priority=[9, 5, 8])
+    assert walk.assign() == [("w0", [0])]  # 1 waits for the reader
+    walk.complete("w0", 0, True)
+    assert walk.assign(first="w0") == [("w0", [2])]  # 2, more urgent, reads first
+
+
+def test_an_exclusive_test_runs_alone_and_holds_back_less_urgent_tests() -> None:
+    walk = dispatcher(Graph(4), Claims(exclusive=frozenset({1})), priority=[5, 4, 3, 2])
+    assert walk.assign() == [("w0", [0])]  # 1 waits for 0; 2 and 3 wait behind 1
+    walk.complete("w0", 0, True)
+    assert walk.assign(first="w0") == [("w0", [1])]
+    assert walk.assign() == []  # nothing beside it
+    walk.complete("w0", 1, True)
+    assert walk.assign(first="w0") == [("w0", [2]), ("w1", [3])]
+    record = walk.record()
+    assert record is not None and [w.kind for w in record.waits[1]] == [ALONE]
+
+
+def test_a_heavy_test_counts_its_slots_and_waits_for_them_before_lighter_ones() -> None:
+    walk = dispatcher(Graph(4), Claims(slots={0: 2, 1: 3}), workers=3,
+                      priority=[5, 4, 3, 2], limit=3)
+    assert walk.assign() == [("w0", [0])]  # 1 needs the three slots: the light ones wait
+    walk.complete("w0", 0, True)
+    assert walk.assign(first="w0") == [("w0", [1])]
+    walk.complete("w0", 1, True)
+    assert walk.assign(first="w0") == [("w0", [2]), ("w1", [3])]
+    record = walk.record()
+    assert record is not None and record.waits[1][0].kind == SLOTS
+
+
+def test_tests_that_take_more_than_a_slot_are_never_queued_behind_another() -> None:
+    """Short tests queue behind each other; one that holds a resource, weighs two slots or
+    runs alone is handed out only to an idle worker, and nothing is queued while it waits
+    for one."""
+    graph = Graph(12)
+    known = dict.fromkeys(range(12), 0.001)
+    weight = weights(known, 12, 12)
+    claims = Claims(names=["db"], capacity=[1], tests={4: [(0, W)]}, slots={6: 2},
+                    exclusive=frozenset({8}))
+    walk = dispatcher(graph, claims, workers=1, priority=priorities(graph, weight),
+                      weight=weight, hold=16, durations=known, limit=2)
+    given = walk.assign()
+    assert given == [("w0", [0, 1, 2, 3])]
+    for node in (0, 1, 2, 3):
+        walk.complete("w0", node, True, 0.001)
+    assert walk.assign(first="w0") == [("w0", [4, 5])]  # 5 may wait behind 4, not before it
+    for node in (4, 5):
+        walk.complete("w0", node, True, 0.001)
+    assert walk.assign(first="w0") == [("w0", [6, 7])]
+    for node in (6, 7):
+        walk.complete("w0", node, True, 0.001)
+    assert walk.assign(first="w0") == [("w0", [8, 9, 10, 11])]
+
+
+def block_plan(nodeids: list[str], edges: list[tuple[int, int, Kind]], resources: Resources,
+               pinned: list[list[int]] | None = None) -> Plan:
+    graph = make(len(nodeids), edges)
+    return Plan(nodeids=nodeids, locations=[], graph=graph, group=[0] * len(nodeids),
+                item_count=len(nodeids), pinned=pinned or [], resources=resources)
+
+
+def test_a_block_holds_its_lock_back_to_back_on_one_worker_until_its_last_test_settled() -> None:
+    """Class C (0, 1, 2: 1 requires 0) holds db as one block; 3 writes db too; 4, 5 hold
+    nothing. C's worker takes nothing but C's tests until it started all of them, and is
+    asked to settle its held tests: first towards the next test of C, then, at the end,
+    towards 3, which waits for the lock C holds until that teardown."""
+    ids = ["t.py::C::a", "t.py::C::b", "t.py::C::c", "u.py::w", "u.py::x", "u.py::y"]
+    resources = Resources(capacity={"db": 1}, claims={3: {"db": WRITE}},
+                          blocks=[Block((0, 1, 2), (("db", WRITE),), "class t.py::C")])
+    plan, errors = bind_units(block_plan(ids, [(1, 0, R)], resources), "load")
+    assert errors == [] and plan.pinned == [[0, 1, 2]]
+    assert plan.edge_counts[BLOCK_EDGES] == 1  # 2 after 1 (1 already requires 0)
+    walk = dispatcher(plan.graph, claims_of(plan, 2), pinned=plan.pinned, limit=2,
+                      priority=[6, 5, 4, 3, 2, 1], group=[0, 0, 0, 1, 1, 1])
+    assert walk.assign() == [("w0", [0]), ("w1", [4])]  # 3 waits for db
+    walk.complete("w0", 0, True)
+    assert walk.assign(first="w0") == [("w0", [1])]
+    walk.complete("w1", 4, True)
+    assert walk.assign(first="w1") == [("w1", [5])]
+    walk.complete("w0", 1, True, held=True)
+    assert walk.assign(first="w0") == [] and walk.teardowns() == [("w0", 1, 2)]
+    assert walk.settle(1, True).ready == [2]
+    assert walk.assign(first="w0") == [("w0", [2])]
+    walk.complete("w0", 2, True, held=True)
+    walk.complete("w1", 5, True)
+    assert walk.assign(first="w1") == []  # db is C's until 2 settled
+    assert walk.teardowns() == [("w0", 2, 3)]
+    walk.settle(2, True)
+    assert walk.assign() == [("w0", [3])]
+    record = walk.record()
+    assert record is not None
+    assert [w.name for w in record.waits[3]] == ["db"]
+
+
+def test_a_worker_that_dies_gives_its_blocks_lock_back() -> None:
+    """Block {0, 1} holds db; 2 writes db. The block's worker dies in 0: 0 failed, and the
+    block starts again on the other worker with 1 (an ordering edge), or 2 takes db."""
+    resources = Resources(capacity={"db": 1}, claims={2: {"db": WRITE}},
+                          blocks=[Block((0, 1), (("db", WRITE),), "class t.py::C")])
+    plan, _ = bind_units(block_plan(["t.py::C::a", "t.py::C::b", "u.py::c"], [], resources),
+                         "load")
+    walk = dispatcher(plan.graph, claims_of(plan, 2), pinned=plan.pinned, limit=2,
+                      priority=[3, 2, 1])
+    assert walk.assign() == [("w0", [0])]
+    assert walk.remove_worker("w0") == 0
+    walk.finish(0, False)
+    assert walk.assign() == [("w1", [1])]
+    walk.complete("w1", 1, True)
+    assert walk.assign() == [("w1", [2])]
+
+
+def test_claims_of_a_plan_hold_a_blocks_tests_claims_with_it_and_cap_weights() -> None:
+    resources = Resources(
+        capacity={"db": 1, "net": 2},
+        claims={1: {"net": READ}, 3: {"net": WRITE}},
+        slots={2: 9, 3: 2},
+        exclusive=[4],
+        blocks=[Block((0, 1), (("db", WRITE),), "class t.py::C"),
+                Block((1, 2), (("net", READ),), "module t.py")],
+    )
+    plan, errors = bind_units(block_plan([f"t.py::t{i}" for i in range(5)], [], resources),
+                              "load")
+    assert errors == [] and plan.pinned == [[0, 1, 2]]  # two blocks that share a test: one
+    claims = claims_of(plan, 4)
+    assert claims.names == ["db", "net"] and list(claims.capacity) == [1, 2]
+    assert claims.blocks == {0: [(0, True), (1, False)]}
+    assert claims.tests == {3: [(1, True)]}
+    assert claims.slots == {2: 4, 3: 2} and claims.clamped == ((2, 9),)
+    assert claims.exclusive == {4}
+    with pytest.raises(ValueError, match="neither"):
+        claims_of(block_plan(["t.py::a"], [], Resources({"db": 1}, {0: {"db": "rw"}})), 1)
+
+
+def test_a_block_inside_a_dist_unit_makes_the_unit_hold_its_lock() -> None:
+    """Under --dist loadfile the class block of t.py joins the file's unit, and the unit
+    holds the lock; a cycle between blocks is an error that names the tests and edges."""
+    ids = ["t.py::a", "t.py::C::b", "t.py::C::c", "u.py::d"]
+    resources = Resources(capacity={"db": 1},
+                          blocks=[Block((1, 2), (("db", WRITE),), "class t.py::C")])
+    plan, errors = bind_units(block_plan(ids, [], resources), "loadfile")
+    assert errors == [] and plan.pinned == [[0, 1, 2]]
+    assert claims_of(plan, 2).blocks == {0: [(0, True)]}
+    # c depends on d, d on b: the block (b, c) would wait for d, which waits for b
+    cyclic = block_plan(ids, [(2, 3, R), (3, 1, R)], resources)
+    plan, [(path, message)] = bind_units(cyclic, "load")
+    assert path == "t.py" and plan.errors == [message]
+    assert message.splitlines() == [
+        "depgraph: these tests cannot hold their resources as blocks: the blocks wait for "
+        "each other",
+        "  class t.py::C waits for u.py::d: t.py::C::c depends on u.py::d (depends_on at "
+        "t.py:1)",
+        "  u.py::d waits for class t.py::C: u.py::d depends on t.py::C::b (depends_on at "
+        "t.py:1)",
+        '  A block runs whole on one worker once everything its tests depend on outside it '
+        'finished. Remove or reverse one of these dependencies, or give the lock test scope '
+        '(scope="test") so that each test holds it alone.',
+    ]
+
+
+def test_a_block_that_overlaps_a_pinned_group_joins_it() -> None:
+    """A pinned group (a module fixture two linked tests share) that shares a test with a
+    block becomes part of it: the whole group holds the block's lock; another pinned group
+    stays as it was (no new waits)."""
+    ids = ["t.py::a", "t.py::b", "t.py::c", "u.py::d", "u.py::e", "v.py::f"]
+    resources = Resources(capacity={"db": 1},
+                          blocks=[Block((1, 2), (("db", WRITE),), "class t.py::C")])
+    edges = [(1, 0, A), (4, 3, A), (4, 5, R)]
+    plan, errors = bind_units(block_plan(ids, edges, resources, pinned=[[0, 1], [3, 4]]),
+                              "load")
+    assert errors == [] and plan.pinned == [[0, 1, 2], [3, 4]]
+    assert plan.graph.edge(3, 5) is None  # the plain pinned group gained no wait
+    assert claims_of(plan, 2).blocks == {0: [(0, True)]}
+
+
+# -- every rule at every event of random walks ------------------------------------------------
+
+
+@settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 3))
+@given(dags(max_size=70), st.integers(0, 2**32 - 1))
+def test_random_walks_with_resources_keep_every_rule_at_every_event(
+    drawn: Drawn, seed: int
+) -> None:
+    """Random claims (writers and readers of resources of capacity 1 or 2), weights, exclusive
+    tests, blocks (some overlapping pinned groups) on random workers that hold up to 16 tests,
+    fail some, hold some (deferred teardowns, settled later) and die. At every event:
+
+    * no resource has more writers than its capacity, nor a reader beside a writer (a block
+      holds its resources from its first test handed out to its last test resolved, or its
+      worker's death);
+    * nothing runs beside an exclusive test; the running tests' slots stay within the bound;
+    * a test queued behind another takes nothing when it starts (no claim of its own, one
+      slot, not exclusive; a block's next test on the block's worker);
+    * a block runs back to back: its worker is given nothing else until it started all of it;
+    * a test starts only after its dependencies finished and settled (and never after a
+      failed requirement).
+
+    And the walk ends (no test waits for ever: no deadlock, no starvation, no lock held by
+    a dead worker), every test runs once, and the skips are the oracle's."""
+    walk_randomly(drawn.graph, seed)
+
+
+def walk_randomly(drawn_graph: Graph, seed: int) -> None:
+    """One walk of :func:`test_random_walks_with_resources_keep_every_rule_at_every_event`."""
+    rng = random.Random(seed)
+    order = stable_topological_order(drawn_graph)
+    new_id = [0] * drawn_graph.size
+    for position, node in enumerate(order):
+        new_id[node] = position  # node order is the serial order, as in a plan
+    graph = drawn_graph.relabel(new_id)
+    size = graph.size
+    names = ["a", "b", "c"][: rng.randint(1, 3)]
+    limit = rng.choice([None, 1, 2, 3])
+    pinned: list[list[int]] = []
+    if rng.random() < 0.5:  # pinned groups, chained in serial order as the plan does
+        label = [rng.randrange(-3, 2) for _ in range(size)]
+        pinned = [g for g in ([v for v in range(size) if label[v] == u] for u in range(2))
+                  if len(g) > 1]
+        for group in pinned:
+            for before, after in zip(group, group[1:]):
+                graph.add_edge(after, before, A, Origin("pin"))
+    resources = Resources(
+        capacity={name: rng.choice([1, 1, 2]) for name in names},
+        claims={v: {n: rng.choice([WRITE, READ]) for n in rng.sample(names, rng.randint(1, 2)
+                                                                      if len(names) > 1 else 1)}
+                for v in range(size) if rng.random() < 0.3},
+        slots={v: rng.randint(2, 5) for v in range(size) if rng.random() < 0.1},
+        exclusive=sorted(v for v in range(size) if rng.random() < 0.05),
+    )
+    for b in range(rng.randint(0, 3)):
+        start = rng.randrange(size)
+        members = tuple(range(start, min(size, start + rng.randint(1, 4))))
+        resources.blocks.append(Block(members, ((rng.choice(names), rng.choice([WRITE, READ])),),
+                                      f"block {b}"))
+    plan = Plan(nodeids=[f"t.py::t{v}" for v in range(size)], locations=[], graph=graph,
+                group=[rng.randrange(3) for _ in range(size)], item_count=size, pinned=pinned,
+                resources=resources)
+    bound, errors = bind_units(plan, "load")
+    if errors:  # blocks that wait for each other: none
+        resources.blocks.clear()
+        bound, errors = bind_units(plan, "load")
+    assert not errors
+    claims = claims_of(bound, limit)
+    graph, pinned = bound.graph, bound.pinned
+    known = {v: rng.choice([0.0005, 0.002, 0.3]) for v in range(size) if rng.random() < 0.7}
+    weight = weights(known, size, size)
+    walk = Dispatcher(
+        graph, priority=priorities(graph, weight), weight=weight, group=bound.group,
+        limit=limit, pinned=pinned, hold=16, durations=known, claims=claims,
+        clock=count().__next__,
+    )
+    block_of = {v: g for g in claims.blocks for v in pinned[g]}
+    failing = {v for v in range(size) if rng.random() < 0.1}
+    holding = rng.choice([0.0, 0.5, 1.0])
+    deps: dict[int, list[tuple[int, Kind]]] = {v: [] for v in range(size)}
+    for u, v, kind in graph.triples():
+        deps[u].append((v, kind))
+    queues: dict[Hashable, list[int]] = {}
+    finished: dict[int, bool] = {}  # node -> satisfied (finished and settled, or skipped)
+    held: dict[Hashable, int] = {}  # worker -> its held test, not settled yet
+    asked: set[Hashable] = set()
+    open_on: dict[int, Hashable] = {}  # block -> the worker it is open on
+    handed: set[int] = set()  # handed out and not given back (a block's started tests)
+    ran: list[int] = []
+    fresh = 0
+
+    def add() -> None:
+        nonlocal fresh
+        name = f"w{fresh}"
+        fresh += 1
+        queues[name] = []
+        walk.add_worker(name)
+
+    def check_rules() -> None:
+        running = [q[0] for q in queues.values() if q]
+        alone = [v for v in running if v in claims.exclusive]
+        assert not alone or running == alone, f"{running} beside exclusive {alone}"
+        if limit is not None:
+            assert sum(claims.slots.get(v, 1) for v in running) <= limit
+        for r, capacity in enumerate(claims.capacity):
+            holders = [c for v in running for c in claims.tests.get(v, ()) if c[0] == r]
+            holders += [c for g in open_on for c in claims.blocks[g] if c[0] == r]
+            writers = sum(1 for _, writes in holders if writes)
+            assert writers <= capacity, f"{writers} writers of {claims.names[r]}"
+            assert not writers or writers == len(holders), f"reader beside writer of {r}"
+        for worker, queue in queues.items():
+            for v in queue[1:]:
+                g = block_of.get(v)
+                assert v not in claims.exclusive, f"exclusive {v} queued"
+                assert (g is None and v not in claims.tests and claims.slots.get(v, 1) == 1
+                        ) or (g is not None and open_on.get(g) == worker), f"{v} queued"
+
+    def hand_out(first: Hashable = None) -> None:
+        for worker, nodes in walk.assign(first):
+            for node in nodes:
+                mine = [g for g, w in open_on.items() if w == worker
+                        and any(v not in handed and v not in finished for v in pinned[g])]
+                assert not mine or block_of.get(node) in mine, "a block's worker strayed"
+                g = block_of.get(node)
+                if g is not None:
+                    open_on.setdefault(g, worker)
+                handed.add(node)
+                queues[worker].append(node)
+        for worker, node, _towards in walk.teardowns():
+            assert held.get(worker) == node and not queues[worker] and worker not in asked
+            asked.add(worker)
+        for worker, queue in queues.items():
+            assert list(walk.held(worker)) == queue
+            if queue and worker not in held:
+                begin(queue[0])
+        check_rules()
+
+    def begin(node: int) -> None:
+        if node in ran:
+            return
+        for d, kind in deps[node]:
+            assert d in finished, f"{node} runs before {d} finished and settled"
+            assert kind is A or finished[d], f"{node} runs after {d} failed"
+        ran.append(node)
+
+    def close_resolved_blocks() -> None:
+        for g in [g for g in open_on if all(v in finished for v in pinned[g])]:
+            del open_on[g]
+
+    for _ in range(rng.randint(1, 4)):
+        add()
+    hand_out()
+    while not walk.finished:
+        movable = [w for w, q in queues.items() if q or (w in held and w in asked)]
+        assert movable, "stalled"
+        worker = rng.choice(movable)
+        if rng.random() < 0.03:  # the worker dies (in its test, or in a deferred teardown)
+            dead = held.pop(worker, None)
+            node = dead if dead is not None else queues[worker][0]
+            assert walk.remove_worker(worker) == node
+            for given_back in queues.pop(worker)[1 if dead is None else 0:]:
+                handed.discard(given_back)
+            asked.discard(worker)
+            open_on = {g: w for g, w in open_on.items() if w != worker}
+            step = walk.settle(node, False) if dead is not None else walk.finish(node, False)
+            finished[node] = False
+            add()
+        elif worker in held:
+            node = held.pop(worker)
+            asked.discard(worker)
+            satisfied = node not in failing and rng.random() > 0.1
+            step = walk.settle(node, satisfied)
+            finished[node] = satisfied
+        else:
+            node = queues[worker].pop(0)
+            satisfied = node not in failing
+            holds = not queues[worker] and rng.random() < holding
+            step = walk.complete(worker, node, satisfied, known.get(node, 0.001), held=holds)
+            if holds:
+                held[worker] = node
+                if not satisfied:
+                    failing.add(node)
+            else:
+                finished[node] = satisfied
+        for skip in step.skipped:
+            finished[skip.node] = False
+        close_resolved_blocks()
+        hand_out(worker)
+    for node in held.values():
+        step = walk.settle(node, node not in failing)
+        assert not step.ready and not step.skipped, "the walk ended before all could run"
+        finished[node] = node not in failing
+    assert sorted(finished) == list(range(size))
+    assert len(ran) == len(set(ran)) == size - len(walk.skipped)
+    assert set(walk.skipped) == oracle(graph, {v for v in ran if not finished[v]}, set())
