@@ -178,6 +178,8 @@ class Walked:
     finished_at: dict[str, int] = field(default_factory=dict)
     #: the most workers running a test at the same moment
     most_running: int = 0
+    #: at each event, the node ids the workers ran (the first test each holds)
+    running: list[frozenset[str]] = field(default_factory=list)
 
 
 def walked(
@@ -213,9 +215,9 @@ def walked(
         event = 0
         _check_sent(plan, nodes, seen, settled, walk, event)
         while not scheduler.tests_finished:
-            walk.most_running = max(
-                walk.most_running, sum(running(scheduler, node) is not None for node in nodes)
-            )
+            now = [i for i in (running(scheduler, node) for node in nodes) if i is not None]
+            walk.most_running = max(walk.most_running, len(now))
+            walk.running.append(frozenset(plan.nodeids[index] for index in now))
             moves = []
             for node in nodes:
                 index = running(scheduler, node)

@@ -19,6 +19,7 @@ from pytest_depgraph.core.plan import READ, WRITE, Block, Plan, Resources
 from pytest_depgraph.core.resources import ALONE, LOCK, SLOTS, Claims, claims_of
 from pytest_depgraph.run.units import BLOCK_EDGES, bind_units
 
+from .fake_workers import start, walked
 from .graph_strategies import PROPERTIES, Drawn, dags
 from .helpers import A, R, make, oracle
 
@@ -445,3 +446,53 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
     assert sorted(finished) == list(range(size))
     assert len(ran) == len(set(ran)) == size - len(walk.skipped)
     assert set(walk.skipped) == oracle(graph, {v for v in ran if not finished[v]}, set())
+
+
+# -- the scheduler, on fake workers, in many finishing orders --------------------------------
+
+
+def resource_plan() -> Plan:
+    """Two writers and a reader of db, a heavy test, an exclusive one, class C holding net as
+    a block (c2 requires c1), a test that writes net, and plain tests; no edge but C's."""
+    names = ["w1", "w2", "r1", "heavy", "alone", "C::c1", "C::c2", "net", "p1", "p2", "p3"]
+    nodeids = [f"t.py::{name}" for name in names]
+    graph = make(len(nodeids), [(6, 5, R)])
+    return Plan(
+        nodeids=nodeids, locations=[], graph=graph, group=[0] * 5 + [1, 1] + [0] * 4,
+        item_count=len(nodeids),
+        resources=Resources(
+            capacity={"db": 1, "net": 1},
+            claims={0: {"db": WRITE}, 1: {"db": WRITE}, 2: {"db": READ}, 7: {"net": WRITE}},
+            slots={3: 5},
+            exclusive=[4],
+            blocks=[Block((5, 6), (("net", WRITE),), "class t.py::C")],
+        ),
+    )
+
+
+def test_the_scheduler_keeps_every_rule_in_many_finishing_orders(
+    pytester: pytest.Pytester,
+) -> None:
+    """On three workers, in 50 finishing orders (held tests settled when the controller asks
+    or the worker moves on): db's writers never run together nor beside its reader, the
+    exclusive test and the heavy one (weight 5, counted as the bound 3) run alone, class C
+    runs back to back on one worker, and its lock is net's only holder meanwhile."""
+    plan = resource_plan()
+    net_block = {"t.py::C::c1", "t.py::C::c2"}
+    for walk in walked(pytester, plan, workers=3):
+        for now in walk.running:
+            db = {"t.py::w1", "t.py::w2", "t.py::r1"} & now
+            assert len(db) <= 1, now
+            for alone in ("t.py::alone", "t.py::heavy"):
+                assert alone not in now or now == {alone}, now
+        (sent,) = [s for s in walk.sent if "t.py::C::c1" in s]
+        at = sent.index("t.py::C::c1")
+        assert sent[at + 1] == "t.py::C::c2", sent
+        # nothing else writes net from C's first start to its last test's settling
+        assert not any("t.py::net" in now and now & net_block for now in walk.running)
+        c1_sent, c2_done = walk.sent_at["t.py::C::c1"], walk.finished_at["t.py::C::c2"]
+        assert not c1_sent <= walk.sent_at["t.py::net"] < c2_done
+    # the suite has no dependency edge but C's, yet the walk runs it: xdist's own
+    # schedulers know nothing of resources
+    scheduler, _ = start(pytester, Plan.from_json(plan.to_json()), None)
+    assert scheduler.handed_over is None and scheduler.dispatcher is not None

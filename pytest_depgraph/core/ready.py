@@ -114,10 +114,14 @@ class ReadyTests:
 
     def best_reserved(self, worker: Hashable, group: int) -> int | None:
         """The best ready node of pinned ``group`` reserved for ``worker`` (not started here).
-        O(r) for the r entries reserved for it: a pinned group is a chain, so each group
-        bound to ``worker`` has one ready node at most."""
-        found = [entry for entry in self._reserved.get(worker, ())
-                 if self._pin.get(entry[1]) == group and self._is_ready(entry[1])]
+        O(r) for the r entries reserved for it, which drops those no longer ready: a pinned
+        group is a chain, so each group bound to ``worker`` has one ready node at most."""
+        reserved = self._reserved.get(worker)
+        if not reserved:
+            return None
+        reserved[:] = [entry for entry in reserved if self._is_ready(entry[1])]
+        heapq.heapify(reserved)
+        found = [entry for entry in reserved if self._pin.get(entry[1]) == group]
         return min(found)[1] if found else None
 
     def best_of_group(self, node: int, worker: Hashable) -> int | None:

@@ -153,6 +153,10 @@ class Record:
     waits: Mapping[int, tuple[Wait, ...]] = field(default_factory=dict)
     #: seconds exclusive tests ran, added up
     alone: float = 0.0
+    #: the bound (None: none), and (node, the weight it declared) of each test that counted
+    #: as the bound, being heavier
+    limit: int | None = None
+    clamped: tuple[tuple[int, int], ...] = ()
 
 
 class Books:
@@ -417,7 +421,7 @@ class Books:
             uses.append(Use(name, self._claims.capacity[r], held, written, sum(times),
                             len(times)))
         alone = self._alone_total + (now - self._alone_since if self._alone is not None else 0)
-        return Record(tuple(uses), waits, alone)
+        return Record(tuple(uses), waits, alone, self._limit, self._claims.clamped)
 
     # -- internals -------------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ depgraph scheduler does not run, that is the session's plan. When the scheduler 
 :meth:`Controller.agree` checks that every worker collected the same tests and sent the same
 plan (equal texts: plans compare as the workers send them), then binds what only the
 controller knows: the tests' locations (one worker sends them beside its plan), the known
-durations (``--depgraph-durations``, else pytest's cache), and the ``--dist`` units
-(:meth:`Controller.bind_units`).
+durations (``--depgraph-durations``, else pytest's cache), and the ``--dist`` units and
+resource blocks (:meth:`Controller.bind_units`).
 
 This object is the only writer of the controller's ``session_state(config).plan``; the
 scheduler, the warnings, the shard summary and the run report read it, and nothing else parses
@@ -162,9 +162,9 @@ class Controller:
         return True
 
     def bind_units(self, dist: str) -> Plan | None:
-        """Make each ``--dist`` unit of the session's plan a pinned group
-        (:func:`~pytest_depgraph.run.units.bind_units`): the bound plan, or None when units
-        wait for each other (each cycle a collection error; the run stops)."""
+        """Make each ``--dist`` unit and each resource block of the session's plan a pinned
+        group (:func:`~pytest_depgraph.run.units.bind_units`): the bound plan, or None when
+        units or blocks wait for each other (each cycle a collection error; the run stops)."""
         state = session_state(self.config)
         assert state.plan is not None
         plan, errors = units.bind_units(state.plan, dist)

@@ -15,7 +15,8 @@ test goes to which worker, how many workers are of any use, what must be skipped
 * a worker that dies fails the test it ran; its pinned groups go on elsewhere;
 * a plan with nothing to walk and no ``--depgraph-parallelism`` is handed to xdist's own
   scheduler for the ``--dist`` mode, once (:func:`~pytest_depgraph.hosts.xdist.hand_over`):
-  the plugin changes nothing for a suite that declares no dependencies.
+  the plugin changes nothing for a suite that declares no dependencies -- nor resources,
+  exclusive tests or weights, which xdist's schedulers know nothing of.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ class DepGraphScheduling:
             self._abort()
             return
         dist = str(self.config.getoption("dist", "load"))
-        if not (self.explicit_limit or plan.needs_walk or self._longest_first()):
+        if not (self.explicit_limit or plan.needs_parallel_walk or self._longest_first()):
             self.handed_over = xdist.hand_over(
                 self.config,
                 self.log,
@@ -158,7 +159,7 @@ class DepGraphScheduling:
                 instead_of=self,
             )
             return
-        if units.has_units(dist):
+        if units.has_units(dist) or plan.resources.blocks:
             bound = self.controller.bind_units(dist)
             if bound is None:
                 self._abort()
@@ -279,7 +280,9 @@ class DepGraphScheduling:
         end = self._last_done if self._last_done is not None else time.perf_counter()
         workers = min(self.numnodes, dispatcher.at_once())
         stats = walk_stats(plan.graph, self._seconds, end - self._first_sent, workers)
-        return dataclasses.replace(stats, weighed_by=self.controller.durations_from)
+        return dataclasses.replace(
+            stats, weighed_by=self.controller.durations_from, resources=dispatcher.record()
+        )
 
     # -- internals -------------------------------------------------------------------------
 
@@ -351,8 +354,9 @@ class DepGraphScheduling:
 
 def _dispatcher(plan: Plan, durations: dict[int, float], limit: int) -> Dispatcher:
     """The dispatcher of a walk of ``plan``: the critical path first, each test weighted by its
-    previous run's seconds, at most ``limit`` tests running, each worker holding a few."""
-    from pytest_depgraph.core import dispatch
+    previous run's seconds, at most ``limit`` tests running, each worker holding a few, the
+    tests' resources granted by the books (on this process's clock, the run report's)."""
+    from pytest_depgraph.core import dispatch, resources
 
     size = len(plan.nodeids)
     weight = dispatch.weights(durations, plan.item_count, size)
@@ -369,4 +373,6 @@ def _dispatcher(plan: Plan, durations: dict[int, float], limit: int) -> Dispatch
         pinned=plan.pinned,
         hold=dispatch.MAX_HOLD,
         durations=durations,
+        claims=resources.claims_of(plan, limit) if plan.resources else None,
+        clock=time.time,
     )
