@@ -7,9 +7,11 @@ test's outcome, the span its reports covered and the session's phases, it works 
 * each test's start and end, in seconds since the session started, and its lane (worker);
 * the session around the tests: start-up, collection, the wait for the first test, the finish;
 * the dependencies each test waited for, and the one that finished last (what held it back);
+  the shared resources it waited for once ready, from the walk's books;
 * the critical path: the longest chain of tests that ran, over this run's durations;
-* the summary figures: wall time, the lower bound ``max(critical path, total / N)``, and
-  how busy each worker was, all from the one clock of the bars.
+* the summary figures: wall time, the lower bound ``max(critical path, total / N)`` (with
+  shared resources, exclusive tests and weights: :class:`Bound`), and how busy each worker
+  was, all from the one clock of the bars.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from dataclasses import dataclass, field
 
 from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.paths import critical_path
-from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.core.plan import WRITE, Plan
+from pytest_depgraph.core.resources import Record, Wait
 
 #: the lane of a serial run (no xdist worker)
 SERIAL_LANE = "main"
@@ -27,6 +30,80 @@ SERIAL_LANE = "main"
 CONTROLLER_LANE = "controller"
 #: the weight of a test that did not run: no chain of a run goes through it
 _NOT_RAN = float("-inf")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """No walk with shared resources, exclusive tests or weights finishes sooner than
+    ``alone + max(chain, work / N, for each resource: written / capacity)``.
+
+    Nothing runs beside an exclusive test, so their seconds (``alone``) add to every term.
+    ``chain``: the longest chain of dependencies, the exclusive tests weighing nothing;
+    ``work``: the seconds of the other tests, each times the slots it counts toward the bound
+    (its weight, at most N); ``written``: per resource, its writers' seconds outside exclusive
+    tests (a block's writers: the seconds of its tests), at most ``capacity`` of them at once.
+    Readers share a resource and bound nothing. Without any of it: ``max(chain, total / N)``.
+    """
+
+    alone: float
+    chain: float
+    work: float
+    parallelism: int
+    #: (resource name, writers' seconds, capacity) of each resource that has writers
+    written: tuple[tuple[str, float, int], ...] = ()
+    #: whether a test weighs more than one slot
+    weighted: bool = False
+
+    @property
+    def value(self) -> float:
+        """The bound, in seconds."""
+        return self.alone + max(self.chain, self.work / self.parallelism,
+                                *(seconds / capacity for _, seconds, capacity in self.written))
+
+    @property
+    def bottleneck(self) -> str | None:
+        """The resource whose term is the largest, when it is above the chain's and the work's
+        (the resource that bound the run); None otherwise."""
+        floor = max(self.chain, self.work / self.parallelism)
+        best = max(self.written, key=lambda w: w[1] / w[2], default=None)
+        return best[0] if best is not None and best[1] / best[2] > floor else None
+
+
+def resource_bound(plan: Plan, seconds: Sequence[float], parallelism: int) -> Bound:
+    """The :class:`Bound` of ``plan``'s tests that took ``seconds`` each (per node; 0 for a
+    test that did not run) on at most ``parallelism`` at once. A block's tests are those of
+    the pinned group that holds it on the xdist controller (which joined it with its
+    ``--dist`` unit or pinned group), else its own. O(V + E)."""
+    declared = plan.resources
+    n = max(1, parallelism)
+    alone = set(declared.exclusive)
+    chain = critical_path(plan.graph, [0.0 if v in alone else s for v, s in enumerate(seconds)])
+    work = sum(min(declared.slots.get(v, 1), n) * s for v, s in enumerate(seconds)
+               if v not in alone)
+    group_of = {v: members for members in plan.pinned for v in members}
+    writers: dict[str, set[int]] = {}
+    for node, claims in declared.claims.items():
+        for name, mode in claims.items():
+            if mode == WRITE:
+                writers.setdefault(name, set()).add(node)
+    for block in declared.blocks:
+        joined = group_of.get(block.tests[0], ())
+        members = joined if set(block.tests) <= set(joined) else block.tests
+        for name, mode in block.claims:
+            if mode == WRITE:
+                writers.setdefault(name, set()).update(members)
+    return Bound(
+        alone=sum(seconds[v] for v in alone if v < len(seconds)),
+        chain=max(chain, default=0.0),
+        work=work,
+        parallelism=n,
+        written=tuple(
+            (name, sum(seconds[v] for v in nodes if v not in alone and v < len(seconds)),
+             declared.capacity.get(name, 1))
+            for name, nodes in sorted(writers.items())
+        ),
+        weighted=bool(declared.slots),
+    )
 
 
 @dataclass(frozen=True)
@@ -43,10 +120,17 @@ class WalkStats:
     parallelism: int
     #: where the durations that ordered the walk came from, for a person ("": none known)
     weighed_by: str = ""
+    #: the bound with shared resources, exclusive tests and weights (None: the run has none)
+    bound: Bound | None = None
+    #: what the shared resources cost the walk, from its books (None: it has none)
+    resources: Record | None = None
 
     @property
     def lower_bound(self) -> float:
-        """No schedule can finish sooner: ``max(critical path, total / N)``."""
+        """No schedule can finish sooner: ``max(critical path, total / N)``, or the
+        :class:`Bound` of a run with shared resources."""
+        if self.bound is not None:
+            return self.bound.value
         return max(self.critical_path, self.total / self.parallelism)
 
 
@@ -151,6 +235,9 @@ class TestTime:
     held_by: int | None
     #: the test up the graph whose failure made this one skip (skipped by upstream only)
     root_cause: str | None = None
+    #: what it waited for once ready, besides its dependencies: a shared resource, slots of
+    #: the bound, an empty run (seconds since the origin)
+    lock_waits: tuple[Wait, ...] = ()
 
     @property
     def duration(self) -> float:
@@ -202,6 +289,7 @@ def build(
     phases: Sequence[Phase] = (),
     end: float | None = None,
     parallelism: int | None = None,
+    resources: Record | None = None,
 ) -> Timeline:
     """Lay the run out in time. O(V + E) plus sorting the lanes.
 
@@ -212,7 +300,8 @@ def build(
     reporting process's (workers on other machines). ``phases``: the session outside its
     tests; ``end``: when the session ended (default: its last bar's end), both on the
     reporting process's clock. ``parallelism``: the N of ``total / N`` (default: the lanes
-    that ran tests).
+    that ran tests). ``resources``: the walk's books, whose waits are on the reporting
+    process's clock.
     """
     offsets = clock_offsets or {}
     shifted = {
@@ -246,19 +335,33 @@ def build(
             continue
         start, stop, lane = found
         busy[lane] = busy.get(lane, 0.0) + (stop - start)
+        locks = () if resources is None else tuple(
+            Wait(w.kind, w.name, w.since - origin, w.until - origin)
+            for w in resources.waits.get(node, ())
+        )
         tests.append(TestTime(node, nodeid, outcome(nodeid), start - origin, stop - origin, lane,
-                              waits, held_by))
+                              waits, held_by, lock_waits=locks))
     critical: list[int] = []
     chain_seconds = 0.0
     if bars:
         critical, chain_seconds = critical_chain(
             plan, lambda n: bars[n][1] - bars[n][0] if n in bars and ran(n) else None
         )
+    workers = max(1, parallelism or len(busy))
+    bound = None
+    if plan.resources:
+        seconds = [0.0] * len(plan.nodeids)
+        for test in tests:
+            if test.start is not None and ran(test.nodeid):
+                seconds[test.node] = test.duration
+        bound = resource_bound(plan, seconds, workers)
     stats = WalkStats(
         wall=0.0 if first is None or last is None else last - first,
         critical_path=chain_seconds,
         total=sum(busy.values()),
-        parallelism=max(1, parallelism or len(busy)),
+        parallelism=workers,
+        bound=bound,
+        resources=resources,
     )
     if end is None:
         end = max([p.stop for p in phases] + ([] if last is None else [last]), default=origin)

@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any
 
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.timeline import Timeline
+from pytest_depgraph.core.timeline import Bound, Timeline
 from pytest_depgraph.output import dot
 from pytest_depgraph.run.outcomes import (
     ERROR,
@@ -115,10 +115,13 @@ def page_data(timeline: Timeline, title: str, command: str) -> dict[str, Any]:
             -1 if test.lane is None else lanes[test.lane],
             list(test.waits),
             -1 if test.held_by is None else test.held_by,
+            [[wait.kind, wait.name, round(wait.since, 4), round(wait.until, 4)]
+             for wait in test.lock_waits],
         ]
         for test in timeline.tests
     ]
     stats = timeline.stats
+    bound, record = stats.bound, stats.resources
     return {
         "title": title,
         "command": command,
@@ -145,12 +148,27 @@ def page_data(timeline: Timeline, title: str, command: str) -> dict[str, Any]:
             "total": round(stats.total, 4),
             "parallelism": stats.parallelism,
             "lowerBound": round(stats.lower_bound, 4),
+            "boundWords": "" if bound is None else bound_formula(bound),
+            "bottleneck": None if bound is None else bound.bottleneck,
         },
+        "resources": [] if record is None else [
+            [use.name, use.capacity, round(use.held, 4), round(use.written, 4),
+             round(use.waited, 4), use.waiters]
+            for use in record.uses
+        ],
         "skipped": [
             [root, node_index.get(root, -1), [node_index[n] for n in skipped]]
             for root, skipped in timeline.skipped.items()
         ],
     }
+
+
+def bound_formula(bound: Bound) -> str:
+    """The lower bound of a run with shared resources, as the page's figure names it."""
+    terms = ["critical path", f"total / {bound.parallelism}"]
+    terms += [f"{name} / {capacity}" for name, _, capacity in bound.written]
+    alone = "exclusive + " if bound.alone else ""
+    return f"lower bound = {alone}max({', '.join(terms)})"
 
 
 def render(timeline: Timeline, svg: str, no_graph: str, title: str, command: str) -> str:

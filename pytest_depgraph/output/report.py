@@ -1,8 +1,10 @@
 """The ``depgraph`` section of the terminal summary, at pytest's verbosity.
 
 Default: the counts, the critical path, and at most :data:`SHOWN_PER_CAUSE` skipped tests per
-root cause; ``-v``: every test; ``-q``: one line; ``-qq``: nothing. A run stopped by a
-collection error prints nothing (its graph was never walked: the errors say it all).
+root cause; after a parallel walk, what each shared resource cost (how long it was held, how
+long tests waited for it), and the wall time beside the best any schedule could do;
+``-v``: every test; ``-q``: one line; ``-qq``: nothing. A run stopped by a collection error
+prints nothing (its graph was never walked: the errors say it all).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pytest
 
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.core.plan import Plan, ShardInfo
+from pytest_depgraph.core.resources import ALONE, SLOTS
 from pytest_depgraph.run.outcomes import (
     ERROR,
     FAILED,
@@ -24,9 +27,12 @@ from pytest_depgraph.run.outcomes import (
 )
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
+from pytest_depgraph.run.units import BLOCK_EDGES
+from pytest_depgraph.words import plural
 
 if TYPE_CHECKING:
-    from pytest_depgraph.core.timeline import WalkStats
+    from pytest_depgraph.core.resources import Record
+    from pytest_depgraph.core.timeline import Bound, WalkStats
 
 #: skipped tests listed per root cause at the default verbosity (``-v`` lists all)
 SHOWN_PER_CAUSE = 10
@@ -71,8 +77,18 @@ def summary(
     for line in lines(plan, recorder, skips, view, chain):
         terminal.write_line(line)
     if walk is not None:
-        total = sum(seconds.get(nodeid, 0.0) for nodeid in plan.nodeids[: plan.item_count])
-        terminal.write_line(walk_line(walk, chain[1], total))
+        items = plan.nodeids[: plan.item_count]
+        total = sum(seconds.get(nodeid, 0.0) for nodeid in items)
+        bound = None
+        if plan.resources:
+            from pytest_depgraph.core.timeline import resource_bound
+
+            per_node = [seconds.get(nodeid, 0.0) for nodeid in plan.nodeids]
+            bound = resource_bound(plan, per_node, walk.parallelism)
+        if walk.resources is not None:
+            for line in resource_lines(walk.resources, plan):
+                terminal.write_line(line)
+        terminal.write_line(walk_line(walk, chain[1], total, bound))
 
 
 def _listing_fixtures(config: pytest.Config) -> bool:
@@ -107,6 +123,9 @@ def _edges(plan: Plan, view: View) -> tuple[int, str]:
     units = counts.get(OriginKind.UNIT, 0)
     if units:
         parts.append(f"{units} keeping --dist work units whole")
+    blocks = counts.get(BLOCK_EDGES, 0)
+    if blocks:
+        parts.append(f"{blocks} keeping resource blocks whole")
     return total, ", ".join(parts)
 
 
@@ -249,23 +268,76 @@ def _critical_path(
     return [f"{head}: {joined}"]
 
 
-def walk_line(walk: WalkStats, critical_path: float, total: float) -> str:
+def resource_lines(record: Record, plan: Plan) -> list[str]:
+    """What the shared resources cost a parallel walk: per resource how long a test held it
+    and how long tests waited for it; the exclusive tests' time; the tests that waited for
+    slots of the bound, or for the run to empty; each weight that counted as the bound."""
+    out = []
+    for use in record.uses:
+        waited = (f"{plural(use.waiters, 'test')} waited {use.waited:.2f} s for it"
+                  if use.waiters else "no test waited for it")
+        out.append(f"resource {use.name} (capacity {use.capacity}): held {use.held:.2f} s; "
+                   f"{waited}")
+    if plan.resources.exclusive:
+        out.append(f"exclusive tests: {record.alone:.2f} s with no other test running")
+    for kind, what in ((SLOTS, "slots of --depgraph-parallelism (a heavy test's weight)"),
+                       (ALONE, "every other test to finish (an exclusive test)")):
+        seconds = [sum(w.until - w.since for w in waits if w.kind == kind)
+                   for waits in record.waits.values() if any(w.kind == kind for w in waits)]
+        if seconds:
+            out.append(f"{plural(len(seconds), 'test')} waited {sum(seconds):.2f} s for {what}")
+    for node, weight in record.clamped:
+        out.append(f"{plan.nodeids[node]} has weight {weight}: it counts as {record.limit}, "
+                   "the whole of --depgraph-parallelism")
+    return out
+
+
+def walk_line(
+    walk: WalkStats, critical_path: float, total: float, bound: Bound | None = None
+) -> str:
     """The wall time of a parallel run beside the best any schedule could do.
 
     ``critical_path`` and ``total``: the summary's own figures (the reports' durations), so
     that the critical path has one length in the whole summary; the wall time and the
-    number of workers are the walk's."""
-    bound = max(critical_path, total / walk.parallelism)
-    line = (
-        f"parallel run: {walk.wall:.2f} s wall time; best possible {bound:.2f} s, the longer "
-        f"of the critical path ({critical_path:.2f} s) and the total test time per "
-        f"worker ({total:.2f} s / {walk.parallelism})"
-    )
-    if bound >= 0.05:  # against a bound of instants a percentage says nothing
-        line += f"; {max(0.0, walk.wall / bound - 1) * 100:.0f}% above it"
+    number of workers are the walk's. ``bound``: the bound of a run with shared resources,
+    exclusive tests or weights, from the same durations."""
+    if bound is None:
+        best = max(critical_path, total / walk.parallelism)
+        line = (
+            f"parallel run: {walk.wall:.2f} s wall time; best possible {best:.2f} s, the longer "
+            f"of the critical path ({critical_path:.2f} s) and the total test time per "
+            f"worker ({total:.2f} s / {walk.parallelism})"
+        )
+    else:
+        best = bound.value
+        line = f"parallel run: {walk.wall:.2f} s wall time; best possible {best:.2f} s, " + (
+            bound_words(bound)
+        )
+    bound_seconds = best
+    if bound_seconds >= 0.05:  # against a bound of instants a percentage says nothing
+        line += f"; {max(0.0, walk.wall / bound_seconds - 1) * 100:.0f}% above it"
     if walk.weighed_by:
         line += f"; longest first by the durations in {walk.weighed_by}"
     return line
+
+
+def bound_words(bound: Bound) -> str:
+    """The terms of a :class:`~pytest_depgraph.core.timeline.Bound` in a user's words, and
+    the resource that bound the run, if one did."""
+    outside = " outside them" if bound.alone else ""
+    weights = ", weights counted" if bound.weighted else ""
+    terms = [f"the critical path{outside} ({bound.chain:.2f} s)",
+             f"the total test time per worker{weights} ({bound.work:.2f} s / "
+             f"{bound.parallelism})"]
+    terms += [f"{name}'s writers' time ({seconds:.2f} s / {capacity})"
+              for name, seconds, capacity in bound.written]
+    longest = ("the longer of " if len(terms) == 2 else "the longest of ") + (
+        ", ".join(terms[:-1]) + " and " + terms[-1]
+    )
+    words = f"{bound.alone:.2f} s of exclusive tests plus {longest}" if bound.alone else longest
+    if bound.bottleneck is not None:
+        words += f": {bound.bottleneck} bound the run"
+    return words
 
 
 def _plural(count: int, noun: str) -> str:

@@ -113,6 +113,7 @@ class RunReport(WrittenFile):
             end=end,
             # the workers the walk used (not those xdist started and the walk stopped unused)
             parallelism=None if state.walk is None else state.walk.parallelism,
+            resources=None if state.walk is None else state.walk.resources,
         )
         svg, no_graph = html_report.graph_svg(plan, recorder, skips)
         args = " ".join(config.invocation_params.args)

@@ -36,7 +36,8 @@ def terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if state is None or state.plan is None or role(config).is_worker:
         return
     plan = state.plan
-    weighed = state.walk is not None and bool(state.walk.weighed_by)
+    walk = state.walk
+    weighed = walk is not None and bool(walk.weighed_by or walk.resources is not None)
     if not (plan.graph.edge_count or plan.errors or state.skips or plan.shard or weighed):
         return  # nothing to say (pytest as usual): the summary's module is not even loaded
     from pytest_depgraph.output import report
