@@ -131,6 +131,21 @@ def test_tests_that_take_more_than_a_slot_are_never_queued_behind_another() -> N
     assert walk.assign(first="w0") == [("w0", [8, 9, 10, 11])]
 
 
+def test_nothing_is_queued_behind_a_test_that_frees_what_a_more_urgent_test_waits_for() -> None:
+    """0 and 1 write db; while 0 runs on w0, 1 waits for it: short tests queue behind the
+    test on w1, not behind 0, so that 1 starts on w0 the moment 0 finished."""
+    graph = Graph(10)
+    known = dict.fromkeys(range(10), 0.001)
+    weight = weights(known, 10, 10)
+    walk = dispatcher(graph, Claims(names=["db"], capacity=[1], tests={0: [(0, W)],
+                                                                       1: [(0, W)]}),
+                      priority=priorities(graph, weight), weight=weight, hold=16,
+                      durations=known)
+    assert walk.assign() == [("w0", [0]), ("w1", [2, 3, 4, 5, 6, 7, 8, 9])]
+    walk.complete("w0", 0, True, 0.001)
+    assert walk.assign(first="w0") == [("w0", [1])]
+
+
 def block_plan(nodeids: list[str], edges: list[tuple[int, int, Kind]], resources: Resources,
                pinned: list[list[int]] | None = None) -> Plan:
     graph = make(len(nodeids), edges)
@@ -454,8 +469,9 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
 def resource_plan() -> Plan:
     """Two writers and a reader of db, a heavy test, an exclusive one, class C holding net as
     a block (c2 requires c1), a test that writes net, and plain tests; no edge but C's."""
-    names = ["w1", "w2", "r1", "heavy", "alone", "C::c1", "C::c2", "net", "p1", "p2", "p3"]
-    nodeids = [f"t.py::{name}" for name in names]
+    names = ["a.py::w1", "a.py::w2", "b.py::r1", "b.py::heavy", "c.py::alone", "c.py::C::c1",
+             "c.py::C::c2", "d.py::net", "d.py::p1", "e.py::p2", "e.py::p3"]
+    nodeids = [f"t/{name}" for name in names]
     graph = make(len(nodeids), [(6, 5, R)])
     return Plan(
         nodeids=nodeids, locations=[], graph=graph, group=[0] * 5 + [1, 1] + [0] * 4,
@@ -474,25 +490,42 @@ def test_the_scheduler_keeps_every_rule_in_many_finishing_orders(
     pytester: pytest.Pytester,
 ) -> None:
     """On three workers, in 50 finishing orders (held tests settled when the controller asks
-    or the worker moves on): db's writers never run together nor beside its reader, the
-    exclusive test and the heavy one (weight 5, counted as the bound 3) run alone, class C
-    runs back to back on one worker, and its lock is net's only holder meanwhile."""
+    or the worker moves on), under --dist load and loadfile: db's writers never run together
+    nor beside its reader, the exclusive test and the heavy one (weight 5, counted as the
+    bound 3) run alone, class C runs back to back on one worker, and nothing else writes net
+    from its first test's start to its last one's settling."""
     plan = resource_plan()
-    net_block = {"t.py::C::c1", "t.py::C::c2"}
-    for walk in walked(pytester, plan, workers=3):
-        for now in walk.running:
-            db = {"t.py::w1", "t.py::w2", "t.py::r1"} & now
-            assert len(db) <= 1, now
-            for alone in ("t.py::alone", "t.py::heavy"):
-                assert alone not in now or now == {alone}, now
-        (sent,) = [s for s in walk.sent if "t.py::C::c1" in s]
-        at = sent.index("t.py::C::c1")
-        assert sent[at + 1] == "t.py::C::c2", sent
-        # nothing else writes net from C's first start to its last test's settling
-        assert not any("t.py::net" in now and now & net_block for now in walk.running)
-        c1_sent, c2_done = walk.sent_at["t.py::C::c1"], walk.finished_at["t.py::C::c2"]
-        assert not c1_sent <= walk.sent_at["t.py::net"] < c2_done
+    block = {"t/c.py::C::c1", "t/c.py::C::c2"}
+    for dist in ("load", "loadfile"):
+        for walk in walked(pytester, plan, workers=3, dist=dist, orders=25):
+            for now in walk.running:
+                assert len({"t/a.py::w1", "t/a.py::w2", "t/b.py::r1"} & now) <= 1, now
+                for alone in ("t/c.py::alone", "t/b.py::heavy"):
+                    assert alone not in now or now == {alone}, now
+                assert not ("t/d.py::net" in now and now & block), now
+            (sent,) = [s for s in walk.sent if "t/c.py::C::c1" in s]
+            assert sent[sent.index("t/c.py::C::c1") + 1] == "t/c.py::C::c2", sent
+            first, last = walk.sent_at["t/c.py::C::c1"], walk.finished_at["t/c.py::C::c2"]
+            assert not first <= walk.sent_at["t/d.py::net"] < last
     # the suite has no dependency edge but C's, yet the walk runs it: xdist's own
     # schedulers know nothing of resources
     scheduler, _ = start(pytester, Plan.from_json(plan.to_json()), None)
     assert scheduler.handed_over is None and scheduler.dispatcher is not None
+
+
+def test_the_resources_travel_in_the_plan_and_a_shard_keeps_its_tests_ones() -> None:
+    from pytest_depgraph.core.shard import restrict
+
+    plan = resource_plan()
+    again = Plan.from_json(plan.to_json())
+    assert again.resources == plan.resources
+    assert Plan.from_json(plan_of_nothing().to_json()).resources == Resources()
+    kept = restrict(plan, [0, 3, 5, 6])  # a shard: w1, heavy, c1, c2
+    assert kept.resources == Resources(
+        capacity={"db": 1, "net": 1}, claims={0: {"db": WRITE}}, slots={1: 5},
+        blocks=[Block((2, 3), (("net", WRITE),), "class t.py::C")],
+    )
+
+
+def plan_of_nothing() -> Plan:
+    return Plan(nodeids=["t.py::a"], locations=[], graph=Graph(1), group=[0], item_count=1)

@@ -17,8 +17,9 @@ worker per round (priority spreads); a test is queued only when
   behind it at once);
 * it takes nothing at its start but its worker's slot: a test that holds resources, weighs
   more or runs alone is never queued (:meth:`~pytest_depgraph.core.resources.Books.queueable`),
-  and nothing is queued while a more urgent test that may not be queued is ready: it gets the
-  next idle worker.
+  and nothing is queued while a more urgent test that may not be queued is ready (it gets the
+  next idle worker), nor behind tests that will free what a more urgent test waits for (it
+  gets their worker the moment they finish).
 
 Only a ready test (every dependency finished) is ever queued, so a queued test never needs
 recalling. Pure: no pytest.
@@ -195,8 +196,12 @@ class Queueing:
                 # its chain goes on once it finished: only a test of its own group goes in
                 # between, which keeps the fixtures that chain shares set up
                 node = ready.best_of_group(last, worker)
-        if node is None or (books is not None and not books.queueable(node, worker)):
-            return None  # (a more urgent test that may not queue gets the next idle worker)
+        if node is None or (books is not None and (
+            not books.queueable(node, worker) or books.holds_back(held, node)
+        )):
+            # a more urgent test that may not queue gets the next idle worker, and one that
+            # waits for what the worker's tests will free gets this one when they finish
+            return None
         bar = tally[1]
         if bar is None:
             bar = tally[1] = self._bar(held, early)

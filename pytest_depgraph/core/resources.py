@@ -282,6 +282,20 @@ class Books:
                 and not self._better(self._wait_alone, node)
                 and not self._better(self._wait_slots, node))
 
+    def holds_back(self, held: Sequence[int], node: int) -> bool:
+        """Whether a test more urgent than ``node`` waits for something the tests ``held``
+        (a worker's) will free: a resource one of them holds, slots, an empty run. Then
+        ``node`` must not be queued behind them: the worker that frees it is the first one
+        that could start that test."""
+        key = self._key(node)
+        heaps = [self._wait_slots, self._wait_alone]
+        for v in held:
+            for resource, writes in self._needs(v):
+                heaps.append(self._wait_write[resource])
+                if writes:
+                    heaps.append(self._wait_read[resource])
+        return any(top is not None and top[0] < key for top in map(self._top, heaps))
+
     def awaited(self, node: int) -> int | None:
         """When resolving ``node`` frees a block that a waiting test needs: the most urgent
         such test (the held test's teardown goes towards it); else None."""
