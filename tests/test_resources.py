@@ -17,7 +17,7 @@ from pytest_depgraph.core.graph import Graph, Kind, Origin
 from pytest_depgraph.core.order import stable_topological_order
 from pytest_depgraph.core.plan import READ, WRITE, Block, Plan, Resources
 from pytest_depgraph.core.resources import ALONE, LOCK, SLOTS, Claims, claims_of
-from pytest_depgraph.run.units import BLOCK_EDGES, bind_units
+from pytest_depgraph.run.units import BLOCK_EDGES, bind_units, block_cycles
 
 from .fake_workers import start, walked
 from .graph_strategies import PROPERTIES, Drawn, dags
@@ -223,6 +223,9 @@ def test_claims_of_a_plan_hold_a_blocks_tests_claims_with_it_and_cap_weights() -
     assert claims.exclusive == {4}
     with pytest.raises(ValueError, match="neither"):
         claims_of(block_plan(["t.py::a"], [], Resources({"db": 1}, {0: {"db": "rw"}})), 1)
+    unbound = Resources({"db": 1}, blocks=[Block((0, 1), (("db", WRITE),), "module t.py")])
+    with pytest.raises(ValueError, match="not bound"):
+        claims_of(block_plan(["t.py::a", "t.py::b"], [], unbound), 1)
 
 
 def test_a_block_inside_a_dist_unit_makes_the_unit_hold_its_lock() -> None:
@@ -230,21 +233,23 @@ def test_a_block_inside_a_dist_unit_makes_the_unit_hold_its_lock() -> None:
     holds the lock; a cycle between blocks is an error that names the tests and edges."""
     ids = ["t.py::a", "t.py::C::b", "t.py::C::c", "u.py::d"]
     resources = Resources(capacity={"db": 1},
-                          blocks=[Block((1, 2), (("db", WRITE),), "class t.py::C")])
+                          blocks=[Block((1, 2), (("db", WRITE),), "class t.py::C", "t.py:3")])
     plan, errors = bind_units(block_plan(ids, [], resources), "loadfile")
     assert errors == [] and plan.pinned == [[0, 1, 2]]
     assert claims_of(plan, 2).blocks == {0: [(0, True)]}
+    assert block_cycles(block_plan(ids, [], resources)) == []
     # c depends on d, d on b: the block (b, c) would wait for d, which waits for b
     cyclic = block_plan(ids, [(2, 3, R), (3, 1, R)], resources)
     plan, [(path, message)] = bind_units(cyclic, "load")
     assert path == "t.py" and plan.errors == [message]
+    assert block_cycles(cyclic) == [(path, message)]
     assert message.splitlines() == [
         "depgraph: these tests cannot hold their resources as blocks: the blocks wait for "
         "each other",
-        "  class t.py::C waits for u.py::d: t.py::C::c depends on u.py::d (depends_on at "
-        "t.py:1)",
-        "  u.py::d waits for class t.py::C: u.py::d depends on t.py::C::b (depends_on at "
-        "t.py:1)",
+        "  class t.py::C (t.py:3) waits for u.py::d: t.py::C::c depends on u.py::d "
+        "(depends_on at t.py:1)",
+        "  u.py::d waits for class t.py::C (t.py:3): u.py::d depends on t.py::C::b "
+        "(depends_on at t.py:1)",
         '  A block runs whole on one worker once everything its tests depend on outside it '
         'finished. Remove or reverse one of these dependencies, or give the lock test scope '
         '(scope="test") so that each test holds it alone.',

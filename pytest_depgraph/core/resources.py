@@ -88,24 +88,31 @@ def claims_of(plan: Plan, limit: int | None) -> Claims:
     names = sorted(declared.capacity)
     index = {name: i for i, name in enumerate(names)}
     group_of = {v: g for g, members in enumerate(plan.pinned) for v in members}
+
+    def claim(node: int, name: str, mode: str) -> Claim:
+        if name not in index or mode not in (WRITE, READ):
+            raise ValueError(f"node {node}: resource {name!r} has no capacity, or mode "
+                             f"{mode!r} is neither {WRITE!r} nor {READ!r}")
+        return index[name], mode == WRITE
+
     held: dict[int, dict[int, bool]] = {}
     for block in declared.blocks:
-        group = group_of[block.tests[0]]
+        group = group_of.get(block.tests[0])
+        if group is None or not set(block.tests) <= set(plan.pinned[group]):
+            raise ValueError(f"{block.name}: not bound to a pinned group (bind_units)")
         mine = held.setdefault(group, {})
-        for name, mode in block.claims:
-            mine[index[name]] = mine.get(index[name], False) or mode == WRITE
+        for resource, writes in (claim(block.tests[0], *c) for c in block.claims):
+            mine[resource] = mine.get(resource, False) or writes
     slots = {v: k if limit is None else min(k, limit) for v, k in declared.slots.items()}
     tests: dict[int, list[Claim]] = {}
     for node, claims in declared.claims.items():
-        if any(mode not in (WRITE, READ) for mode in claims.values()):
-            raise ValueError(f"node {node}: a mode is neither {WRITE!r} nor {READ!r}")
-        group = group_of.get(node, -1)
-        if group in held:
-            mine = held[group]
-            for name, mode in claims.items():
-                mine[index[name]] = mine.get(index[name], False) or mode == WRITE
+        found = [claim(node, name, mode) for name, mode in sorted(claims.items())]
+        joined = held.get(group_of.get(node, -1))
+        if joined is None:
+            tests[node] = found
         else:
-            tests[node] = [(index[name], mode == WRITE) for name, mode in sorted(claims.items())]
+            for resource, writes in found:
+                joined[resource] = joined.get(resource, False) or writes
     return Claims(
         names=names,
         capacity=[declared.capacity[name] for name in names],

@@ -133,7 +133,8 @@ def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
             members.setdefault(name, []).append(node)
         groups = list(members.items())
     blocks = range(len(groups), len(groups) + len(plan.resources.blocks))
-    groups.extend((block.name, list(block.tests)) for block in plan.resources.blocks)
+    groups.extend((f"{block.name} ({block.where})" if block.where else block.name,
+                   list(block.tests)) for block in plan.resources.blocks)
     nodeids = plan.nodeids
     whole = make_whole(
         plan.graph, plan.item_count, groups,
@@ -173,6 +174,19 @@ def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
         ),
         [],
     )
+
+
+def block_cycles(plan: Plan) -> list[tuple[str, str]]:
+    """The errors of the resource blocks of ``plan`` that wait for each other (a block scope
+    that contradicts the dependencies), as :func:`bind_units` finds them for a walk without
+    ``--dist`` units: (the file to report it under, the message naming the blocks, the tests
+    and the edges that tie them), one per cycle; empty when every block can run whole. A
+    collection finds them before any test runs, serially too; the walk's units may add more
+    (the controller reports those). O(V + E)."""
+    if not plan.resources.blocks:
+        return []
+    _, errors = bind_units(plan, "load")
+    return errors
 
 
 def _given_way_message(given_way: list[Origin], dist: str | None) -> str:
