@@ -202,8 +202,8 @@ class Books:
         self._wait_slots: list[_Entry] = []
         self._wait_alone: list[_Entry] = []
         self._want_write = [0] * count
-        # set aside (out of the ready heaps until woken), why and since when; woken since
-        self._aside: dict[int, tuple[str, int, float]] = {}
+        # set aside (out of the ready heaps until woken); woken since last asked
+        self._aside: set[int] = set()
         self._woken: list[int] = []
         # what runs: slots in use, tests running, the exclusive one running
         self._used = 0
@@ -239,10 +239,6 @@ class Books:
         """The block (pinned group) open on ``worker`` that has tests to start: the worker
         takes none but them. None when there is none."""
         return self._dedicated.get(worker)
-
-    def full(self) -> bool:
-        """Whether every slot of the bound is taken."""
-        return self._limit is not None and self._used >= self._limit
 
     def check(self, node: int, worker: Hashable) -> int:
         """May ready ``node`` start on ``worker`` now? :data:`START`; :data:`WAIT` (it is set
@@ -501,8 +497,8 @@ class Books:
         if node in self._claims.exclusive:
             heapq.heappush(self._wait_alone, (key, node))
         name = self._claims.names[resource] if kind == LOCK else kind
-        self._aside[node] = (kind, resource, self._clock())
-        self._waits.setdefault(node, []).append(Wait(kind, name, self._aside[node][2], -1.0))
+        self._aside.add(node)
+        self._waits.setdefault(node, []).append(Wait(kind, name, self._clock(), -1.0))
         return WAIT
 
     def _wake(self, resource: int) -> None:
@@ -519,8 +515,9 @@ class Books:
 
     def _unset(self, node: int) -> None:
         """``node`` is no longer set aside (it still waits until it starts)."""
-        if self._aside.pop(node, None) is None:
+        if node not in self._aside:
             return
+        self._aside.discard(node)
         last = self._waits[node][-1]
         self._waits[node][-1] = Wait(last.kind, last.name, last.since, self._clock())
         self._woken.append(node)

@@ -44,8 +44,6 @@ class Wholes:
     cycles: list[list[Edge]] = field(default_factory=list)
     #: node -> the name of its joined group (the first given group that touches it)
     name: dict[int, str] = field(default_factory=dict)
-    #: the joined group (an index into ``pinned``) of each given group, in the given order
-    joined: list[int] = field(default_factory=list)
 
 
 def make_whole(
@@ -110,20 +108,17 @@ def make_whole(
                 edges.append((first, dependency, Kind.AFTER, wait(node, dependency, edge)))
     bound = bound_graph.relabel(range(bound_graph.size))
     bound.add_edges(edges)
-    roots = [find(nodes[0]) if nodes else -1 for _, nodes in groups]
-    kept_single = {roots[i] for i in range(len(groups)) if i in single}
+    kept_single = {find(groups[i][1][0]) for i in range(len(groups))
+                   if i in single and groups[i][1]}
     whole = [nodes for root, nodes in members.items() if len(nodes) > 1 or root in kept_single]
     others = [list(group) for group in pinned if find(group[0]) not in name]
-    result = sorted(whole + others, key=lambda nodes: nodes[0])
-    index = {nodes[0]: i for i, nodes in enumerate(result)}
     return Wholes(
         graph=bound,
-        pinned=result,
+        pinned=sorted(whole + others, key=lambda nodes: nodes[0]),
         added=bound.edge_count - bound_graph.edge_count,
         given_way=given_way,
         cycles=find_cycles(bound),
         name={node: name[root] for root, nodes in members.items() for node in nodes},
-        joined=[index.get(members[root][0], -1) if root in members else -1 for root in roots],
     )
 
 
