@@ -19,6 +19,7 @@ import pytest
 from pytest_depgraph.collect import safe
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.hosts.pytest import fixture_name
+from pytest_depgraph.words import noun
 
 MARKER = "depends_on"
 #: attribute holding the declarations made with :func:`depends_on` on a function or fixture
@@ -152,7 +153,7 @@ def validate(raw: RawDeclaration) -> Declaration:
     if unknown:
         names = ", ".join(f"{safe.shorten(name)}=" for name in unknown)
         raise DeclarationError(
-            f"unknown keyword argument{'s' if len(unknown) > 1 else ''} {names}; "
+            f"unknown keyword {noun(len(unknown), 'argument')} {names}; "
             "depends_on accepts targets and on_failure='skip' or 'run' only"
         )
     on_failure = raw.kwargs.get("on_failure", "skip")

@@ -14,6 +14,7 @@ from typing import Callable
 
 from pytest_depgraph.collect.origins import OriginKind, describe
 from pytest_depgraph.core.graph import Edge, Origin
+from pytest_depgraph.words import noun
 
 #: declarations listed under one grouped error (default verbosity)
 SHOW = 3
@@ -67,7 +68,7 @@ class _Site:
 
     def declared(self) -> str:
         more = len(self.tests) - 1
-        return self.tests[0] + (f" and {more:,} more test{'s' if more > 1 else ''}" if more else "")
+        return self.tests[0] + (f" and {more:,} more {noun(more, 'test')}" if more else "")
 
 
 class _Group:
@@ -153,7 +154,7 @@ class Problems:
             else:
                 more = len(entry.items) - 1
                 entry.message = entry.message.replace(
-                    "{more}", f" and {more:,} more test{'s' if more > 1 else ''}" if more else ""
+                    "{more}", f" and {more:,} more {noun(more, 'test')}" if more else ""
                 )
                 problems.append(entry)
         return problems
@@ -174,8 +175,9 @@ class Problems:
             names = "that file or folder" if group.missing_path else "the same target"
             if group.kind == "self":
                 names = "a target that includes the test itself"
-            lines.append(f"  {len(others):,} more declaration{'s' if len(others) > 1 else ''} "
-                         f"name{'' if len(others) > 1 else 's'} {names}:")
+            verb = "names" if len(others) == 1 else "name"
+            lines.append(f"  {len(others):,} more {noun(len(others), 'declaration')} {verb} "
+                         f"{names}:")
             shown = others if self.verbosity > 0 else others[:SHOW]
             lines += [f"    {site.line('target ' + site.text)}" for site in shown]
             if len(shown) < len(others):
