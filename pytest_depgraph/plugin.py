@@ -19,7 +19,7 @@ from pytest_depgraph.collect.markers import (
     MARKER,
     MARKER_HELP,
     install_marker,
-    stray_marker,
+    repair_stray,
     uninstall_marker,
 )
 from pytest_depgraph.core.plan import Plan
@@ -277,19 +277,4 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> object:
-    # a bare @pytest.mark.depends_on above a wrapping decorator left the marker in the test's
-    # place: put the test back, as pytest's own marker would have left it (its marker names
-    # no target, which is reported), instead of losing it
-    # the type, not isinstance: that would ask the object for its __class__, which a module's
-    # hostile global may raise on
-    if not issubclass(type(obj), pytest.MarkDecorator):
-        return None
-    inner = stray_marker(name, obj)
-    if inner is None:
-        return None
-    try:
-        # pytest reads the test from the module or class again
-        setattr(getattr(collector, "obj", None), name, inner)
-    except Exception:
-        return None
-    return collector.ihook.pytest_pycollect_makeitem(collector=collector, name=name, obj=inner)
+    return repair_stray(collector, name, obj)

@@ -22,6 +22,7 @@ from pytest_depgraph.collect.markers import Declaration
 from pytest_depgraph.collect.problems import Problem, Problems
 from pytest_depgraph.collect.resolve import TargetIndex
 from pytest_depgraph.core.graph import Origin
+from pytest_depgraph.hosts.pytest import session_fixtures
 
 
 class Source(NamedTuple):
@@ -95,29 +96,14 @@ class Context:
         private tables (None when they cannot be read: another pytest version)."""
         if self._definitions is False:
             self._definitions = (
-                _fixture_definitions(self.collected[0]) if self.collected else []
+                session_fixtures(safe.attr(self.collected[0], "session"))
+                if self.collected else []
             )
         return self._definitions  # type: ignore[return-value]
 
     def problem(self, message: str, report_nodeid: str) -> Problem:
         """The problem with this message, made once however many tests share it."""
         return self.problems.add(message, report_nodeid)
-
-
-def _fixture_definitions(item: pytest.Item) -> list[tuple[str, object]] | None:
-    """Every fixture definition of the session with its name, from pytest's private tables
-    (None when they cannot be read: another pytest version)."""
-    manager = safe.attr(safe.attr(item, "session"), "_fixturemanager")
-    flat = safe.attr(manager, "_arg2fixturedefs")  # pytest < 9: name -> definitions
-    if isinstance(flat, dict):
-        return [(name, d) for name, defs in flat.items() for d in defs]
-    by_node = safe.attr(manager, "_arg2node2fixturedefs")  # pytest >= 9: name -> node -> ...
-    if not isinstance(by_node, dict):
-        return None
-    # (and the deprecated table of definitions registered by node id)
-    tables = [by_node, safe.attr(manager, "_arg2nodeid2fixturedefs") or {}]
-    return [(name, d) for table in tables for name, nodes in table.items()
-            for defs in nodes.values() for d in defs]
 
 
 #: pytest's ``Function.function``, which :func:`function_of` reads without calling

@@ -31,7 +31,6 @@ that starts its first test (:class:`~pytest_depgraph.core.walker.Walker`).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,13 @@ from pytest_depgraph.collect.context import Context
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.core.disjoint import DisjointSets
 from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.hosts.pytest import (
+    fixture_closure,
+    fixture_function,
+    fixture_info,
+    fixtures_by_name,
+    param_index,
+)
 
 _SCOPES = ("module", "class")
 _SCOPE_WORD = {False: "the module", True: "the class"}
@@ -228,19 +234,15 @@ def _any_shared(builder: Context) -> bool:
         return False
     seen: set[int] = set()
     for item in builder.collected:
-        info = getattr(item, "_fixtureinfo", None)
+        info = fixture_info(item)
         if info is None or id(info) in seen:
             continue
         seen.add(id(info))
-        for name, definitions in info.name2fixturedefs.items():
-            if (definitions and definitions[-1].scope in _SCOPES
-                    and not _plugin_private(builder, name, definitions[-1])):
+        for name, used in fixtures_by_name(info).items():
+            if (used and used[-1].scope in _SCOPES
+                    and not _plugin_private(builder, name, used[-1])):
                 return True
     return False
-
-
-#: attribute caching the answer of :func:`_plugin_private` on a fixture definition
-_PRIVATE = "_depgraph_plugin_private"
 
 
 def _plugin_private(builder: Context, name: str, definition: Any) -> bool:
@@ -249,45 +251,37 @@ def _plugin_private(builder: Context, name: str, definition: Any) -> bool:
     modules, conftest.py files or local plugins)."""
     if not name.startswith("_"):
         return False
-    found = getattr(definition, _PRIVATE, None)
-    if found is None:
-        code = getattr(getattr(definition, "func", None), "__code__", None)
-        filename = getattr(code, "co_filename", "")
-        root = builder.rootpath.resolve()
-        try:
-            found = not filename or root not in Path(filename).resolve().parents
-        except OSError:
-            found = True
-        # a definition that takes no attributes is asked again next time
-        with contextlib.suppress(AttributeError):
-            setattr(definition, _PRIVATE, found)
-    return found
+    code = getattr(fixture_function(definition), "__code__", None)
+    filename = getattr(code, "co_filename", "")
+    root = builder.rootpath.resolve()
+    try:
+        return not filename or root not in Path(filename).resolve().parents
+    except OSError:
+        return True
 
 
 def _instances(builder: Context, position: int) -> frozenset[tuple[Any, ...]]:
     """The module- and class-scoped fixture instances a test uses: (definition, module,
     class, parameter index, name) -- a parametrized fixture has one instance per parameter."""
-    item: Any = builder.collected[position]
-    info = getattr(item, "_fixtureinfo", None)
+    item = builder.collected[position]
+    info = fixture_info(item)
     function = builder.functions[position]
     if info is None or function is None:
         return _NONE
     found: list[tuple[Any, ...]] = []
-    for name in item.fixturenames:
-        definitions = info.name2fixturedefs.get(name)
+    # functions of one module share its globals: a cheap module identity
+    module = id(getattr(function, "__globals__", None))
+    by_name = fixtures_by_name(info)
+    for name in fixture_closure(info):
+        definitions = by_name.get(name)
         if not definitions:
             continue
         definition = definitions[-1]
         scope = definition.scope
         if scope not in _SCOPES or _plugin_private(builder, name, definition):
             continue
-        if not found:
-            callspec = getattr(item, "callspec", None)
-            indices = getattr(callspec, "indices", {}) if callspec is not None else {}
-            # functions of one module share its globals: a cheap module identity
-            module = id(getattr(function, "__globals__", None))
         owner = id(builder.classes[position]) if scope == "class" else None
-        found.append((id(definition), module, owner, indices.get(name), name))
+        found.append((id(definition), module, owner, param_index(item, name), name))
     return frozenset(found) if found else _NONE
 
 

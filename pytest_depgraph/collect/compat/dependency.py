@@ -32,6 +32,12 @@ from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.markers import Declaration
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.core.graph import Kind, Origin
+from pytest_depgraph.hosts.pytest import (
+    fixture_closure,
+    fixture_function,
+    fixture_info,
+    fixtures_by_name,
+)
 
 SCOPES = ("session", "package", "module", "class")
 
@@ -207,11 +213,11 @@ class DependencyReader(PeerReader):
         item = self.context.collected[position]
         found: list[_RuntimeCall] = []
         functions: list[object] = [getattr(item, "function", None)]
-        info = getattr(item, "_fixtureinfo", None)
+        info = fixture_info(item)
         if info is not None:
-            for name in getattr(item, "fixturenames", ()):
-                functions.extend(getattr(d, "func", None)
-                                 for d in info.name2fixturedefs.get(name, ()))
+            by_name = fixtures_by_name(info)
+            for name in fixture_closure(info):
+                functions.extend(fixture_function(d) for d in by_name.get(name, ()))
         computed: list[str] = []
         for function in functions:
             if function is None:
