@@ -198,17 +198,16 @@ def param_index(item: pytest.Item, name: str) -> int | None:
 # -- marks ---------------------------------------------------------------------------------
 
 
-def make_mark(name: str, args: tuple[object, ...] = (), kwargs: Mapping[str, object] | None = None
-              ) -> pytest.Mark:
-    """A mark as ``pytest.mark.<name>(*args, **kwargs)`` makes it (``Mark``'s constructor
-    takes ``_ispytest``: only pytest makes marks)."""
-    return pytest.Mark(name, args, dict(kwargs or {}), _ispytest=True)
+def _bare_mark(name: str) -> pytest.Mark:
+    """The mark of ``@pytest.mark.<name>`` without arguments (``Mark``'s constructor takes
+    ``_ispytest``: only pytest makes marks)."""
+    return pytest.Mark(name, (), {}, _ispytest=True)
 
 
 def store_bare_mark(name: str, obj: object) -> None:
     """What ``@pytest.mark.<name>`` without arguments does to ``obj``: stores a mark of no
     arguments on it (``MarkDecorator.__call__`` with one function or class, ``store_mark``)."""
-    pytest.MarkDecorator(make_mark(name), _ispytest=True)(obj)
+    pytest.MarkDecorator(_bare_mark(name), _ispytest=True)(obj)
 
 
 class _TargetsFirst(pytest.MarkDecorator):
@@ -240,7 +239,7 @@ def install_mark(
     code being decorated)."""
     _DECORATED[name] = decorated
     if not isinstance(pytest.mark.__dict__.get(name), _TargetsFirst):
-        setattr(pytest.mark, name, _TargetsFirst(make_mark(name), _ispytest=True))
+        setattr(pytest.mark, name, _TargetsFirst(_bare_mark(name), _ispytest=True))
 
 
 def uninstall_mark(name: str) -> None:
