@@ -133,7 +133,7 @@ class _Collection:
             verbosity=config.option.verbose,
             ignore_unselected=settings.ignore_deps,
             ignored_files=chosen.ignored if chosen is not None else (),
-            compat_settings=state.compat,
+            settings=state.peers,
         )
         if settings.timings:
             _print_timings(config, result)

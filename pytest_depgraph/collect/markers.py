@@ -15,7 +15,7 @@ from typing import Any, Callable, Literal, NamedTuple, TypeVar
 
 import pytest
 
-from pytest_depgraph.collect import safe
+from pytest_depgraph.collect import problems, safe
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.hosts.pytest import (
     fixture_name,
@@ -23,7 +23,6 @@ from pytest_depgraph.hosts.pytest import (
     store_bare_mark,
     uninstall_mark,
 )
-from pytest_depgraph.words import noun
 
 MARKER = "depends_on"
 #: attribute holding the declarations made with :func:`depends_on` on a function or fixture
@@ -127,12 +126,6 @@ def _wrapped_chain(obj: object) -> list[object]:
 
 def declarations_of(obj: object) -> Sequence[RawDeclaration]:
     """Declarations made with :func:`depends_on` on a function, fixture, or what it wraps."""
-    found = _own_declarations(obj)
-    if found:
-        return found
-    wraps = safe.attr(obj, "_fixture_function") or safe.attr(obj, "__wrapped__")
-    if wraps is None:
-        return ()  # wraps nothing: the common case for a test function, and cheap
     for target in _wrapped_chain(obj):
         found = _own_declarations(target)
         if found:
@@ -146,55 +139,31 @@ def validate(raw: RawDeclaration) -> Declaration:
     Arguments are user objects of any type: they are read only through :mod:`safe`, and a
     message describes them without ``repr`` (an address would differ between xdist workers).
     """
-    if not raw.kwargs and raw.args:
-        # the common case, checked once per marker of a large suite: names only, no keywords
-        for target in raw.args:
-            if type(target) is not str or not target or target.isspace():
-                break
-        else:
-            return Declaration(tuple(raw.args), Kind.REQUIRES, raw.where)
     unknown = sorted(str(name) for name in raw.kwargs if name != "on_failure")
     if unknown:
-        names = ", ".join(f"{safe.shorten(name)}=" for name in unknown)
-        raise DeclarationError(
-            f"unknown keyword {noun(len(unknown), 'argument')} {names}; "
-            "depends_on accepts targets and on_failure='skip' or 'run' only"
-        )
+        raise DeclarationError(problems.unknown_keywords([safe.shorten(n) for n in unknown]))
     on_failure = raw.kwargs.get("on_failure", "skip")
     kind = _ON_FAILURE.get(safe.exact_str(on_failure)) if safe.is_str(on_failure) else None
     if kind is None:
-        raise DeclarationError(
-            f"on_failure={safe.describe(on_failure)} is not valid; use on_failure='skip' (run "
-            "only if the targets passed) or on_failure='run' (order only)"
-        )
+        raise DeclarationError(problems.bad_on_failure(safe.describe(on_failure)))
     if not raw.args:
-        raise DeclarationError(
-            "depends_on() names no target; give one or more test names, node ids, "
-            "test functions or test classes"
-        )
+        raise DeclarationError(problems.NO_TARGET)
     targets: list[object] = []
     for target in raw.args:
         if safe.is_str(target):
             text = safe.exact_str(target)
             if not text.strip():
-                raise DeclarationError("an empty string is not a target; name a test or a file")
+                raise DeclarationError(problems.EMPTY_TARGET)
             targets.append(text)
         elif fixture_name(target) is not None:
-            raise DeclarationError(
-                f"the target is {safe.describe(target)}, not a test. A test that uses "
-                "the fixture gets the fixture's own dependencies: declare them on the fixture "
-                "with `from pytest_depgraph import depends_on` and `@depends_on(...)` beside "
-                "`@pytest.fixture`, or name the tests it needs here"
-            )
+            raise DeclarationError(problems.fixture_target(safe.describe(target)))
         elif is_test_object(target):
             targets.append(target)
         else:
             plain = type(target) in (int, float, bool, type(None))
-            kind_name = f" ({type(target).__name__})" if plain else ""
-            raise DeclarationError(
-                f"target {safe.describe(target)}{kind_name} is not a test; a target is a "
-                "string (test name or node id), a test function or a test class"
-            )
+            raise DeclarationError(problems.not_a_test(
+                safe.describe(target), type(target).__name__ if plain else ""
+            ))
     return Declaration(targets=tuple(targets), kind=kind, where=raw.where)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from pytest_depgraph.collect.compat.names import Settings, loaded_plugin
+from pytest_depgraph.collect.peers import Settings, loaded_plugin
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.core.paths import reachable
 from pytest_depgraph.hosts import dependency
@@ -21,7 +21,7 @@ from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
 
 if TYPE_CHECKING:
-    from pytest_depgraph.collect.compat.dependency import DependencyNames
+    from pytest_depgraph.collect.readers.dependency import DependencyNames
 
 
 def install(config: pytest.Config) -> None:
@@ -29,7 +29,7 @@ def install(config: pytest.Config) -> None:
     the session's state is made)."""
     plugin = loaded_plugin(config, "pytest_dependency")
     if plugin is not None and role(config) is Role.WALKED_WORKER:
-        runtime = DependencyRuntime(config, plugin, session_state(config).compat)
+        runtime = DependencyRuntime(config, plugin, session_state(config).peers)
         if runtime.install():
             config.pluginmanager.register(runtime, "depgraph-dependency-runtime")
 
@@ -81,7 +81,7 @@ class DependencyRuntime:
     def fill(self, manager: Any, depends: Any, node: Any) -> None:
         """Record as passed each name in ``depends`` whose tests are requires ancestors."""
         # pytest-dependency's naming rules, loaded only where pytest-dependency runs
-        from pytest_depgraph.collect.compat.dependency import SCOPES, DependencyNames, scope_key
+        from pytest_depgraph.collect.readers.dependency import SCOPES, DependencyNames, scope_key
 
         state = session_state(self.config)
         item, plan = state.running, state.plan
