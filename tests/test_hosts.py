@@ -467,6 +467,19 @@ def test_subtests_reports_are_told_from_their_tests(pytester: pytest.Pytester) -
     )
 
 
+@pytest.mark.skipif(int(pytest.__version__.split(".")[0]) < 9, reason="pytest 9 rejects it")
+def test_a_mark_on_a_fixture_is_rejected_by_pytest(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        "import pytest\n\n@pytest.mark.skip\n@pytest.fixture\ndef f():\n    pass\n\n"
+        "def test_t(f):\n    pass\n"
+    )
+    reports = pytester.inline_run("-p", "no:randomly").getreports("pytest_collectreport")
+    assert [report for report in reports if host.rejects_marked_fixture(report)], (
+        "pytest no longer fails the collection of a module that marks a fixture with "
+        "'Marks cannot be applied to fixtures'"
+    )
+
+
 # -- pytest-dependency -----------------------------------------------------------------------
 
 

@@ -75,7 +75,6 @@ def build(
     rootpath: Path,
     *,
     pull_dependencies: bool = True,
-    with_locations: bool = True,
     keep_unreduced: bool = False,
     verbosity: int = 0,
     ignore_unselected: bool = False,
@@ -93,7 +92,7 @@ def build(
     position = context.position
     chosen = [position[item] for item in selected if item in position]
     if not keep_unreduced and declarations.nothing() and len(set(chosen)) == len(chosen):
-        result = _without_declarations(context, chosen, with_locations)
+        result = _without_declarations(context, chosen)
         clock.lap("resolve")
         return clock.timed(result)
     resolved = resolve(context, declarations, chosen, pull_dependencies, ignore_unselected)
@@ -108,7 +107,7 @@ def build(
     reduced = reduce(declarations, numbered, validated, ordered)
     clock.lap("reduce")
     return clock.timed(assemble(context, resolved, numbered, validated, ordered, reduced,
-                                with_locations, keep_unreduced))
+                                keep_unreduced))
 
 
 class _Clock:
@@ -347,7 +346,6 @@ def assemble(
     validated: Validated,
     serial: Serial,
     reduced: Reduced,
-    with_locations: bool,
     keep_unreduced: bool,
 ) -> Result:
     """The plan, and the items in its order."""
@@ -356,8 +354,6 @@ def assemble(
     nodeids = [numbered.nodeids[n] for n in serial.final]
     plan = Plan(
         nodeids=nodeids,
-        locations=_locations(items, reduced.graph, validated.broken, new_id)
-        if with_locations else [],
         graph=reduced.graph,
         # affinity groups are the innermost scope (class, else module): a worker that keeps
         # to one class keeps its class fixtures, which pytest sets up again after a switch
@@ -381,7 +377,7 @@ def assemble(
     return Result(items=items, plan=plan, problems=validated.problems, unreduced=unreduced)
 
 
-def _without_declarations(context: Context, chosen: list[int], with_locations: bool) -> Result:
+def _without_declarations(context: Context, chosen: list[int]) -> Result:
     """The plan of a session where no test declares anything: the chosen tests in their
     order, no edge -- what the whole build would make, without its graph algorithms and
     per-test tables."""
@@ -391,7 +387,6 @@ def _without_declarations(context: Context, chosen: list[int], with_locations: b
     graph.compact()  # as the build leaves the plan's graph: nothing kept per node
     plan = Plan(
         nodeids=nodeids,
-        locations=[None] * len(items) if with_locations else [],
         graph=graph,
         group=_groups(nodeids),
         item_count=len(items),
@@ -409,20 +404,3 @@ def _groups(nodeids: Sequence[str]) -> list[int]:
         scope = nodeid.partition("[")[0].rpartition("::")[0] or nodeid
         groups.append(numbers.setdefault(scope, len(numbers)))
     return groups
-
-
-def _locations(
-    items: Sequence[pytest.Item],
-    graph: Graph,
-    broken: dict[int, str],
-    new_id: Sequence[int],
-) -> list[tuple[str, int | None, str] | None]:
-    """``item.location`` of the items the xdist controller may report itself: those that
-    can be skipped (they require another test) and those that cannot run (broken).
-
-    pytest computes a location on demand, and a worker runs only its share of the tests:
-    computing it for every collected item cost more than the rest of the plan.
-    """
-    reported = {new_id[n] for n in broken}
-    reported.update(graph.requiring())
-    return [item.location if n in reported else None for n, item in enumerate(items)]

@@ -251,6 +251,17 @@ def uninstall_mark(name: str) -> None:
 # -- reports -------------------------------------------------------------------------------
 
 
+def rejects_marked_fixture(report: object) -> bool:
+    """Whether ``report`` is pytest's failed collection of a module that puts a mark on a
+    fixture: since pytest 9 importing it raises "Marks cannot be applied to fixtures"
+    (``fixtures.py``); pytest 8 only warns."""
+    return (
+        isinstance(report, pytest.CollectReport)
+        and report.failed
+        and "Marks cannot be applied to fixtures" in str(report.longrepr)
+    )
+
+
 def is_subtest_report(report: pytest.TestReport) -> bool:
     """Whether ``report`` is the report of one subtest, not of its test.
 
