@@ -66,7 +66,10 @@ class Context:
         self._files: set[str] | None = None
         self._objects = _Objects(self.collected)
         self._index: TargetIndex | None = None
-        self._definitions: list[tuple[str, object]] | bool | None = False
+        #: every fixture definition with its name, once read (None: pytest's tables cannot be
+        #: read)
+        self._definitions: list[tuple[str, object]] | None = None
+        self._definitions_read = False
         self.problems = Problems(verbosity)
         # the lazy file:line of every marker origin holds the locator, not the context: the
         # context and its indexes are garbage once the plan is built
@@ -106,12 +109,13 @@ class Context:
     def fixture_definitions(self) -> list[tuple[str, object]] | None:
         """Every fixture definition of the session with its name, read once from pytest's
         private tables (None when they cannot be read: another pytest version)."""
-        if self._definitions is False:
+        if not self._definitions_read:
+            self._definitions_read = True
             self._definitions = (
                 session_fixtures(safe.attr(self.collected[0], "session"))
                 if self.collected else []
             )
-        return self._definitions  # type: ignore[return-value]
+        return self._definitions
 
     def fixture_names(self) -> Collection[str]:
         """Every fixture name of the session (empty when pytest's tables cannot be read)."""

@@ -34,7 +34,7 @@ class Resolved:
     added: list[int]
     #: positions of dependencies left out of the run (``--depgraph-no-deps``)
     external: list[int]
-    #: every position in the run (empty when it is the whole collection)
+    #: every position in the run
     in_run: set[int]
     dependents: array[int]
     dependencies: array[int]
@@ -58,10 +58,6 @@ def resolve(
     found = Resolved(list(selected), [], [], set(selected), array("i"), array("i"), bytearray(),
                      array("i"), [])
     nodeids = context.nodeids
-    # every collected test runs (the usual case): no test to pull in, none outside the run
-    everything = len(found.in_run) == len(nodeids)
-    if everything:
-        found.in_run.clear()  # never asked: no test can be outside the run
     queue = deque(selected)
     # how each source resolves in the current scope (a class or module, whose tests pytest
     # collects one after another): a source shared by a class's tests or by a test's
@@ -90,7 +86,7 @@ def resolve(
                     self_reference(context, source, target, position)
                 else:
                     for match in matches:
-                        if everything or match in found.in_run:
+                        if match in found.in_run:
                             _add(found, position, match, kind, origin)
                         elif kind == Kind.AFTER or ignore_unselected:
                             continue  # ordering against a test that does not run: nothing

@@ -32,6 +32,7 @@ that starts its first test (:class:`~pytest_depgraph.core.walker.Walker`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,19 +56,16 @@ _PLUGIN: dict[str, str] = {
 }
 
 
+@dataclass
 class Pins:
     """What :func:`pin` found."""
 
-    # (a plain class: a dataclass is made at import by compiling its methods)
-    __slots__ = ("edges", "groups", "warnings")
-
-    def __init__(self, warnings: list[str] | None = None) -> None:
-        #: groups of graph nodes, each in serial order
-        self.groups: list[list[int]] = []
-        #: one per module with ``depends()`` calls whose names cannot be read
-        self.warnings: list[str] = [] if warnings is None else warnings
-        #: AFTER edges added to chain the groups
-        self.edges = 0
+    #: one per module with ``depends()`` calls whose names cannot be read
+    warnings: list[str] = field(default_factory=list)
+    #: groups of graph nodes, each in serial order
+    groups: list[list[int]] = field(default_factory=list)
+    #: AFTER edges added to chain the groups
+    edges: int = 0
 
     def counts(self) -> dict[str, int]:
         """Edge counts by origin kind, for the plan's summary."""
@@ -186,7 +184,7 @@ def _computed_modules(
 
 def _peer_edges_in_modules(builder: Context, run: Sequence[int], graph: Graph, union: Any) -> None:
     """Join the two tests of every pytest-dependency or pytest-order edge inside one module.
-    O(E), in C up to the origins when there is none."""
+    O(E)."""
     table, origin_index = graph.origin_indexes()
     kinds = {i: origin.kind for i, origin in enumerate(table)
              if origin.kind in (OriginKind.DEPENDENCY, OriginKind.ORDER)}

@@ -8,6 +8,7 @@ collection error prints nothing (its graph was never walked: the errors say it a
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
@@ -35,16 +36,12 @@ SHOWN_PER_CAUSE = 10
 _PATH_WIDTH = 120
 
 
+@dataclass(frozen=True)
 class View:
     """How much to say: pytest's verbosity, and whether tests ran on xdist workers."""
 
-    # (a plain class: a run with dependencies imports this module for its summary, and a
-    # dataclass is made at import by compiling its methods)
-    __slots__ = ("parallel", "verbosity")
-
-    def __init__(self, verbosity: int = 0, parallel: bool = False) -> None:
-        self.verbosity = verbosity
-        self.parallel = parallel
+    verbosity: int = 0
+    parallel: bool = False
 
 
 def summary(
