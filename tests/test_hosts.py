@@ -1,6 +1,7 @@
-"""Canaries of the doors to pytest's and xdist's internals (``pytest_depgraph/hosts``).
+"""Canaries of the doors to pytest's, xdist's and pytest-dependency's internals
+(``pytest_depgraph/hosts``).
 
-One test per door: it drives the door against the installed pytest or xdist and fails with a
+One test per door: it drives the door against the installed package and fails with a
 message naming the upstream behaviour that changed, so an upgrade that breaks a door says
 which one, before a user's run does.
 """
