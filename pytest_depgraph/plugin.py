@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_depgraph.collect import hints, selection
+from pytest_depgraph.collect import hints
 from pytest_depgraph.collect.markers import (
     MARKER_HELP,
     install_marker,
@@ -18,7 +18,6 @@ from pytest_depgraph.options import add_options
 from pytest_depgraph.output import session as output_session
 from pytest_depgraph.run import produce
 from pytest_depgraph.run import session as run_session
-from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
 
 if TYPE_CHECKING:
@@ -54,10 +53,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
-    config = session.config
-    # an xdist controller collects nothing: its workers do
-    if role(config) is not Role.CONTROLLER:
-        session_state(config).selection = selection.widen_node_id_args(config)
+    produce.widen(session.config)
     return (yield)
 
 

@@ -16,10 +16,20 @@ import pytest
 
 from pytest_depgraph.collect import hints
 from pytest_depgraph.collect.build import Result, build
+from pytest_depgraph.collect.selection import widen_node_id_args
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.hosts import pytest as host
-from pytest_depgraph.run.role import role
+from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
+
+
+def widen(config: pytest.Config) -> None:
+    """Before collection: node-id arguments widened to their files, and the files their
+    declarations point to added, so that the dependencies of the tests they name are
+    collected (:func:`~pytest_depgraph.collect.selection.widen_node_id_args`). Not on an xdist
+    controller, which collects nothing."""
+    if role(config) is not Role.CONTROLLER:
+        session_state(config).selection = widen_node_id_args(config)
 
 
 def collected(config: pytest.Config, items: list[pytest.Item]) -> list[pytest.Item]:
