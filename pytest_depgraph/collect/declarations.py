@@ -38,6 +38,25 @@ class _Reading:
         #: place key -> what it declares
         self.found: dict[Hashable, Found] = {}
 
+    def places_of(self, item: pytest.Item, position: int) -> Sequence[Place]:
+        """The places of ``item``'s declarations, asked once per test, test definition or
+        parent, as the reader shares them."""
+        sharing = self.reader.sharing
+        if sharing is Sharing.TEST:
+            return self.reader.places(item, position)
+        if sharing is Sharing.PARENT:
+            key: Hashable = id(item.parent)
+        else:
+            # pytest makes one fixture info per test definition, shared by its instances
+            info = fixture_info(item)
+            if info is None:
+                return self.reader.places(item, position)  # not a pytest function: its own
+            key = (id(info), id(item.parent))
+        places = self.places.get(key)
+        if places is None:
+            places = self.places[key] = self.reader.places(item, position)
+        return places
+
 
 class Declarations:
     """The readers that may declare in one session, and what each test declares through them."""
@@ -61,7 +80,7 @@ class Declarations:
         item = self.context.collected[position]
         found: list[Found] = []
         for reading in self._readings:
-            for place in self._places(reading, item, position):
+            for place in reading.places_of(item, position):
                 part = reading.found.get(place.key)
                 if part is None:
                     part = reading.found[place.key] = reading.reader.read(place, position)
@@ -77,25 +96,6 @@ class Declarations:
         if len(found) == 1:
             return found[0].sources
         return [source for part in found for source in part.sources]
-
-    @staticmethod
-    def _places(reading: _Reading, item: pytest.Item, position: int) -> Sequence[Place]:
-        """The places of ``item``'s declarations for one reader, asked once per test, test
-        definition or parent, as the reader shares them."""
-        sharing = reading.reader.sharing
-        key: Hashable = None
-        if sharing is Sharing.DEFINITION:
-            # pytest makes one fixture info per test definition, shared by its instances
-            info = fixture_info(item)
-            key = None if info is None else (id(info), id(item.parent))
-        elif sharing is Sharing.PARENT:
-            key = id(item.parent)
-        if key is None:
-            return reading.reader.places(item, position)
-        places = reading.places.get(key)
-        if places is None:
-            places = reading.places[key] = reading.reader.places(item, position)
-        return places
 
     def order_edges(self, ordered: Ordered) -> dict[str, int]:
         """The edges the readers add once the serial order is known (to ``ordered.graph``),
