@@ -97,7 +97,7 @@ def build(
         return clock.timed(result)
     resolved = resolve(context, declarations, chosen, pull_dependencies, ignore_unselected)
     context.release()
-    declarations.read()
+    declarations.release()
     numbered = number(context, resolved)
     clock.lap("resolve")
     validated = validate(context, numbered, verbosity)

@@ -105,7 +105,7 @@ class Declarations:
             counts.update(reading.reader.order_edges(ordered))
         return counts
 
-    def read(self) -> None:
+    def release(self) -> None:
         """Let go of what reading the declarations kept (the places and what they declare):
         the graph's phases that follow are the build's peak of memory."""
         for reading in self._readings:
