@@ -107,17 +107,18 @@ def pin(
     _peer_edges_in_modules(builder, run, graph, union)
     # the module/class fixture instances of each test with an edge, made when first needed
     instances: list[frozenset[tuple[Any, ...]] | None] = [None] * count
-    for dependent, dependency, _kind in graph.triples() if _any_shared(builder) else ():
+    private = _PluginPrivate(builder.rootpath)
+    for dependent, dependency, _kind in graph.triples() if _any_shared(builder, private) else ():
         if dependent >= count or dependency >= count:
             continue
         mine = instances[dependent]
         if mine is None:
-            mine = instances[dependent] = _instances(builder, run[dependent])
+            mine = instances[dependent] = _instances(builder, run[dependent], private)
         if not mine:
             continue
         theirs = instances[dependency]
         if theirs is None:
-            theirs = instances[dependency] = _instances(builder, run[dependency])
+            theirs = instances[dependency] = _instances(builder, run[dependency], private)
         if mine.isdisjoint(theirs) or find(dependent) == find(dependency):
             continue
         # the same reason on every xdist worker (ids differ between processes): by name
@@ -220,13 +221,13 @@ def _peer_edges_in_modules(builder: Context, run: Sequence[int], graph: Graph, u
         union(a, b, reason)
 
 
-def _any_shared(builder: Context) -> bool:
+def _any_shared(builder: Context, private: _PluginPrivate) -> bool:
     """Whether any test uses a module- or class-scoped fixture that can pin (else no edge
     can pin). O(fixture definitions) when the session defines no such fixture at all, else
     O(V)."""
     definitions = builder.fixture_definitions()
     if definitions is not None and not any(
-        safe.attr(definition, "scope") in _SCOPES and not _plugin_private(builder, name, definition)
+        safe.attr(definition, "scope") in _SCOPES and not private(name, definition)
         for name, definition in definitions
     ):
         return False
@@ -238,27 +239,40 @@ def _any_shared(builder: Context) -> bool:
         seen.add(id(info))
         for name, used in fixtures_by_name(info).items():
             if (used and used[-1].scope in _SCOPES
-                    and not _plugin_private(builder, name, used[-1])):
+                    and not private(name, used[-1])):
                 return True
     return False
 
 
-def _plugin_private(builder: Context, name: str, definition: Any) -> bool:
+class _PluginPrivate:
     """Whether a fixture is another plugin's private one: its name starts with ``_`` and its
     function is defined outside the rootdir (an installed plugin, not the suite's own test
-    modules, conftest.py files or local plugins)."""
-    if not name.startswith("_"):
-        return False
-    code = getattr(fixture_function(definition), "__code__", None)
-    filename = getattr(code, "co_filename", "")
-    root = builder.rootpath.resolve()
-    try:
-        return not filename or root not in Path(filename).resolve().parents
-    except OSError:
-        return True
+    modules, conftest.py files or local plugins). Each definition is looked at once."""
+
+    def __init__(self, rootpath: Path) -> None:
+        self._root = rootpath.resolve()
+        self._known: dict[int, bool] = {}
+
+    def __call__(self, name: str, definition: Any) -> bool:
+        if not name.startswith("_"):
+            return False
+        found = self._known.get(id(definition))
+        if found is None:
+            found = self._known[id(definition)] = self._outside_root(definition)
+        return found
+
+    def _outside_root(self, definition: Any) -> bool:
+        code = getattr(fixture_function(definition), "__code__", None)
+        filename = getattr(code, "co_filename", "")
+        try:
+            return not filename or self._root not in Path(filename).resolve().parents
+        except OSError:
+            return True
 
 
-def _instances(builder: Context, position: int) -> frozenset[tuple[Any, ...]]:
+def _instances(
+    builder: Context, position: int, private: _PluginPrivate
+) -> frozenset[tuple[Any, ...]]:
     """The module- and class-scoped fixture instances a test uses: (definition, module,
     class, parameter index, name) -- a parametrized fixture has one instance per parameter."""
     item = builder.collected[position]
@@ -276,7 +290,7 @@ def _instances(builder: Context, position: int) -> frozenset[tuple[Any, ...]]:
             continue
         definition = definitions[-1]
         scope = definition.scope
-        if scope not in _SCOPES or _plugin_private(builder, name, definition):
+        if scope not in _SCOPES or private(name, definition):
             continue
         owner = id(builder.classes[position]) if scope == "class" else None
         found.append((id(definition), module, owner, param_index(item, name), name))
