@@ -271,15 +271,15 @@ def _ran(name):
 
 """
 
-# Wraps pytest_depgraph.collect.build.build to time it from outside the package (the generated
-# suite's conftest, only for the depgraph suites, only when PEERS_BENCH_BUILD_TIMES is set).
+# Wraps pytest_depgraph.collect.build.build, as the producer of the plan calls it, to time it
+# from outside the package (the generated suite's conftest, only for the depgraph suites, only
+# when PEERS_BENCH_BUILD_TIMES is set).
 CONFTEST_TIMER = """import os
 import time
 
 _OUT = os.environ.get("PEERS_BENCH_BUILD_TIMES")
 if _OUT:
-    import pytest_depgraph.collect.build as _b
-    import pytest_depgraph.plugin as _p
+    import pytest_depgraph.run.produce as _p
 
     _orig = _p.build
 

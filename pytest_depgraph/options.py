@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 import pytest
 
@@ -106,41 +107,22 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("depgraph_strict", "default for --depgraph-strict", type="bool", default=False)
 
 
+@dataclass
 class Settings:
     """Resolved option values (command line over ini)."""
 
-    # (a plain class: every pytest process imports this module, and a dataclass is made at
-    # import by compiling its methods)
-    __slots__ = (
-        "dot", "durations", "ignore_deps", "no_deps", "parallelism", "report", "shard",
-        "store_durations", "strict", "timings",
-    )
-
-    def __init__(
-        self,
-        parallelism: int | None,
-        dot: str | None,
-        no_deps: bool,
-        timings: bool = False,
-        shard: tuple[int, int] | None = None,
-        durations: str | None = None,
-        store_durations: str | None = None,
-        report: str | None = None,
-        ignore_deps: bool = False,
-        strict: bool = False,
-    ) -> None:
-        self.parallelism = parallelism
-        self.dot = dot
-        self.no_deps = no_deps
-        self.timings = timings
-        #: (K, N) of --depgraph-shard
-        self.shard = shard
-        self.durations = durations
-        self.store_durations = store_durations
-        self.report = report
-        #: ``--depgraph-ignore-deps``: unselected dependencies are left out of the graph
-        self.ignore_deps = ignore_deps
-        self.strict = strict
+    parallelism: int | None
+    dot: str | None
+    no_deps: bool
+    timings: bool = False
+    #: (K, N) of --depgraph-shard
+    shard: tuple[int, int] | None = None
+    durations: str | None = None
+    store_durations: str | None = None
+    report: str | None = None
+    #: ``--depgraph-ignore-deps``: unselected dependencies are left out of the graph
+    ignore_deps: bool = False
+    strict: bool = False
 
 
 #: the words ``-n`` takes for "one worker per CPU" (xdist decides how many that is)

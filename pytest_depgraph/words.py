@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 
-def plural(count: int, noun: str) -> str:
-    """``count`` and ``noun``, plural unless it is one (``dependency`` -> ``dependencies``)."""
+def noun(count: int, word: str) -> str:
+    """``word`` as it follows ``count``: plural unless the count is one (``dependency`` ->
+    ``dependencies``)."""
     if count == 1:
-        return f"1 {noun}"
-    nouns = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
-    return f"{count} {nouns}"
+        return word
+    return word[:-1] + "ies" if word.endswith("y") else word + "s"
+
+
+def plural(count: int, word: str) -> str:
+    """``count`` and ``word`` (:func:`noun`): ``1 test``, ``3 dependencies``."""
+    return f"{count} {noun(count, word)}"
 
 
 def tests(count: int) -> str:

@@ -93,13 +93,10 @@ def start_on(
 def collect(
     config: pytest.Config, scheduler: DepGraphScheduling, nodes: list[FakeNode], plan: Plan
 ) -> None:
-    """Each of ``nodes`` sends ``plan`` (the first one with the locations), then collects its
-    tests, as xdist's session passes the events on."""
-    for n, node in enumerate(nodes):
-        controller(config).received(
-            node, plan.to_json(), [list(loc) if loc else None for loc in plan.locations]
-            if n == 0 and plan.locations else None,
-        )
+    """Each of ``nodes`` sends ``plan``, then collects its tests, as xdist's session passes the
+    events on."""
+    for node in nodes:
+        controller(config).received(node, plan.to_json())
         controller(config).collected(node, plan.nodeids[: plan.item_count])
         scheduler.add_node_collection(node, plan.nodeids[: plan.item_count])
 

@@ -36,7 +36,7 @@ def plan_of(
     modules: dict[str, int] = {}
     if group is None:
         group = [modules.setdefault(nodeid.split("::")[0], len(modules)) for nodeid in nodeids]
-    return Plan(nodeids=nodeids, locations=[], graph=graph, group=group,
+    return Plan(nodeids=nodeids, graph=graph, group=group,
                 item_count=len(nodeids))
 
 

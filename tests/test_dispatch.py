@@ -112,7 +112,7 @@ def test_a_plan_without_anything_to_walk_is_handed_to_xdist_itself(
     from pytest_depgraph.run.scheduler import DepGraphScheduling
 
     nodeids = ["t.py::a", "t.py::b", "t.py::c"]
-    plan = Plan(nodeids=nodeids, locations=[], graph=Graph(3), group=[0, 0, 0], item_count=3)
+    plan = Plan(nodeids=nodeids, graph=Graph(3), group=[0, 0, 0], item_count=3)
     config = controller_config(pytester, "load")
 
     class Session:  # what the scheduler reads of xdist's DSession
@@ -139,7 +139,7 @@ def test_known_durations_walk_a_suite_without_edges_longest_first(
     start first, one on each worker, instead of being handed to --dist load; the file's
     durations win over the cache's. A --dist mode the user chose is kept."""
     nodeids = [f"t.py::short{i}" for i in range(6)] + ["t.py::long_a", "t.py::long_b"]
-    plan = Plan(nodeids=nodeids, locations=[], graph=Graph(8), group=[0] * 8, item_count=8)
+    plan = Plan(nodeids=nodeids, graph=Graph(8), group=[0] * 8, item_count=8)
     given = tmp_path / "durations.json"
     given.write_text(json.dumps({**{n: 0.1 for n in nodeids[:6]}, "t.py::long_a": 3.0,
                                  "t.py::long_b": 2.0}))
@@ -169,7 +169,7 @@ def test_known_durations_walk_a_suite_without_edges_longest_first(
 def test_the_adapter_sends_what_the_dispatcher_hands_out(pytester: pytest.Pytester) -> None:
     nodeids = ["t.py::a", "t.py::b", "u.py::c"]
     graph = make(3, [(1, 0, R)])
-    plan = Plan(nodeids=nodeids, locations=[], graph=graph, group=[0, 0, 1], item_count=3)
+    plan = Plan(nodeids=nodeids, graph=graph, group=[0, 0, 1], item_count=3)
     scheduler, (gw0, gw1) = start(pytester, plan, "load")
     assert (gw0.sent, gw1.sent) == ([0], [2])
     assert complete(scheduler, gw0) == 0
@@ -204,7 +204,7 @@ def test_the_adapter_skips_the_dependents_of_a_deferred_teardown_error(
 ) -> None:
     nodeids = ["t.py::a", "t.py::b", "u.py::c", "u.py::d"]
     graph = make(4, [(1, 0, R), (3, 2, R)])
-    plan = Plan(nodeids=nodeids, locations=[], graph=graph, group=[0, 0, 1, 1], item_count=4)
+    plan = Plan(nodeids=nodeids, graph=graph, group=[0, 0, 1, 1], item_count=4)
     scheduler, (gw0, gw1) = start(pytester, plan, "load")
     assert (gw0.sent, gw1.sent) == ([0], [2])
     complete(scheduler, gw0, held=True)
@@ -325,7 +325,7 @@ def test_the_adapter_fails_the_crashed_test_and_sends_its_queue_elsewhere(
 ) -> None:
     nodeids = [f"t.py::t{i}" for i in range(6)]
     graph = make(6, [(5, 0, R)])
-    plan = Plan(nodeids=nodeids, locations=[], graph=graph, group=list(range(6)), item_count=6)
+    plan = Plan(nodeids=nodeids, graph=graph, group=list(range(6)), item_count=6)
     scheduler, (gw0, gw1) = start(pytester, plan, "load")
     assert (gw0.sent, gw1.sent) == ([0, 2], [1, 3])
     assert scheduler.remove_node(gw0) == "t.py::t0"

@@ -225,7 +225,7 @@ def test_arrays_with_repeated_pairs_give_the_graph_of_add_edges(
         _check_adjacency(graph)
     # what the plan sends and the DOT file shows: the same origins, numbered the same way
     plans = [
-        Plan(nodeids=[f"t.py::t{v}" for v in range(size)], locations=[], graph=g,
+        Plan(nodeids=[f"t.py::t{v}" for v in range(size)], graph=g,
              group=[0] * size, item_count=size)
         for g in (graph, expected)
     ]
@@ -298,7 +298,7 @@ def test_plan_json_round_trip_keeps_edges_kinds_and_origins(drawn: Drawn) -> Non
         (u, d, k, origins[(u + d) % len(origins)]) for u, d, k in graph.triples()
     )
     reduced = transitive_reduction(relabelled)
-    plan = Plan(nodeids=[f"t.py::t{v}" for v in range(graph.size)], locations=[],
+    plan = Plan(nodeids=[f"t.py::t{v}" for v in range(graph.size)],
                 graph=reduced, group=[0] * graph.size, item_count=graph.size)
     text = plan.to_json()
     again = Plan.from_json(text)

@@ -1,6 +1,7 @@
-"""Canaries of the doors to pytest's and xdist's internals (``pytest_depgraph/hosts``).
+"""Canaries of the doors to pytest's, xdist's and pytest-dependency's internals
+(``pytest_depgraph/hosts``).
 
-One test per door: it drives the door against the installed pytest or xdist and fails with a
+One test per door: it drives the door against the installed package and fails with a
 message naming the upstream behaviour that changed, so an upgrade that breaks a door says
 which one, before a user's run does.
 """
@@ -13,10 +14,13 @@ from typing import Any
 
 import execnet  # type: ignore[import-untyped]
 import pytest
+import pytest_dependency  # type: ignore[import-untyped]
 from xdist import remote  # type: ignore[import-untyped]
 from xdist.dsession import DSession  # type: ignore[import-untyped]
 from xdist.workermanage import WorkerController  # type: ignore[import-untyped]
 
+from pytest_depgraph.hosts import dependency as books
+from pytest_depgraph.hosts import pytest as host
 from pytest_depgraph.hosts import xdist as door
 from pytest_depgraph.run.units import MODES
 
@@ -366,3 +370,144 @@ def test_our_units_are_xdists(pytester: pytest.Pytester, dist: str) -> None:
     assert partition(unit) == partition(theirs._split_scope), (
         f"xdist's {MODES[dist].xdist_scheduler} splits the tests into other units"
     )
+
+
+# -- pytest's fixtures, marks and reports ----------------------------------------------------
+
+
+FIXTURE_TESTS = """
+import pytest
+
+@pytest.fixture(params=[1, 2])
+def base(request):
+    return request.param
+
+@pytest.fixture
+def top(base):
+    return base
+
+def test_t(top):
+    pass
+"""
+
+
+def test_a_tests_fixtures_and_the_sessions(pytester: pytest.Pytester) -> None:
+    first, second = pytester.getitems(FIXTURE_TESTS)
+    info = host.fixture_info(first)
+    assert info is not None and info is host.fixture_info(second), (
+        "pytest no longer keeps one _fixtureinfo per test definition, shared by its instances"
+    )
+    assert {"top", "base"} <= set(host.fixture_closure(info)), (
+        "pytest's FuncFixtureInfo no longer lists the fixtures a test uses in names_closure"
+    )
+    top = host.fixtures_by_name(info)["top"][-1]
+    assert getattr(host.fixture_function(top), "__name__", None) == "top", (
+        "pytest's FuncFixtureInfo.name2fixturedefs or FixtureDef.func changed"
+    )
+    assert tuple(host.fixture_arguments(top)) == ("base",), (
+        "pytest's FixtureDef no longer lists the fixtures it requests in argnames"
+    )
+    session = first.session
+    definitions = host.session_fixtures(session)
+    assert definitions is not None and ("top", top) in definitions, (
+        "pytest's fixture manager no longer keeps the session's definitions in "
+        "_arg2fixturedefs (pytest < 9) or _arg2node2fixturedefs (pytest >= 9)"
+    )
+    assert "top" in host.session_fixture_names(session)
+    assert (host.param_index(first, "base"), host.param_index(second, "base")) == (0, 1), (
+        "pytest's Function.callspec no longer says which parameter a test uses (indices)"
+    )
+    assert host.param_index(first, "top") is None
+
+
+def test_a_mark_whose_first_call_takes_its_arguments() -> None:
+    def target() -> None:
+        pass
+
+    def test() -> None:
+        pass
+
+    calls: list[tuple[object, ...]] = []
+
+    def decorated(args: tuple[object, ...], kwargs: object) -> bool:
+        calls.append(args)
+        return False
+
+    host.install_mark("depgraph_canary", decorated)
+    try:
+        decorator = pytest.mark.depgraph_canary(target)
+        assert isinstance(decorator, pytest.MarkDecorator) and decorator.mark.args == (target,), (
+            "pytest.mark no longer takes a decorator set on it, or MarkDecorator.with_args changed"
+        )
+        assert decorator(test) is test and getattr(test, "pytestmark", None) == [decorator.mark], (
+            "pytest's MarkDecorator no longer stores its mark on the function it decorates"
+        )
+        assert calls == [(target,)]
+    finally:
+        host.uninstall_mark("depgraph_canary")
+    assert "depgraph_canary" not in vars(pytest.mark)
+
+    def bare() -> None:
+        pass
+
+    host.store_bare_mark("depgraph_canary", bare)
+    marks = getattr(bare, "pytestmark", [])
+    assert [(m.name, m.args, m.kwargs) for m in marks] == [("depgraph_canary", (), {})], (
+        "pytest's Mark or MarkDecorator constructor changed (_ispytest)"
+    )
+
+
+@pytest.mark.skipif(int(pytest.__version__.split(".")[0]) < 9, reason="pytest 9's subtests")
+def test_subtests_reports_are_told_from_their_tests(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        "def test_s(subtests):\n    with subtests.test(msg='one'):\n        pass\n"
+    )
+    reports = pytester.inline_run("-p", "no:randomly").getreports("pytest_runtest_logreport")
+    assert [host.is_subtest_report(r) for r in reports if r.when == "call"] == [True, False], (
+        "pytest's subtests no longer report each subtest as a _pytest.subtests.SubtestReport"
+    )
+
+
+@pytest.mark.skipif(int(pytest.__version__.split(".")[0]) < 9, reason="pytest 9 rejects it")
+def test_a_mark_on_a_fixture_is_rejected_by_pytest(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        "import pytest\n\n@pytest.mark.skip\n@pytest.fixture\ndef f():\n    pass\n\n"
+        "def test_t(f):\n    pass\n"
+    )
+    reports = pytester.inline_run("-p", "no:randomly").getreports("pytest_collectreport")
+    assert [report for report in reports if host.rejects_marked_fixture(report)], (
+        "pytest no longer fails the collection of a module that marks a fixture with "
+        "'Marks cannot be applied to fixtures'"
+    )
+
+
+# -- pytest-dependency -----------------------------------------------------------------------
+
+
+def test_pytest_dependencys_check_and_books() -> None:
+    original = pytest_dependency.DependencyManager.checkDepend
+    asked: list[object] = []
+    undo = books.wrap_check(pytest_dependency, lambda manager, names, item: asked.append(names))
+    assert undo is not None, (
+        "pytest-dependency no longer has DependencyManager.checkDepend, addResult and ScopeCls"
+    )
+    try:
+        manager = pytest_dependency.DependencyManager("module")
+        item = SimpleNamespace(nodeid="t.py::test_a", name="test_b")
+        assert books.manager_scope(manager) == "module"
+        assert not books.has_passed(manager, "test_a")
+        books.record_passed(manager, item, "test_a")
+        assert books.has_passed(manager, "test_a"), (
+            "pytest-dependency's addResult no longer records a phase's report in results, or "
+            "isSuccess no longer says that setup, call and teardown passed"
+        )
+        manager.checkDepend(["test_a"], item)
+        with pytest.raises(pytest.skip.Exception):
+            manager.checkDepend(["test_c"], item)
+        assert asked == [["test_a"], ["test_c"]], (
+            "pytest-dependency's marker and depends() no longer check through checkDepend"
+        )
+    finally:
+        undo()
+    assert pytest_dependency.DependencyManager.checkDepend is original
+    assert books.version(pytest_dependency) == pytest_dependency.__version__

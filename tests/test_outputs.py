@@ -451,7 +451,7 @@ def test_relay_sends_each_value_once_and_only_to_workers_of_readers() -> None:
     graph.add_edge(1, 0, Kind.REQUIRES, Origin("marker"))  # b requires a
     graph.add_edge(2, 1, Kind.REQUIRES, Origin("marker"))  # c requires b (so a too)
     graph.add_edge(3, 0, Kind.AFTER, Origin("marker"))  # order only: reads nothing
-    plan = Plan(nodeids=nodeids, locations=[], graph=graph, group=[0] * 5, item_count=5)
+    plan = Plan(nodeids=nodeids, graph=graph, group=[0] * 5, item_count=5)
     relay = Relay(ValueStore())
     producer, other = _Node(), _Node()
     relay.received(producer, "a", "token", b"pickled")

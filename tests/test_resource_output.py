@@ -25,7 +25,7 @@ def plan_with(
     resources: Resources, edges: tuple[tuple[int, int], ...] = (), size: int = 6
 ) -> Plan:
     graph = make(size, [(a, b, R) for a, b in edges]) if edges else Graph(size)
-    return Plan(nodeids=[f"t.py::t{i}" for i in range(size)], locations=[], graph=graph,
+    return Plan(nodeids=[f"t.py::t{i}" for i in range(size)], graph=graph,
                 group=[0] * size, item_count=size, resources=resources)
 
 

@@ -149,7 +149,7 @@ def test_nothing_is_queued_behind_a_test_that_frees_what_a_more_urgent_test_wait
 def block_plan(nodeids: list[str], edges: list[tuple[int, int, Kind]], resources: Resources,
                pinned: list[list[int]] | None = None) -> Plan:
     graph = make(len(nodeids), edges)
-    return Plan(nodeids=nodeids, locations=[], graph=graph, group=[0] * len(nodeids),
+    return Plan(nodeids=nodeids, graph=graph, group=[0] * len(nodeids),
                 item_count=len(nodeids), pinned=pinned or [], resources=resources)
 
 
@@ -330,7 +330,7 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
         members = tuple(range(start, min(size, start + rng.randint(1, 4))))
         resources.blocks.append(Block(members, ((rng.choice(names), rng.choice([WRITE, READ])),),
                                       f"block {b}"))
-    plan = Plan(nodeids=[f"t.py::t{v}" for v in range(size)], locations=[], graph=graph,
+    plan = Plan(nodeids=[f"t.py::t{v}" for v in range(size)], graph=graph,
                 group=[rng.randrange(3) for _ in range(size)], item_count=size, pinned=pinned,
                 resources=resources)
     bound, errors = bind_units(plan, "load")
@@ -479,7 +479,7 @@ def resource_plan() -> Plan:
     nodeids = [f"t/{name}" for name in names]
     graph = make(len(nodeids), [(6, 5, R)])
     return Plan(
-        nodeids=nodeids, locations=[], graph=graph, group=[0] * 5 + [1, 1] + [0] * 4,
+        nodeids=nodeids, graph=graph, group=[0] * 5 + [1, 1] + [0] * 4,
         item_count=len(nodeids),
         resources=Resources(
             capacity={"db": 1, "net": 1},
@@ -533,4 +533,4 @@ def test_the_resources_travel_in_the_plan_and_a_shard_keeps_its_tests_ones() -> 
 
 
 def plan_of_nothing() -> Plan:
-    return Plan(nodeids=["t.py::a"], locations=[], graph=Graph(1), group=[0], item_count=1)
+    return Plan(nodeids=["t.py::a"], graph=Graph(1), group=[0], item_count=1)

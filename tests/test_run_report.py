@@ -31,7 +31,7 @@ def _plan(nodeids: list[str], edges: list[tuple[int, int]]) -> Plan:
     graph = Graph(len(nodeids))
     for dependent, dependency in edges:
         graph.add_edge(dependent, dependency, Kind.REQUIRES, Origin("marker", "t.py:1"))
-    return Plan(nodeids=nodeids, locations=[None] * len(nodeids), graph=graph,
+    return Plan(nodeids=nodeids, graph=graph,
                 group=[0] * len(nodeids), item_count=len(nodeids))
 
 

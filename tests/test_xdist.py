@@ -468,7 +468,7 @@ def _plan(nodeids: list[str], edges: list[tuple[int, int]]) -> Plan:
     graph = Graph(len(nodeids))
     for dependent, dependency in edges:
         graph.add_edge(dependent, dependency, Kind.REQUIRES, Origin("marker"))
-    return Plan(nodeids=nodeids, locations=[(n, 0, n) for n in nodeids], graph=graph,
+    return Plan(nodeids=nodeids, graph=graph,
                 group=[0] * len(nodeids), item_count=len(nodeids))
 
 
@@ -547,7 +547,7 @@ def test_workers_leave_out_where_edges_were_declared_unless_the_controller_shows
     graph = Graph(3)
     graph.add_edge(1, 0, Kind.REQUIRES, Origin("marker", unread))
     graph.add_edge(2, 0, Kind.AFTER, Origin("fixture", "t.py:2", "db"))
-    plan = Plan(nodeids=["t.py::a", "t.py::b", "t.py::c"], locations=[], graph=graph,
+    plan = Plan(nodeids=["t.py::a", "t.py::b", "t.py::c"], graph=graph,
                 group=[0, 0, 0], item_count=3)
     data = json.loads(plan.to_json(places=False))
     assert data["origins"] == [["marker", "", ""], ["fixture", "", "db"]]
@@ -574,7 +574,7 @@ def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids(
         def __init__(self, name: str) -> None:
             self.gateway = SimpleNamespace(id=name)
 
-    plan = Plan(nodeids=["t.py::test_a", "t.py::test_b"], locations=[], graph=Graph(2),
+    plan = Plan(nodeids=["t.py::test_a", "t.py::test_b"], graph=Graph(2),
                 group=[0, 0], item_count=2)
     assert "locations" not in json.loads(plan.to_json())
     config = pytester.parseconfigure("-p", "xdist")

@@ -333,7 +333,7 @@ def unit_plan(nodeids: list[str], edges: list[tuple[int, int]]) -> Plan:
     graph = Graph(len(nodeids))
     for dependent, dependency in edges:
         graph.add_edge(dependent, dependency, Kind.REQUIRES, Origin("marker", "t.py:1"))
-    return Plan(nodeids=nodeids, locations=[(n.split("::")[0], 0, n) for n in nodeids],
+    return Plan(nodeids=nodeids,
                 graph=graph, group=[0] * len(nodeids), item_count=len(nodeids))
 
 

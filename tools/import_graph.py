@@ -12,7 +12,8 @@ subpackage imports nothing from a layer above it (``LAYERS``: core, hosts, colle
 output; the top-level modules -- the plugin and ``__init__`` -- wire them together; every
 subpackage but the core and the hosts may read the top-level ``options`` and ``words``); the
 doors to the hosts (``HOSTS``) import nothing of the package but the core, and only they import
-xdist (``DOORS_ONLY``).
+xdist and pytest's private modules (``DOORS_ONLY``; an import under ``if TYPE_CHECKING:``, for
+types only, may name ``_pytest`` anywhere).
 Modules are named relative to the package, dotted: ``core.graph``, ``run.scheduler``.
 """
 
@@ -36,8 +37,8 @@ LAYERS = ("core", HOSTS, "collect", "run", "output")
 #: and counts in a user's words
 SHARED = {"options", "words"}
 HOST = ("pytest", "_pytest", "pluggy", "xdist", "execnet")
-#: packages only the doors import (every touch of them goes through ``hosts``)
-DOORS_ONLY = ("xdist", "execnet")
+#: packages only the doors import at run time (every touch of them goes through ``hosts``)
+DOORS_ONLY = ("xdist", "execnet", "_pytest")
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -51,21 +52,36 @@ def modules(root: Path) -> dict[str, Path]:
     return found
 
 
-def imports(name: str, path: Path) -> Iterator[tuple[str, str, int]]:
-    """(imported module, imported name or '', line) for every import in one module."""
+def imports(name: str, path: Path) -> Iterator[tuple[str, str, int, bool]]:
+    """(imported module, imported name or '', line, for types only) for every import in one
+    module; an import is for types only under ``if TYPE_CHECKING:``."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     package = name.rsplit(".", 1)[0] if "." in name else ""
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and _names_type_checking(node.test)
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield alias.name, "", node.lineno
+                yield alias.name, "", node.lineno, id(node) in typing_only
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 parent = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([PACKAGE, *[p for p in parent if p], *([base] if base else [])])
             for alias in node.names:
-                yield base, alias.name, node.lineno
+                yield base, alias.name, node.lineno, id(node) in typing_only
+
+
+def _names_type_checking(test: ast.expr) -> bool:
+    """Whether an ``if`` tests ``TYPE_CHECKING`` (or ``typing.TYPE_CHECKING``)."""
+    if isinstance(test, ast.Attribute):
+        return test.attr == "TYPE_CHECKING"
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
 
 
 def in_core(name: str) -> bool:
@@ -90,11 +106,13 @@ def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
     edges: dict[str, set[str]] = {m: set() for m in mods}
     findings = []
     for name, path in mods.items():
-        for module, imported, line in imports(name, path):
+        for module, imported, line, types_only in imports(name, path):
             where = f"{path.relative_to(root)}:{line}"
             if module.split(".")[0] in HOST and in_core(name):
                 findings.append(f"{where}: core module {name} imports {module}")
-            elif module.split(".")[0] in DOORS_ONLY and not in_hosts(name):
+            elif module.split(".")[0] in DOORS_ONLY and not in_hosts(name) and not (
+                types_only and module.split(".")[0] == "_pytest"
+            ):
                 findings.append(f"{where}: {name} imports {module}, outside the {HOSTS} doors")
             if module == PACKAGE:
                 base = ""

@@ -1,5 +1,5 @@
 """Collection: declarations into a validated plan.
 
-The ``depends_on`` marker and decorator, the other plugins' markers, the collection context
-they read, pinned groups, widened selection, and the build.
+The readers of every way to declare dependencies, the collection context they read, the build
+in phases, pinned groups, widened selection, and the words of every collection problem.
 """

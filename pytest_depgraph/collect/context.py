@@ -1,17 +1,15 @@
 """The collection context every declaration source reads: the collected items, their indexes
-and the problems found so far.
+and the problems found so far; and :class:`Source`, a declaration before resolution.
 
-The builder (:mod:`~pytest_depgraph.collect.build`) makes one per session; the other plugins'
-markers (:mod:`~pytest_depgraph.collect.compat`: one reader per peer plugin) and the worker pins
+The build (:mod:`~pytest_depgraph.collect.build`) makes one per session; the readers
+(:mod:`~pytest_depgraph.collect.readers`) and the worker pins
 (:mod:`~pytest_depgraph.collect.pinning`) read it.
-A new declaration source takes a :class:`Context` and yields :class:`Source` objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from types import FunctionType, MethodType
 from typing import NamedTuple
 
 import pytest
@@ -19,9 +17,11 @@ import pytest
 from pytest_depgraph.collect import safe
 from pytest_depgraph.collect.locate import Locator
 from pytest_depgraph.collect.markers import Declaration
+from pytest_depgraph.collect.peers import Settings
 from pytest_depgraph.collect.problems import Problem, Problems
 from pytest_depgraph.collect.resolve import TargetIndex
 from pytest_depgraph.core.graph import Origin
+from pytest_depgraph.hosts.pytest import session_fixture_names, session_fixtures
 
 
 class Source(NamedTuple):
@@ -45,15 +45,31 @@ class Context:
     """The collected items by position, what is known about each, and the problems."""
 
     def __init__(
-        self, collected: Sequence[pytest.Item], rootpath: Path, verbosity: int = 0
+        self,
+        collected: Sequence[pytest.Item],
+        rootpath: Path,
+        verbosity: int = 0,
+        settings: Settings | None = None,
+        ignored: Collection[str] = (),
     ) -> None:
         self.collected = list(collected)
         self.rootpath = rootpath
+        #: pytest-dependency's and pytest-order's options, and ``--depgraph-strict``
+        self.settings = Settings() if settings is None else settings
+        #: files that declarations point to but pytest was told to ignore
+        self.ignored = ignored
+        #: (where, name) of the stale names of the peer plugins' markers already warned about
+        #: (one warning per marker and name, whichever reader found it)
+        self.warned: set[tuple[str, str]] = set()
         self.nodeids = [item.nodeid for item in self.collected]
         self._position: dict[pytest.Item, int] | None = None
+        self._files: set[str] | None = None
         self._objects = _Objects(self.collected)
         self._index: TargetIndex | None = None
-        self._definitions: list[tuple[str, object]] | bool | None = False
+        #: every fixture definition with its name, once read (None: pytest's tables cannot be
+        #: read)
+        self._definitions: list[tuple[str, object]] | None = None
+        self._definitions_read = False
         self.problems = Problems(verbosity)
         # the lazy file:line of every marker origin holds the locator, not the context: the
         # context and its indexes are garbage once the plan is built
@@ -93,50 +109,48 @@ class Context:
     def fixture_definitions(self) -> list[tuple[str, object]] | None:
         """Every fixture definition of the session with its name, read once from pytest's
         private tables (None when they cannot be read: another pytest version)."""
-        if self._definitions is False:
+        if not self._definitions_read:
+            self._definitions_read = True
             self._definitions = (
-                _fixture_definitions(self.collected[0]) if self.collected else []
+                session_fixtures(safe.attr(self.collected[0], "session"))
+                if self.collected else []
             )
-        return self._definitions  # type: ignore[return-value]
+        return self._definitions
+
+    def fixture_names(self) -> Collection[str]:
+        """Every fixture name of the session (empty when pytest's tables cannot be read)."""
+        if not self.collected:
+            return ()
+        return session_fixture_names(safe.attr(self.collected[0], "session"))
+
+    @property
+    def files(self) -> set[str]:
+        """Rootdir-relative files of the collected tests (made when first asked for)."""
+        if self._files is None:
+            self._files = {nodeid.split("::", 1)[0] for nodeid in self.nodeids}
+        return self._files
 
     def problem(self, message: str, report_nodeid: str) -> Problem:
         """The problem with this message, made once however many tests share it."""
         return self.problems.add(message, report_nodeid)
 
-
-def _fixture_definitions(item: pytest.Item) -> list[tuple[str, object]] | None:
-    """Every fixture definition of the session with its name, from pytest's private tables
-    (None when they cannot be read: another pytest version)."""
-    manager = safe.attr(safe.attr(item, "session"), "_fixturemanager")
-    flat = safe.attr(manager, "_arg2fixturedefs")  # pytest < 9: name -> definitions
-    if isinstance(flat, dict):
-        return [(name, d) for name, defs in flat.items() for d in defs]
-    by_node = safe.attr(manager, "_arg2node2fixturedefs")  # pytest >= 9: name -> node -> ...
-    if not isinstance(by_node, dict):
-        return None
-    # (and the deprecated table of definitions registered by node id)
-    tables = [by_node, safe.attr(manager, "_arg2nodeid2fixturedefs") or {}]
-    return [(name, d) for table in tables for name, nodes in table.items()
-            for defs in nodes.values() for d in defs]
-
-
-#: pytest's ``Function.function``, which :func:`function_of` reads without calling
-_FUNCTION = pytest.Function.__dict__.get("function")
+    def release(self) -> None:
+        """Let go of what only reading and resolving the declarations needed: the items'
+        positions, the targets' index (kept when a problem was found: its hints may ask it
+        again). The graph's phases that follow are the build's peak of memory."""
+        self._position = None
+        if not self.problems:
+            self._index = None
 
 
 def function_of(item: pytest.Item) -> object:
-    """``item.function`` (None when it has none). For pytest's own ``Function.function``
-    read from ``item.obj``, without the exception pytest raises and catches for every plain
-    function."""
-    if _FUNCTION is not None and getattr(type(item), "function", None) is _FUNCTION:
-        obj = safe.attr(item, "obj")
-        if type(obj) is MethodType:
-            function: object = obj.__func__
-            return function or obj
-        if type(obj) is FunctionType and "__func__" not in obj.__dict__:
-            return obj  # a plain test function: nothing to look up
-        return safe.attr(obj, "__func__") or obj
+    """``item.function`` (None when it has none)."""
     return safe.attr(item, "function")
+
+
+def class_of(item: pytest.Item) -> object:
+    """The test class of ``item`` (None outside a class)."""
+    return None if isinstance(item.parent, pytest.Module) else safe.attr(item, "cls")
 
 
 class _Objects:
@@ -155,8 +169,5 @@ class _Objects:
     def classes(self) -> list[object | None]:
         if self._classes is None:
             # pytest computes item.cls by walking up the tree: once per item is enough
-            self._classes = [
-                None if isinstance(item.parent, pytest.Module) else safe.attr(item, "cls")
-                for item in self._collected
-            ]
+            self._classes = [class_of(item) for item in self._collected]
         return self._classes

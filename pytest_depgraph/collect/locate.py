@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import linecache
 import re
+from functools import partial
 from pathlib import Path
 from types import CodeType
 from typing import TYPE_CHECKING
@@ -109,34 +110,10 @@ class Locator:
         return found
 
 
-class MarkOrigin(Origin):
-    """The origin of a marker's edges, whose ``file:line`` is found when first read.
-
-    One object per marker (the plan keeps it, and the cyclic GC walks it): it holds what
-    :meth:`Locator.mark` needs, and drops it once the place is known.
-    """
-
-    __slots__ = ("_locator", "_mark", "_node")
-
-    def __init__(self, locator: Locator, node: Node, mark: pytest.Mark) -> None:
-        # (Origin's own __init__ is not called: one made per marker, and this is all it does)
-        self.kind = OriginKind.MARKER
-        self.name = ""
-        self._where = ""
-        self._locator: Locator | None = locator
-        self._node: Node | None = node
-        self._mark: pytest.Mark | None = mark
-
-    @property
-    def where(self) -> str:
-        """``tests/test_net.py:14``, where the marker was written (see :meth:`Locator.mark`)."""
-        locator, node, mark = self._locator, self._node, self._mark
-        if locator is not None and node is not None and mark is not None:
-            self._where = locator.mark(node, mark)
-            self._locator = self._node = self._mark = None
-        where = self._where
-        assert isinstance(where, str)
-        return where
+def marker_origin(locator: Locator, node: Node, mark: pytest.Mark) -> Origin:
+    """The origin of a marker's edges, whose ``file:line`` (:meth:`Locator.mark`) is found
+    when first read: only error messages, cycle reports and the DOT file show it."""
+    return Origin(OriginKind.MARKER, partial(locator.mark, node, mark))
 
 
 def _holder(obj: object, mark: pytest.Mark) -> object:

@@ -11,14 +11,18 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Mapping, Sequence
-from types import FunctionType
 from typing import Any, Callable, Literal, NamedTuple, TypeVar
 
 import pytest
 
-from pytest_depgraph.collect import safe
+from pytest_depgraph.collect import problems, safe
 from pytest_depgraph.core.graph import Kind
-from pytest_depgraph.hosts.pytest import fixture_name
+from pytest_depgraph.hosts.pytest import (
+    fixture_name,
+    install_mark,
+    store_bare_mark,
+    uninstall_mark,
+)
 
 MARKER = "depends_on"
 #: attribute holding the declarations made with :func:`depends_on` on a function or fixture
@@ -122,12 +126,6 @@ def _wrapped_chain(obj: object) -> list[object]:
 
 def declarations_of(obj: object) -> Sequence[RawDeclaration]:
     """Declarations made with :func:`depends_on` on a function, fixture, or what it wraps."""
-    found = _own_declarations(obj)
-    if found:
-        return found
-    wraps = safe.attr(obj, "_fixture_function") or safe.attr(obj, "__wrapped__")
-    if wraps is None:
-        return ()  # wraps nothing: the common case for a test function, and cheap
     for target in _wrapped_chain(obj):
         found = _own_declarations(target)
         if found:
@@ -141,55 +139,31 @@ def validate(raw: RawDeclaration) -> Declaration:
     Arguments are user objects of any type: they are read only through :mod:`safe`, and a
     message describes them without ``repr`` (an address would differ between xdist workers).
     """
-    if not raw.kwargs and raw.args:
-        # the common case, checked once per marker of a large suite: names only, no keywords
-        for target in raw.args:
-            if type(target) is not str or not target or target.isspace():
-                break
-        else:
-            return Declaration(tuple(raw.args), Kind.REQUIRES, raw.where)
     unknown = sorted(str(name) for name in raw.kwargs if name != "on_failure")
     if unknown:
-        names = ", ".join(f"{safe.shorten(name)}=" for name in unknown)
-        raise DeclarationError(
-            f"unknown keyword argument{'s' if len(unknown) > 1 else ''} {names}; "
-            "depends_on accepts targets and on_failure='skip' or 'run' only"
-        )
+        raise DeclarationError(problems.unknown_keywords([safe.shorten(n) for n in unknown]))
     on_failure = raw.kwargs.get("on_failure", "skip")
     kind = _ON_FAILURE.get(safe.exact_str(on_failure)) if safe.is_str(on_failure) else None
     if kind is None:
-        raise DeclarationError(
-            f"on_failure={safe.describe(on_failure)} is not valid; use on_failure='skip' (run "
-            "only if the targets passed) or on_failure='run' (order only)"
-        )
+        raise DeclarationError(problems.bad_on_failure(safe.describe(on_failure)))
     if not raw.args:
-        raise DeclarationError(
-            "depends_on() names no target; give one or more test names, node ids, "
-            "test functions or test classes"
-        )
+        raise DeclarationError(problems.NO_TARGET)
     targets: list[object] = []
     for target in raw.args:
         if safe.is_str(target):
             text = safe.exact_str(target)
             if not text.strip():
-                raise DeclarationError("an empty string is not a target; name a test or a file")
+                raise DeclarationError(problems.EMPTY_TARGET)
             targets.append(text)
         elif fixture_name(target) is not None:
-            raise DeclarationError(
-                f"the target is {safe.describe(target)}, not a test. A test that uses "
-                "the fixture gets the fixture's own dependencies: declare them on the fixture "
-                "with `from pytest_depgraph import depends_on` and `@depends_on(...)` beside "
-                "`@pytest.fixture`, or name the tests it needs here"
-            )
+            raise DeclarationError(problems.fixture_target(safe.describe(target)))
         elif is_test_object(target):
             targets.append(target)
         else:
             plain = type(target) in (int, float, bool, type(None))
-            kind_name = f" ({type(target).__name__})" if plain else ""
-            raise DeclarationError(
-                f"target {safe.describe(target)}{kind_name} is not a test; a target is a "
-                "string (test name or node id), a test function or a test class"
-            )
+            raise DeclarationError(problems.not_a_test(
+                safe.describe(target), type(target).__name__ if plain else ""
+            ))
     return Declaration(targets=tuple(targets), kind=kind, where=raw.where)
 
 
@@ -201,45 +175,6 @@ def is_test_object(target: object) -> bool:
 def describe_target(target: object) -> str:
     """How a target reads in a message: the same in every process, shortened when long."""
     return safe.describe(target)
-
-
-class _DependsOnDecorator(pytest.MarkDecorator):
-    """``pytest.mark.depends_on``, where one function or class argument is a target.
-
-    pytest's MarkDecorator treats ``mark(f)`` with a single function or class (or any callable
-    with a name) as decorating ``f``: it marks ``f`` and returns it. For this marker that
-    would mark the *target* and put it in place of the decorated test -- the test vanishes,
-    or the target is called with the test as argument. So the first call takes its arguments
-    as targets, unless the argument is certainly the definition being decorated (a bare
-    ``@pytest.mark.depends_on``, reported as naming no target). A bare marker above another
-    wrapping decorator is caught at collection (:func:`stray_marker`).
-    """
-
-    def __call__(self, *args: object, **kwargs: object) -> Any:
-        mark = self.mark
-        if args and type(args[0]) is str and not (mark.args or mark.kwargs):
-            # ``@pytest.mark.depends_on("test_a", ...)``, the usual marker: a string is never
-            # the definition being decorated (run at import, once per marker). The mark
-            # ``with_args`` would make, made at once: combined with this argument-less one it
-            # is a mark of these arguments (pytest combines ``parametrize`` ids only).
-            return _DependsOnDecorator(
-                pytest.Mark(MARKER, args, kwargs, _ispytest=True), _ispytest=True
-            )
-        if mark.args or mark.kwargs:
-            function = args[0] if len(args) == 1 and not kwargs else None
-            if (
-                type(function) is FunctionType
-                and not function.__dict__
-                and function.__name__ != "<lambda>"
-            ):
-                # a plain function with no attribute (so no mark, and not a fixture): what
-                # pytest's ``store_mark`` leaves on it, stored at once
-                function.pytestmark = [mark]  # type: ignore[attr-defined]
-                return function
-            return super().__call__(*args, **kwargs)
-        if _is_bare_decoration(args, kwargs):
-            return super().__call__(*args, **kwargs)
-        return self.with_args(*args, **kwargs)
 
 
 def _is_bare_decoration(args: tuple[object, ...], kwargs: Mapping[str, object]) -> bool:
@@ -293,8 +228,24 @@ def stray_marker(name: str, obj: object) -> object | None:
     inner: object = obj.mark.args[0]
     if not (safe.is_function(inner) or safe.is_class(inner)):
         return None
-    pytest.MarkDecorator(pytest.Mark(MARKER, (), {}, _ispytest=True), _ispytest=True)(inner)
+    store_bare_mark(MARKER, inner)
     return inner
+
+
+def repair_stray(collector: pytest.Collector, name: str, obj: object) -> object:
+    """What ``pytest_pycollect_makeitem`` makes of the module or class attribute ``name`` when
+    a marker took its test for a target (:func:`stray_marker`): the test put back in its place
+    and collected, as pytest's own marker would have left it (its marker names no target,
+    which is reported), instead of lost; None for anything else (pytest collects it)."""
+    inner = stray_marker(name, obj)
+    if inner is None:
+        return None
+    try:
+        # pytest reads the test from the module or class again
+        setattr(getattr(collector, "obj", None), name, inner)
+    except Exception:
+        return None
+    return collector.ihook.pytest_pycollect_makeitem(collector=collector, name=name, obj=inner)
 
 
 #: configured sessions that use the installed decorator (pytester nests sessions)
@@ -304,18 +255,24 @@ _installed = [0]
 def install_marker() -> None:
     """Make ``pytest.mark.depends_on`` take a single function or class as a target.
 
+    pytest's ``MarkDecorator`` treats ``mark(f)`` with a single function or class (or any
+    callable with a name) as decorating ``f``: it marks ``f`` and returns it. For this marker
+    that would mark the *target* and put it in place of the decorated test -- the test
+    vanishes, or the target is called with the test as argument. So the first call takes its
+    arguments as targets, unless the argument is certainly the definition being decorated (a
+    bare ``@pytest.mark.depends_on``, reported as naming no target). A bare marker above
+    another wrapping decorator is caught at collection (:func:`stray_marker`).
+
     Done when the plugin is configured, not when the package is imported: a conftest that
     imports ``pytest_depgraph`` in a run with the plugin off must leave ``pytest.mark`` as
     pytest has it (``--strict-markers`` then rejects the unregistered marker).
     """
     _installed[0] += 1
-    if not isinstance(pytest.mark.__dict__.get(MARKER), _DependsOnDecorator):
-        plain = pytest.MarkDecorator(pytest.Mark(MARKER, (), {}, _ispytest=True), _ispytest=True)
-        setattr(pytest.mark, MARKER, _DependsOnDecorator(plain.mark, _ispytest=True))
+    install_mark(MARKER, _is_bare_decoration)
 
 
 def uninstall_marker() -> None:
     """Undo :func:`install_marker` once the last session that installed it is done."""
     _installed[0] = max(0, _installed[0] - 1)
-    if not _installed[0] and isinstance(pytest.mark.__dict__.get(MARKER), _DependsOnDecorator):
-        delattr(pytest.mark, MARKER)
+    if not _installed[0]:
+        uninstall_mark(MARKER)

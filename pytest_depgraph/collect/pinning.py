@@ -31,8 +31,8 @@ that starts its first test (:class:`~pytest_depgraph.core.walker.Walker`).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,13 @@ from pytest_depgraph.collect.context import Context
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.core.disjoint import DisjointSets
 from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.hosts.pytest import (
+    fixture_closure,
+    fixture_function,
+    fixture_info,
+    fixtures_by_name,
+    param_index,
+)
 
 _SCOPES = ("module", "class")
 _SCOPE_WORD = {False: "the module", True: "the class"}
@@ -49,19 +56,16 @@ _PLUGIN: dict[str, str] = {
 }
 
 
+@dataclass
 class Pins:
     """What :func:`pin` found."""
 
-    # (a plain class: a dataclass is made at import by compiling its methods)
-    __slots__ = ("edges", "groups", "warnings")
-
-    def __init__(self, warnings: list[str] | None = None) -> None:
-        #: groups of graph nodes, each in serial order
-        self.groups: list[list[int]] = []
-        #: one per module with ``depends()`` calls whose names cannot be read
-        self.warnings: list[str] = [] if warnings is None else warnings
-        #: AFTER edges added to chain the groups
-        self.edges = 0
+    #: one per module with ``depends()`` calls whose names cannot be read
+    warnings: list[str] = field(default_factory=list)
+    #: groups of graph nodes, each in serial order
+    groups: list[list[int]] = field(default_factory=list)
+    #: AFTER edges added to chain the groups
+    edges: int = 0
 
     def counts(self) -> dict[str, int]:
         """Edge counts by origin kind, for the plan's summary."""
@@ -103,17 +107,18 @@ def pin(
     _peer_edges_in_modules(builder, run, graph, union)
     # the module/class fixture instances of each test with an edge, made when first needed
     instances: list[frozenset[tuple[Any, ...]] | None] = [None] * count
-    for dependent, dependency, _kind in graph.triples() if _any_shared(builder) else ():
+    private = _PluginPrivate(builder.rootpath)
+    for dependent, dependency, _kind in graph.triples() if _any_shared(builder, private) else ():
         if dependent >= count or dependency >= count:
             continue
         mine = instances[dependent]
         if mine is None:
-            mine = instances[dependent] = _instances(builder, run[dependent])
+            mine = instances[dependent] = _instances(builder, run[dependent], private)
         if not mine:
             continue
         theirs = instances[dependency]
         if theirs is None:
-            theirs = instances[dependency] = _instances(builder, run[dependency])
+            theirs = instances[dependency] = _instances(builder, run[dependency], private)
         if mine.isdisjoint(theirs) or find(dependent) == find(dependency):
             continue
         # the same reason on every xdist worker (ids differ between processes): by name
@@ -180,7 +185,7 @@ def _computed_modules(
 
 def _peer_edges_in_modules(builder: Context, run: Sequence[int], graph: Graph, union: Any) -> None:
     """Join the two tests of every pytest-dependency or pytest-order edge inside one module.
-    O(E), in C up to the origins when there is none."""
+    O(E)."""
     table, origin_index = graph.origin_indexes()
     kinds = {i: origin.kind for i, origin in enumerate(table)
              if origin.kind in (OriginKind.DEPENDENCY, OriginKind.ORDER)}
@@ -216,78 +221,79 @@ def _peer_edges_in_modules(builder: Context, run: Sequence[int], graph: Graph, u
         union(a, b, reason)
 
 
-def _any_shared(builder: Context) -> bool:
+def _any_shared(builder: Context, private: _PluginPrivate) -> bool:
     """Whether any test uses a module- or class-scoped fixture that can pin (else no edge
     can pin). O(fixture definitions) when the session defines no such fixture at all, else
     O(V)."""
     definitions = builder.fixture_definitions()
     if definitions is not None and not any(
-        safe.attr(definition, "scope") in _SCOPES and not _plugin_private(builder, name, definition)
+        safe.attr(definition, "scope") in _SCOPES and not private(name, definition)
         for name, definition in definitions
     ):
         return False
     seen: set[int] = set()
     for item in builder.collected:
-        info = getattr(item, "_fixtureinfo", None)
+        info = fixture_info(item)
         if info is None or id(info) in seen:
             continue
         seen.add(id(info))
-        for name, definitions in info.name2fixturedefs.items():
-            if (definitions and definitions[-1].scope in _SCOPES
-                    and not _plugin_private(builder, name, definitions[-1])):
+        for name, used in fixtures_by_name(info).items():
+            if (used and used[-1].scope in _SCOPES
+                    and not private(name, used[-1])):
                 return True
     return False
 
 
-#: attribute caching the answer of :func:`_plugin_private` on a fixture definition
-_PRIVATE = "_depgraph_plugin_private"
-
-
-def _plugin_private(builder: Context, name: str, definition: Any) -> bool:
+class _PluginPrivate:
     """Whether a fixture is another plugin's private one: its name starts with ``_`` and its
     function is defined outside the rootdir (an installed plugin, not the suite's own test
-    modules, conftest.py files or local plugins)."""
-    if not name.startswith("_"):
-        return False
-    found = getattr(definition, _PRIVATE, None)
-    if found is None:
-        code = getattr(getattr(definition, "func", None), "__code__", None)
+    modules, conftest.py files or local plugins). Each definition is looked at once."""
+
+    def __init__(self, rootpath: Path) -> None:
+        self._root = rootpath.resolve()
+        self._known: dict[int, bool] = {}
+
+    def __call__(self, name: str, definition: Any) -> bool:
+        if not name.startswith("_"):
+            return False
+        found = self._known.get(id(definition))
+        if found is None:
+            found = self._known[id(definition)] = self._outside_root(definition)
+        return found
+
+    def _outside_root(self, definition: Any) -> bool:
+        code = getattr(fixture_function(definition), "__code__", None)
         filename = getattr(code, "co_filename", "")
-        root = builder.rootpath.resolve()
         try:
-            found = not filename or root not in Path(filename).resolve().parents
+            return not filename or self._root not in Path(filename).resolve().parents
         except OSError:
-            found = True
-        # a definition that takes no attributes is asked again next time
-        with contextlib.suppress(AttributeError):
-            setattr(definition, _PRIVATE, found)
-    return found
+            return True
 
 
-def _instances(builder: Context, position: int) -> frozenset[tuple[Any, ...]]:
+def _instances(
+    builder: Context, position: int, private: _PluginPrivate
+) -> frozenset[tuple[Any, ...]]:
     """The module- and class-scoped fixture instances a test uses: (definition, module,
     class, parameter index, name) -- a parametrized fixture has one instance per parameter."""
-    item: Any = builder.collected[position]
-    info = getattr(item, "_fixtureinfo", None)
+    item = builder.collected[position]
+    info = fixture_info(item)
     function = builder.functions[position]
     if info is None or function is None:
         return _NONE
     found: list[tuple[Any, ...]] = []
-    for name in item.fixturenames:
-        definitions = info.name2fixturedefs.get(name)
+    # functions of one module share its globals: a cheap module identity
+    module = id(getattr(function, "__globals__", None))
+    by_name = fixtures_by_name(info)
+    for name in fixture_closure(info):
+        definitions = by_name.get(name)
         if not definitions:
             continue
         definition = definitions[-1]
         scope = definition.scope
-        if scope not in _SCOPES or _plugin_private(builder, name, definition):
+        if scope not in _SCOPES or private(name, definition):
             continue
-        if not found:
-            callspec = getattr(item, "callspec", None)
-            indices = getattr(callspec, "indices", {}) if callspec is not None else {}
-            # functions of one module share its globals: a cheap module identity
-            module = id(getattr(function, "__globals__", None))
         owner = id(builder.classes[position]) if scope == "class" else None
-        found.append((id(definition), module, owner, indices.get(name), name))
+        found.append((id(definition), module, owner, param_index(item, name), name))
     return frozenset(found) if found else _NONE
 
 

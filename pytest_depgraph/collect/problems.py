@@ -5,15 +5,21 @@ count; a cycle of two thousand tests shows its first edges and how many more; pa
 :data:`MAX_ERRORS` errors the rest are summed up in one. ``-v`` (pytest's verbosity) shows
 everything. Messages never depend on the process (no addresses, no set order): the xdist
 workers build them independently and must agree.
+
+Every message of a collection problem is worded here, each by a function that takes the
+facts: a bad declaration, a target that matches nothing, a cycle, a peer plugin's name that
+names no test, a collection warning.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Callable
 
 from pytest_depgraph.collect.origins import OriginKind, describe
 from pytest_depgraph.core.graph import Edge, Origin
+from pytest_depgraph.words import noun
 
 #: declarations listed under one grouped error (default verbosity)
 SHOW = 3
@@ -24,38 +30,27 @@ MAX_ERRORS = 20
 MORE = "-v shows all"
 
 
-# (plain classes, not dataclasses: every pytest process imports this module, and a dataclass
-# is made at import by compiling its methods)
-
-
+@dataclass(eq=False)
 class Problem:
     """One bad declaration or cycle: reported as a collection error."""
 
-    __slots__ = ("items", "message", "report_nodeid")
-
-    def __init__(self, message: str, report_nodeid: str, items: set[int] | None = None) -> None:
-        self.message = message
-        #: node id the collection error is reported under (the declaring test's module)
-        self.report_nodeid = report_nodeid
-        #: indices (into all collected items) of the tests that cannot run because of it
-        self.items: set[int] = set() if items is None else items
+    message: str
+    #: node id the collection error is reported under (the declaring test's module)
+    report_nodeid: str
+    #: indices (into all collected items) of the tests that cannot run because of it
+    items: set[int] = field(default_factory=set)
 
 
+@dataclass(eq=False)
 class _Site:
     """One declaration (marker, decorator) that names a target, and the tests it is for."""
 
-    __slots__ = ("label", "origin", "tests", "text", "written")
-
-    def __init__(
-        self, label: str, origin: Origin, written: str | None, text: str,
-        tests: list[str] | None = None,
-    ) -> None:
-        self.label = label
-        self.origin = origin
-        #: where it was written, when that is not the origin's place
-        self.written = written
-        self.text = text
-        self.tests: list[str] = [] if tests is None else tests
+    label: str
+    origin: Origin
+    #: where it was written, when that is not the origin's place
+    written: str | None
+    text: str
+    tests: list[str] = field(default_factory=list)
 
     @property
     def where(self) -> str:
@@ -67,27 +62,22 @@ class _Site:
 
     def declared(self) -> str:
         more = len(self.tests) - 1
-        return self.tests[0] + (f" and {more:,} more test{'s' if more > 1 else ''}" if more else "")
+        return self.tests[0] + (f" and {more:,} more {noun(more, 'test')}" if more else "")
 
 
+@dataclass(eq=False)
 class _Group:
     """Declarations that fail for one cause: one error."""
 
-    __slots__ = ("advice", "hints", "kind", "missing_path", "problem", "sites")
-
-    def __init__(
-        self, kind: str, missing_path: str, problem: Problem, hints: Callable[[], list[str]],
-        advice: str,
-    ) -> None:
-        #: "unresolved" (the target matches nothing) or "self" (it contains the declaring test)
-        self.kind = kind
-        #: for an unresolved path whose file is not collected: that path, else ""
-        self.missing_path = missing_path
-        self.problem = problem
-        #: hint lines for the first declaration (close names...): computed only if shown
-        self.hints = hints
-        self.advice = advice
-        self.sites: dict[tuple[int, str], _Site] = {}
+    #: "unresolved" (the target matches nothing) or "self" (it contains the declaring test)
+    kind: str
+    #: for an unresolved path whose file is not collected: that path, else ""
+    missing_path: str
+    problem: Problem
+    #: hint lines for the first declaration (close names...): computed only if shown
+    hints: Callable[[], list[str]]
+    advice: str
+    sites: dict[tuple[int, str], _Site] = field(default_factory=dict)
 
 
 class Problems:
@@ -153,7 +143,7 @@ class Problems:
             else:
                 more = len(entry.items) - 1
                 entry.message = entry.message.replace(
-                    "{more}", f" and {more:,} more test{'s' if more > 1 else ''}" if more else ""
+                    "{more}", f" and {more:,} more {noun(more, 'test')}" if more else ""
                 )
                 problems.append(entry)
         return problems
@@ -174,8 +164,9 @@ class Problems:
             names = "that file or folder" if group.missing_path else "the same target"
             if group.kind == "self":
                 names = "a target that includes the test itself"
-            lines.append(f"  {len(others):,} more declaration{'s' if len(others) > 1 else ''} "
-                         f"name{'' if len(others) > 1 else 's'} {names}:")
+            verb = "names" if len(others) == 1 else "name"
+            lines.append(f"  {len(others):,} more {noun(len(others), 'declaration')} {verb} "
+                         f"{names}:")
             shown = others if self.verbosity > 0 else others[:SHOW]
             lines += [f"    {site.line('target ' + site.text)}" for site in shown]
             if len(shown) < len(others):
@@ -255,3 +246,237 @@ def _describe(origin: Origin) -> str:
     if origin.kind in (OriginKind.FIXTURE, OriginKind.OUTPUT) and origin.where:
         text += f" at {origin.where}"
     return text
+
+
+# -- depends_on declarations: markers, decorators, fixtures ----------------------------------
+
+
+def declaration_error(where: str, error: object, label: str, nodeid: str | None) -> str:
+    """A ``depends_on`` declaration whose arguments are wrong (``error``: what is wrong),
+    written at ``where`` as ``label``; ``nodeid``: the first test it is declared for (None
+    for a fixture's, which applies to every test that uses the fixture)."""
+    if nodeid is None:
+        return f"depgraph: {where}: {error}\n  ({label})"
+    return f"depgraph: {where}: {error}\n  ({label}, declared for {nodeid}{{more}})"
+
+
+def unknown_keywords(names: Sequence[str]) -> str:
+    """``depends_on`` given keywords it does not take (``names``, shortened, sorted)."""
+    written = ", ".join(f"{name}=" for name in names)
+    return (f"unknown keyword {noun(len(names), 'argument')} {written}; "
+            "depends_on accepts targets and on_failure='skip' or 'run' only")
+
+
+def bad_on_failure(value: str) -> str:
+    """``on_failure=`` neither 'skip' nor 'run' (``value``: how it reads)."""
+    return (f"on_failure={value} is not valid; use on_failure='skip' (run only if the targets "
+            "passed) or on_failure='run' (order only)")
+
+
+NO_TARGET = (
+    "depends_on() names no target; give one or more test names, node ids, test functions or "
+    "test classes"
+)
+EMPTY_TARGET = "an empty string is not a target; name a test or a file"
+
+
+def fixture_target(target: str) -> str:
+    """A fixture (``target``: how it reads) given as a target."""
+    return (f"the target is {target}, not a test. A test that uses the fixture gets the "
+            "fixture's own dependencies: declare them on the fixture with `from pytest_depgraph "
+            "import depends_on` and `@depends_on(...)` beside `@pytest.fixture`, or name the "
+            "tests it needs here")
+
+
+def not_a_test(target: str, kind: str) -> str:
+    """A target that is neither a string, a function nor a class (``kind``: its type's name
+    for a plain value, else "")."""
+    kind_name = f" ({kind})" if kind else ""
+    return (f"target {target}{kind_name} is not a test; a target is a string (test name or "
+            "node id), a test function or a test class")
+
+
+def fixture_label(name: str, output: bool) -> str:
+    """What an error calls the declaration of fixture ``name`` (``output``: an output
+    fixture's)."""
+    return f"output_fixture '{name}'" if output else f"@depends_on on fixture '{name}'"
+
+
+def marked_fixture(where: str, name: str, marker: str) -> str:
+    """``@pytest.mark.<marker>`` on fixture ``name`` (defined at ``where``), which pytest
+    ignores."""
+    return (
+        f"depgraph: {where}: @pytest.mark.{marker} on fixture '{name}' has no effect: pytest "
+        "ignores marks on fixtures.\n"
+        "  Use the decorator instead: `from pytest_depgraph import depends_on`, then "
+        f"`@depends_on(...)` above or below `@pytest.fixture` on '{name}'."
+    )
+
+
+def fixture_mark_hint(marker: str) -> str:
+    """What to use instead of ``@pytest.mark.<marker>`` on a fixture, beside pytest 9's own
+    error for it."""
+    return (
+        f"@pytest.mark.{marker} cannot declare a fixture's dependencies: pytest does not allow "
+        "marks on fixtures.\nUse the decorator instead: `from pytest_depgraph import "
+        "depends_on`, then `@depends_on(...)` above or below `@pytest.fixture`."
+    )
+
+
+# -- targets -------------------------------------------------------------------------------
+
+UNRESOLVED_ADVICE = (
+    "Name a test in the same class or module, or give a node id relative to the rootdir such "
+    "as 'tests/test_other.py::test_name'; a test that is not collected cannot be a dependency."
+)
+OBJECT_ADVICE = (
+    "A function or class target must be a test that pytest collects in this run (a test "
+    "function, or a test class of a test module); for anything else, name the test as a string."
+)
+SELF_ADVICE = "A test cannot depend on itself: remove the target that names it."
+SELF_ADVICE_INHERITED = (
+    "A marker on a class or module applies to each of its tests, so a target that contains "
+    "them names each test itself: name the other tests only, or move the marker to the tests "
+    "that depend on the rest."
+)
+
+
+def left_out(path: str, ignored: bool) -> list[str]:
+    """Why a target's existing file ``path`` is not collected (``ignored``: pytest is told to
+    ignore it), and how to include it."""
+    if ignored:
+        return [f"  {path} is not collected: pytest is told to ignore it (--ignore, "
+                "--ignore-glob, collect_ignore); stop ignoring it to run this test."]
+    return [f"  {path} is not collected in this run: add it to the command line "
+            f"(pytest ... {path})."]
+
+
+def fixture_named(name: str) -> list[str]:
+    """A target that names fixture ``name`` (quoted) rather than a test."""
+    return [
+        f"  {name} is a fixture, not a test. A test that uses a fixture gets the fixture's own "
+        "dependencies: declare them on the fixture with `from pytest_depgraph import "
+        "depends_on` and `@depends_on(...)` beside `@pytest.fixture`, and request the fixture "
+        "in the test."
+    ]
+
+
+def did_you_mean(names: Sequence[str]) -> list[str]:
+    """The names (each already quoted) a wrong one may have meant; nothing for none."""
+    return ["  Did you mean " + " or ".join(names) + "?"] if names else []
+
+
+def broken_dependent(dependent: str, broken: str) -> str:
+    """Test ``dependent`` requires ``broken``, which cannot run."""
+    return (f"depgraph: {dependent} depends on {broken}, which cannot run because of a "
+            "dependency error reported above")
+
+
+# -- the peer plugins' markers ---------------------------------------------------------------
+
+
+def peer_argument(where: str, site: str, what: str, nodeid: str) -> str:
+    """A peer plugin's marker or call (``site``) whose argument is wrong (``what``)."""
+    return f"depgraph: {where}: {site}: {what} (declared for {nodeid}{{more}})."
+
+
+def not_names(argument: str, value: str) -> str:
+    """``argument=`` (pytest-dependency's ``depends``) is not a list of test names."""
+    return f"{argument}={value} is not a list of test names"
+
+
+def not_a_scope(value: str, scopes: Sequence[str]) -> str:
+    """pytest-dependency's ``scope=`` is none of ``scopes``."""
+    return f"scope={value} is not one of {', '.join(map(repr, scopes))}"
+
+
+def dependency_skip(test: str, name: str) -> str:
+    """pytest-dependency's own reason for skipping ``test`` that depends on ``name``."""
+    return f"{test} depends on {name}"
+
+
+def unknown_dependency(
+    where: str, site: str, name: str, scope: str, nodeid: str, outside: bool, hints: list[str]
+) -> str:
+    """``name`` in pytest-dependency's marker or ``depends()`` call names no test it knows in
+    ``scope`` (``outside``: the declaring test is in no such scope)."""
+    lines = [
+        f"depgraph: {where}: {site}: {name!r} names no test known to pytest-dependency in "
+        f"{scope} scope (declared for {nodeid}{{more}})."
+    ]
+    if outside:
+        lines.append(f"  {nodeid} is not inside a {scope}; use scope='module' or "
+                     "scope='session'.")
+    lines += hints
+    lines.append(
+        "  A test can be depended on only if it carries @pytest.mark.dependency (or "
+        "automark_dependency is set); its name is its name= or its node id relative to the "
+        "scope: 'test_x' or 'TestClass::test_x' in a module, the full node id "
+        "'tests/test_mod.py::test_x' in session or package scope."
+    )
+    return "\n".join(lines)
+
+
+def unmarked_dependency(nodeid: str) -> str:
+    """Test ``nodeid`` has no ``dependency`` marker, so pytest-dependency does not know it."""
+    return (f"  {nodeid} has no @pytest.mark.dependency: add @pytest.mark.dependency() to "
+            "it.")
+
+
+def known_as(nodeid: str, name: str) -> str:
+    """Test ``nodeid`` is known to pytest-dependency by its ``name=``."""
+    return f"  {nodeid} is known as {name!r} (its name=)."
+
+
+def parametrized_name(name: str, instance: str | None) -> str:
+    """``name`` names a parametrized test, whose instances pytest-dependency names one by
+    one (``instance``: one of them)."""
+    return f"  {name!r} is parametrized: name its instances, e.g. {instance!r}."
+
+
+def order_not_names(keyword: str, value: str, nodeid: str, where: str, marker: str) -> str:
+    """pytest-order's ``before=``/``after=`` (``keyword``) is not a name or a list of names."""
+    return (f"depgraph: {where}: @pytest.mark.{marker}({keyword}={value}): {keyword}= takes a "
+            f"test name or a list of test names (declared for {nodeid}{{more}}).")
+
+
+def unknown_label(
+    keyword: str, label: str, nodeid: str, where: str, marker: str, close: Sequence[str]
+) -> str:
+    """pytest-order's ``label`` matches no collected test (``close``: the names it may
+    mean)."""
+    hint = "  Did you mean " + " or ".join(map(repr, close)) + "?\n" if close else ""
+    return (
+        f"depgraph: {where}: @pytest.mark.{marker}({keyword}={label!r}): "
+        f"{label!r} matches no collected test (declared for {nodeid}{{more}}).\n"
+        f"{hint}"
+        "  pytest-order names a test by the end of its node id ('test_name', "
+        "'TestClass::test_name', 'test_module.py::test_name') within the test's module or a "
+        "parent directory."
+    )
+
+
+def stale_warning(message: str, where: str, plugin: str, skips: bool) -> str:
+    """The warning for a stale name in a peer plugin's marker (``message``: the error
+    ``--depgraph-strict`` makes of it): that plugin's own treatment of it, without the place,
+    which pytest shows beside the warning."""
+    treatment = (f"The test is skipped, as {plugin} skips it" if skips else
+                 f"The name is ignored, as {plugin} ignores it")
+    lines = (message.replace("{more}", "").replace(f"depgraph: {where}: ", "depgraph: ", 1)
+             .splitlines())
+    text = "\n".join([lines[0], f"  {treatment} (--depgraph-strict makes this an error).",
+                      *lines[1:]])
+    return text.rstrip()
+
+
+# -- collection warnings ---------------------------------------------------------------------
+
+
+def imported_target(name: str, defined_in: str, module: str, nodeid: str, original: str) -> str:
+    """Test function ``name`` of ``defined_in``, imported into ``module``, is collected there
+    too (as ``nodeid``; ``original``: its own node id)."""
+    return (
+        f"depgraph: {name} is a test of {defined_in} imported into {module}, so pytest "
+        f"collects it here too ({nodeid}) and runs it twice. Name it with a node "
+        f"id instead ({original!r}), or import its module."
+    )

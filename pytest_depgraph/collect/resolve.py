@@ -87,7 +87,6 @@ class TargetIndex:
         self._functions = functions
         self._classes = classes
         self._by_object: tuple[dict[int, list[int]], dict[int, list[int]]] | None = None
-        self._contexts: dict[str, tuple[str, list[str]]] = {}
         #: one context per class or module, shared by the node ids in it
         self._scopes: dict[str, tuple[str, list[str]]] = {}
         self._files: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
@@ -111,24 +110,9 @@ class TargetIndex:
         table: dict[str, list[int]] = {}
         prefixes_of = _name_prefixes if with_names else boundary_prefixes
         for node, nodeid in enumerate(self.nodeids):
-            if with_names and "[" not in nodeid:
-                first = nodeid.find("::")
-                if first >= 0 and nodeid.find("::", first + 2) < 0:
-                    # a test outside classes, not parametrized (the usual test): its id is
-                    # its one prefix with ``::``
-                    found = table.get(nodeid)
-                    if found is None:
-                        table[nodeid] = [node]
-                    else:
-                        found.append(node)
-                    continue
             for prefix in prefixes_of(nodeid):
                 if ("::" in prefix) is with_names:
-                    found = table.get(prefix)
-                    if found is None:
-                        table[prefix] = [node]
-                    else:
-                        found.append(node)
+                    table.setdefault(prefix, []).append(node)
         return table
 
     def _objects(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
@@ -153,8 +137,6 @@ class TargetIndex:
 
         An empty sequence means no match. The result is shared: do not change it.
         """
-        if type(target) is str:
-            return self._resolve_string(target.strip(), nodeid)
         if issubclass(type(target), str):
             # a str subclass's own methods are never called
             return self._resolve_string(str.__str__(target).strip(), nodeid)
@@ -167,76 +149,19 @@ class TargetIndex:
     def resolve_all(
         self, targets: Sequence[object], nodeid: str
     ) -> list[tuple[object, Sequence[int]]]:
-        """Each target with :meth:`resolve` of it, for one declaration. What most targets of
-        a large suite are is looked up here directly: a node id from the rootdir, and the name
-        of a test in the module of a test outside classes."""
-        by_name = self._by_name
-        if by_name is None:
-            by_name = self._by_name = self._index(with_names=True)
-        resolved: list[tuple[object, Sequence[int]]] = []
-        module = None  # the test's module when it is in no class; found at the first name
-        for target in targets:
-            if type(target) is str:
-                text = target.strip()
-                if "::" in text:
-                    found = by_name.get(text)
-                    if found:
-                        resolved.append((target, found))
-                        continue
-                elif not text.endswith((".py", "/")):
-                    if module is None:
-                        context = self._context_of(nodeid)
-                        module = "" if context[1] else context[0] + "::"
-                    if module:  # (as _resolve_string looks up a name outside classes)
-                        resolved.append((target, by_name.get(module + text) or ()))
-                        continue
-                resolved.append((target, self._resolve_string(text, nodeid)))
-            else:
-                resolved.append((target, self.resolve(target, nodeid)))
-        return resolved
+        """Each target with :meth:`resolve` of it, for one declaration."""
+        return [(target, self.resolve(target, nodeid)) for target in targets]
 
     def _resolve_string(self, target: str, nodeid: str) -> Sequence[int]:
-        by_name = self._by_name
-        if by_name is None:
-            by_name = self._by_name = self._index(with_names=True)
-        # the usual cases first: a node id from the rootdir, a file beside the test's own, a
-        # name in the test's own class or module
-        if "::" in target:
-            found = by_name.get(target)
-            if found:
-                return found
-        context = self._contexts.get(nodeid)
-        if context is None:
-            context = self._contexts[nodeid] = self._context_of(nodeid)
-        module, scopes = context
-        if "::" in target:
-            directory = module.rpartition("/")[0]
-            if directory:
-                found = by_name.get(f"{directory}/{target}")
-                if found:
-                    return found
-        elif target.endswith((".py", "/")):
+        """The nodes of the first place ``target`` may point to that holds any: the target as
+        written when it is path-qualified (a node id from the rootdir, a file, a folder), then
+        :meth:`_candidates`."""
+        if is_path_qualified(target):
             found = self._prefixes(target)
             if found:
                 return found
-            directory = module.rpartition("/")[0]
-            if directory:
-                found = self._prefixes(f"{directory}/{target}")
-                if found:
-                    return found
-        else:
-            # a test name: in the test's innermost class, then the enclosing ones, then its
-            # module (what _candidates gives for it)
-            if not scopes:
-                return by_name.get(f"{module}::{target}") or ()  # a module's test: the usual
-            for depth in range(len(scopes), -1, -1):
-                found = by_name.get("::".join([module, *scopes[:depth], target]))
-                if found:
-                    return found
-            return ()
-        lookup = self._prefixes
         for candidate in self._candidates(target, nodeid):
-            found = lookup(candidate)
+            found = self._prefixes(candidate)
             if found:
                 return found
         return ()
@@ -254,11 +179,9 @@ class TargetIndex:
         return context
 
     def _candidates(self, target: str, nodeid: str) -> Iterator[str]:
-        """Where ``target`` may point, in the documented order (generated lazily)."""
-        context = self._contexts.get(nodeid)
-        if context is None:
-            context = self._contexts[nodeid] = self._context_of(nodeid)
-        module, scopes = context
+        """Where ``target`` may point besides itself, in the documented order (generated
+        lazily)."""
+        module, scopes = self._context_of(nodeid)
         if is_path_qualified(target):
             normal = _normalize(target)
             if normal != target:  # the caller tried ``target`` as it is already
@@ -281,7 +204,7 @@ class TargetIndex:
         path = target.split("::", 1)[0]
         if ":" in path:
             return ""  # 'tests/test_m.py:test_a': a node id with one colon, not a path
-        module = self._context(nodeid)[0]
+        module = self._context_of(nodeid)[0]
         directory = module.rpartition("/")[0]
         tried = [path, _normalize(path)]
         if directory and not path.startswith("/"):
@@ -304,7 +227,7 @@ class TargetIndex:
         import difflib  # only a target that matches nothing needs it
 
         target = target.strip()
-        module, _ = self._context(nodeid)
+        module, _ = self._context_of(nodeid)
         own = nodeid.split("[", 1)[0]
         if ":" in target and "::" not in target:
             fixed = target.replace(":", "::", 1)  # 'test_m.py:test_a'
@@ -332,12 +255,6 @@ class TargetIndex:
             return close
         pool = [n for n in self._all_names() if n != own.rsplit("::", 1)[-1]]
         return difflib.get_close_matches(target, pool, n=limit)
-
-    def _context(self, nodeid: str) -> tuple[str, list[str]]:
-        context = self._contexts.get(nodeid)
-        if context is None:
-            context = self._contexts[nodeid] = self._context_of(nodeid)
-        return context
 
     def _suggestion_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """File -> names in it (``test_a``, ``TestC``, ``TestC::test_x``), and file name ->

@@ -13,6 +13,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from pytest_depgraph.hosts.pytest import fixture_name
+from pytest_depgraph.words import plural
 
 if TYPE_CHECKING:
     from typing import TypeGuard
@@ -125,7 +126,7 @@ def _describe(obj: object) -> str:
     if kind in (list, tuple, dict) and len(obj) <= 5:  # type: ignore[arg-type]
         return _container(obj)
     if kind in (set, frozenset):
-        return f"a {kind.__name__} of {len(obj)} item{'' if len(obj) == 1 else 's'}"  # type: ignore[arg-type]
+        return f"a {kind.__name__} of {plural(len(obj), 'item')}"  # type: ignore[arg-type]
     fixture = fixture_name(obj)
     if fixture is not None:
         return f"fixture {fixture!r}"

@@ -153,11 +153,6 @@ class Plan:
 
     #: node id of every node (items first, then external nodes).
     nodeids: list[str]
-    #: on the worker the controller asks for them, ``item.location`` of the items the
-    #: controller may report itself (skipped or broken ones): (relative file, 0-based line or
-    #: None, domain); None for the others. Sent beside the plan, never in its JSON; empty
-    #: elsewhere.
-    locations: list[tuple[str, int | None, str] | None]
     #: the reduced graph, over the same node numbers.
     graph: Graph
     #: an int per node naming its innermost scope, class or module (fixture affinity).
@@ -207,8 +202,7 @@ class Plan:
         return range(self.item_count, len(self.nodeids))
 
     def to_json(self, places: bool = True) -> str:
-        """Serialise to one JSON string (cheap to send over an execnet channel), without the
-        items' ``locations``.
+        """Serialise to one JSON string (cheap to send over an execnet channel).
 
         ``places=False`` leaves out where each edge was declared (an empty ``where``): finding
         a marker's ``file:line`` reads the source, and an xdist controller shows it only in
@@ -253,7 +247,6 @@ class Plan:
         graph.compact()
         return cls(
             nodeids=nodeids,
-            locations=[],
             graph=graph,
             group=data["group"],
             item_count=data["item_count"],

@@ -169,7 +169,6 @@ def restrict(plan: Plan, keep: Sequence[int], unreduced: Graph | None = None) ->
         removed = len(before) - graph.edge_count
     return Plan(
         nodeids=[plan.nodeids[old] for old in old_of],
-        locations=[plan.locations[old] for old in keep] if plan.locations else [],
         graph=graph,
         group=[plan.group[old] for old in old_of],
         item_count=len(keep),

@@ -1,5 +1,5 @@
 """pytest's internals behind one door each: teardown and capture of a held test, skips at the
-test's place, ``--lf``'s books, the terminal's counts, and what makes a function a fixture.
+test's place, ``--lf``'s books, the terminal's counts, fixtures, marks, and subtests' reports.
 
 Checked against pytest 8 and 9. What pytest documents (its hooks, ``pytest.CallInfo``,
 ``pytest.TestReport``, the terminal reporter's ``stats`` and ``write_line``) is used where it is
@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import types
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NoReturn
 
 import pytest
+
+try:  # pytest 9's ``subtests`` fixture
+    from _pytest.subtests import SubtestReport as _SubtestReport
+except ImportError:  # pytest 8 has none
+    _SubtestReport = None  # type: ignore[assignment,misc]
 
 #: what pytest keeps of a test's fixtures until the end of its run protocol
 RequestState = tuple[pytest.Item, object, object]
@@ -116,6 +121,157 @@ def undo_deselection(config: pytest.Config, nodeids: Collection[str]) -> None:
         stats["deselected"] = [i for i in stats["deselected"] if i.nodeid not in nodeids]
         if not stats["deselected"]:
             del stats["deselected"]
+
+
+# -- fixtures ------------------------------------------------------------------------------
+
+
+def fixture_info(item: pytest.Item) -> object | None:
+    """What pytest knows of the fixtures of ``item`` (``item._fixtureinfo``, a
+    ``FuncFixtureInfo`` of ``fixtures.py``): one per test definition, shared by its
+    parametrized instances; None for an item that is not a pytest function."""
+    return getattr(item, "_fixtureinfo", None)
+
+
+def fixture_closure(info: Any) -> Sequence[str]:
+    """Every fixture name a test uses, with the fixtures they use (``names_closure``)."""
+    closure: Sequence[str] = info.names_closure
+    return closure
+
+
+def fixtures_by_name(info: Any) -> Mapping[str, Sequence[Any]]:
+    """The definitions a test may use for each fixture name, the closest override last
+    (``name2fixturedefs``)."""
+    found: Mapping[str, Sequence[Any]] = info.name2fixturedefs
+    return found
+
+
+def fixture_function(definition: object) -> object:
+    """The function a fixture definition (``FixtureDef``) calls (its ``func``; None when it
+    has none)."""
+    return _attribute(definition, "func")
+
+
+def fixture_arguments(definition: object) -> Sequence[str]:
+    """The fixture names a fixture definition requests (``FixtureDef.argnames``)."""
+    names = _attribute(definition, "argnames")
+    return names if isinstance(names, tuple) else ()
+
+
+def session_fixtures(session: object) -> list[tuple[str, object]] | None:
+    """Every fixture definition of the session with its name, from the fixture manager's
+    tables (``session._fixturemanager``): ``_arg2fixturedefs`` (name -> definitions) before
+    pytest 9; since then ``_arg2node2fixturedefs`` (name -> node -> definitions) and the
+    deprecated ``_arg2nodeid2fixturedefs``. None when neither can be read."""
+    manager = _attribute(session, "_fixturemanager")
+    flat = _attribute(manager, "_arg2fixturedefs")
+    if isinstance(flat, dict):
+        return [(name, d) for name, defs in flat.items() for d in defs]
+    by_node = _attribute(manager, "_arg2node2fixturedefs")
+    if not isinstance(by_node, dict):
+        return None
+    by_nodeid = _attribute(manager, "_arg2nodeid2fixturedefs")
+    tables = [by_node, by_nodeid if isinstance(by_nodeid, dict) else {}]
+    return [(name, d) for table in tables for name, nodes in table.items()
+            for defs in nodes.values() for d in defs]
+
+
+def session_fixture_names(session: object) -> Collection[str]:
+    """Every fixture name of the session (empty when the fixture manager's tables cannot be
+    read: :func:`session_fixtures`)."""
+    manager = _attribute(session, "_fixturemanager")
+    for table in ("_arg2node2fixturedefs", "_arg2fixturedefs"):  # pytest >= 9, < 9
+        known = _attribute(manager, table)
+        if isinstance(known, dict):
+            return known.keys()
+    return ()
+
+
+def param_index(item: pytest.Item, name: str) -> int | None:
+    """Which parameter of the parametrized fixture ``name`` the test ``item`` uses
+    (``item.callspec.indices``); None when it uses none."""
+    indices = _attribute(_attribute(item, "callspec"), "indices")
+    found = indices.get(name) if isinstance(indices, dict) else None
+    return found if isinstance(found, int) else None
+
+
+# -- marks ---------------------------------------------------------------------------------
+
+
+def _bare_mark(name: str) -> pytest.Mark:
+    """The mark of ``@pytest.mark.<name>`` without arguments (``Mark``'s constructor takes
+    ``_ispytest``: only pytest makes marks)."""
+    return pytest.Mark(name, (), {}, _ispytest=True)
+
+
+def store_bare_mark(name: str, obj: object) -> None:
+    """What ``@pytest.mark.<name>`` without arguments does to ``obj``: stores a mark of no
+    arguments on it (``MarkDecorator.__call__`` with one function or class, ``store_mark``)."""
+    pytest.MarkDecorator(_bare_mark(name), _ispytest=True)(obj)
+
+
+class _TargetsFirst(pytest.MarkDecorator):
+    """``pytest.mark.<name>`` whose first call takes a single function or class as the mark's
+    argument, unless ``decorated(args, kwargs)`` (of :func:`install_mark`) says it is the
+    definition being decorated: pytest's own decorator marks it and returns it."""
+
+    def __call__(self, *args: object, **kwargs: object) -> Any:
+        if _DECORATED[self.mark.name](args, kwargs):
+            return super().__call__(*args, **kwargs)
+        return self.with_args(*args, **kwargs)
+
+
+#: mark name -> what tells the definition being decorated from an argument (install_mark)
+_DECORATED: dict[str, Callable[[tuple[object, ...], Mapping[str, object]], bool]] = {}
+
+
+def install_mark(
+    name: str, decorated: Callable[[tuple[object, ...], Mapping[str, object]], bool]
+) -> None:
+    """Make ``pytest.mark.<name>`` take a single function or class as its argument, unless
+    ``decorated(args, kwargs)`` says it is the definition being decorated.
+
+    Relies on ``MarkGenerator`` (``pytest.mark``) making a decorator in ``__getattr__``, which
+    Python calls only for a name the instance does not hold (an attribute set on it wins),
+    on ``MarkDecorator``'s private constructor (``_ispytest``), and on ``with_args`` making a
+    plain decorator of the combined mark (its later call then decorates as pytest's own does).
+    ``decorated`` is called directly by the decorator's ``__call__`` (two frames below the
+    code being decorated)."""
+    _DECORATED[name] = decorated
+    if not isinstance(pytest.mark.__dict__.get(name), _TargetsFirst):
+        setattr(pytest.mark, name, _TargetsFirst(_bare_mark(name), _ispytest=True))
+
+
+def uninstall_mark(name: str) -> None:
+    """Undo :func:`install_mark`: ``pytest.mark.<name>`` as pytest makes it again."""
+    if isinstance(pytest.mark.__dict__.get(name), _TargetsFirst):
+        delattr(pytest.mark, name)
+
+
+# -- reports -------------------------------------------------------------------------------
+
+
+def rejects_marked_fixture(report: object) -> bool:
+    """Whether ``report`` is pytest's failed collection of a module that puts a mark on a
+    fixture: since pytest 9 importing it raises "Marks cannot be applied to fixtures"
+    (``fixtures.py``); pytest 8 only warns."""
+    return (
+        isinstance(report, pytest.CollectReport)
+        and report.failed
+        and "Marks cannot be applied to fixtures" in str(report.longrepr)
+    )
+
+
+def is_subtest_report(report: pytest.TestReport) -> bool:
+    """Whether ``report`` is the report of one subtest, not of its test.
+
+    Relies on pytest 9's ``subtests`` fixture: each ``subtests.test()`` block reports a
+    ``_pytest.subtests.SubtestReport`` (a ``TestReport`` with the test's node id and ``when ==
+    "call"``) through ``pytest_runtest_logreport`` while the test runs, and pytest's
+    ``pytest_report_from_serializable`` makes it that class again on the xdist controller.
+    Always False on pytest 8, which has no subtests of its own.
+    """
+    return _SubtestReport is not None and isinstance(report, _SubtestReport)
 
 
 

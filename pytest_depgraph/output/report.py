@@ -10,6 +10,7 @@ prints nothing (its graph was never walked: the errors say it all).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
@@ -40,16 +41,12 @@ SHOWN_PER_CAUSE = 10
 _PATH_WIDTH = 120
 
 
+@dataclass(frozen=True)
 class View:
     """How much to say: pytest's verbosity, and whether tests ran on xdist workers."""
 
-    # (a plain class: a run with dependencies imports this module for its summary, and a
-    # dataclass is made at import by compiling its methods)
-    __slots__ = ("parallel", "verbosity")
-
-    def __init__(self, verbosity: int = 0, parallel: bool = False) -> None:
-        self.verbosity = verbosity
-        self.parallel = parallel
+    verbosity: int = 0
+    parallel: bool = False
 
 
 def summary(
@@ -132,15 +129,15 @@ def _edges(plan: Plan, view: View) -> tuple[int, str]:
 def one_line(plan: Plan, skips: Mapping[str, str], view: View) -> str:
     """The ``-q`` summary: counts only."""
     total, _ = _edges(plan, view)
-    parts = [_plural(plan.item_count, "test"), _plural(total, "edge")]
+    parts = [plural(plan.item_count, "test"), plural(total, "edge")]
     if plan.shard is not None:
         parts.insert(0, f"shard {plan.shard.index}/{plan.shard.count}")
     if plan.added:
-        parts.append(f"{_plural(len(plan.added), 'dependency')} pulled in by selection")
+        parts.append(f"{plural(len(plan.added), 'dependency')} pulled in by selection")
     if skips:
         causes = len(set(skips.values()))
-        parts.append(f"{_plural(len(skips), 'test')} skipped because of "
-                     f"{_plural(causes, 'upstream test')}")
+        parts.append(f"{plural(len(skips), 'test')} skipped because of "
+                     f"{plural(causes, 'upstream test')}")
     return "depgraph: " + ", ".join(parts)
 
 
@@ -159,17 +156,17 @@ def lines(
         return out  # a sharded run without dependencies: the shard is all there is to say
     total, parts = _edges(plan, view)
     out.append(
-        f"{_plural(plan.item_count, 'test')}, {_plural(total, 'edge')} ({parts}); "
+        f"{plural(plan.item_count, 'test')}, {plural(total, 'edge')} ({parts}); "
         f"{plan.removed_edges} removed by transitive reduction"
     )
     if plan.added:
-        out.append(f"{_plural(len(plan.added), 'dependency')} pulled in by selection"
+        out.append(f"{plural(len(plan.added), 'dependency')} pulled in by selection"
                    + (":" if verbose else ""))
         if verbose:
             out.extend(f"  {plan.nodeids[n]}" for n in plan.added)
     external = list(plan.external)
     if external:
-        out.append(f"{_plural(len(external), 'dependency')} not selected (--depgraph-no-deps)")
+        out.append(f"{plural(len(external), 'dependency')} not selected (--depgraph-no-deps)")
     if plan.graph.edge_count and plan.item_count:
         path, seconds = chain
         out.extend(_critical_path(plan, path, seconds if _any_ran(plan, recorder) else None,
@@ -178,7 +175,7 @@ def lines(
     for nodeid, root in skips.items():
         groups.setdefault(root, []).append(nodeid)
     if groups:
-        out.append(f"{_plural(len(skips), 'test')} skipped because of an upstream test:")
+        out.append(f"{plural(len(skips), 'test')} skipped because of an upstream test:")
         for root, skipped in groups.items():
             not_selected = root in plan.nodeids[plan.item_count :]
             why = "was not selected" if not_selected else describe(recorder.outcome(root))
@@ -198,10 +195,10 @@ def shard_lines(info: ShardInfo) -> list[str]:
     from pytest_depgraph.core.shard import seconds  # only a sharded run shows it
 
     return [
-        f"shard {info.index}/{info.count}: {_plural(info.tests, 'test')} in "
-        f"{_plural(info.groups, 'group')}, expected {seconds(info.expected)} of total "
+        f"shard {info.index}/{info.count}: {plural(info.tests, 'test')} in "
+        f"{plural(info.groups, 'group')}, expected {seconds(info.expected)} of total "
         f"{seconds(info.total)} (ideal {seconds(info.total / info.count)})",
-        f"durations from {info.source}: {info.known} of {_plural(info.selected, 'test')} known",
+        f"durations from {info.source}: {info.known} of {plural(info.selected, 'test')} known",
     ]
 
 
@@ -256,7 +253,7 @@ def _critical_path(
         return []  # tests were reported, and none of them ran: no chain to name
     names = [plan.nodeids[n] for n in path]
     length = "by test count" if seconds is None else f"{seconds:.2f} s"
-    head = f"critical path: {_plural(len(path), 'test')} ({length})"
+    head = f"critical path: {plural(len(path), 'test')} ({length})"
     if verbose and len(names) > 1:
         return [f"{head}:", *(f"  {name}" for name in names)]
     joined = " -> ".join(names)
@@ -338,10 +335,3 @@ def bound_words(bound: Bound) -> str:
     if bound.bottleneck is not None:
         words += f": {bound.bottleneck} bound the run"
     return words
-
-
-def _plural(count: int, noun: str) -> str:
-    if count == 1:
-        return f"1 {noun}"
-    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
-    return f"{count} {plural}"

@@ -233,7 +233,6 @@ def _edgeless(collection: list[str]) -> Plan:
     modules: dict[str, int] = {}
     return Plan(
         nodeids=list(collection),
-        locations=[],
         graph=Graph(len(collection)),
         group=[modules.setdefault(nodeid.split("::")[0], len(modules)) for nodeid in collection],
         item_count=len(collection),

@@ -9,37 +9,29 @@ sends a test once its requires dependencies passed.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from pytest_depgraph.collect.compat.names import Settings, loaded_plugin
+from pytest_depgraph.collect.peers import Settings, loaded_plugin
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.core.paths import reachable
+from pytest_depgraph.hosts import dependency
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
 
 if TYPE_CHECKING:
-    from pytest_depgraph.collect.compat.dependency import DependencyNames
+    from pytest_depgraph.collect.readers.dependency import DependencyNames
 
 
 def install(config: pytest.Config) -> None:
     """On a walked xdist worker where pytest-dependency is loaded, wrap its skip check (after
     the session's state is made)."""
-    dependency = loaded_plugin(config, "pytest_dependency")
-    if dependency is not None and role(config) is Role.WALKED_WORKER:
-        runtime = DependencyRuntime(config, dependency, session_state(config).compat)
+    plugin = loaded_plugin(config, "pytest_dependency")
+    if plugin is not None and role(config) is Role.WALKED_WORKER:
+        runtime = DependencyRuntime(config, plugin, session_state(config).peers)
         if runtime.install():
             config.pluginmanager.register(runtime, "depgraph-dependency-runtime")
-
-
-@dataclass(frozen=True)
-class _Passed:
-    """A report-like value with the two attributes pytest-dependency's ``addResult`` reads."""
-
-    when: str
-    outcome: str = "passed"
 
 
 class DependencyRuntime:
@@ -59,53 +51,42 @@ class DependencyRuntime:
         self._names: DependencyNames | None = None
         self._node_of: dict[str, int] | None = None
         self._ancestors: dict[int, set[int]] = {}
-        self._original: Any = None
+        self._undo: Callable[[], None] | None = None
 
     def install(self) -> bool:
-        """Wrap ``DependencyManager.checkDepend``; False (with a warning) on unknown internals."""
-        manager = getattr(self.module, "DependencyManager", None)
-        check = getattr(manager, "checkDepend", None)
-        add = getattr(manager, "addResult", None)
-        if manager is None or check is None or add is None or not hasattr(manager, "ScopeCls"):
+        """Wrap pytest-dependency's skip check; False (with a warning) on unknown internals."""
+        self._undo = dependency.wrap_check(self.module, self._before_check)
+        if self._undo is None:
             warnings.warn(pytest.PytestWarning(
-                "pytest-depgraph: this pytest-dependency "
-                f"({getattr(self.module, '__version__', '?')}) has no "
-                "DependencyManager.checkDepend/addResult; on xdist workers its own skip check "
-                "cannot see dependencies that ran on another worker. Use depends_on markers or "
-                "pytest-dependency 0.5/0.6."
+                f"pytest-depgraph: this pytest-dependency ({dependency.version(self.module)}) "
+                "has no DependencyManager.checkDepend/addResult; on xdist workers its own skip "
+                "check cannot see dependencies that ran on another worker. Use depends_on "
+                "markers or pytest-dependency 0.5/0.6."
             ), stacklevel=1)
             return False
-        runtime = self
-        self._original = check
-
-        def checkDepend(manager_self: Any, depends: Any, item: Any) -> Any:
-            try:
-                runtime.fill(manager_self, depends, item)
-            except Exception as error:  # never break the test run
-                warnings.warn(pytest.PytestWarning(
-                    f"pytest-depgraph could not pass results to pytest-dependency: {error!r}"
-                ), stacklevel=1)
-            return runtime._original(manager_self, depends, item)
-
-        checkDepend._depgraph_wrapped = check  # type: ignore[attr-defined]
-        manager.checkDepend = checkDepend
         return True
 
     def pytest_unconfigure(self) -> None:
-        manager = getattr(self.module, "DependencyManager", None)
-        if manager is not None and self._original is not None:
-            manager.checkDepend = self._original
+        if self._undo is not None:
+            self._undo()
+
+    def _before_check(self, manager: Any, depends: Any, node: Any) -> None:
+        try:
+            self.fill(manager, depends, node)
+        except Exception as error:  # never break the test run
+            warnings.warn(pytest.PytestWarning(
+                f"pytest-depgraph could not pass results to pytest-dependency: {error!r}"
+            ), stacklevel=1)
 
     def fill(self, manager: Any, depends: Any, node: Any) -> None:
         """Record as passed each name in ``depends`` whose tests are requires ancestors."""
         # pytest-dependency's naming rules, loaded only where pytest-dependency runs
-        from pytest_depgraph.collect.compat.dependency import SCOPES, DependencyNames, scope_key
+        from pytest_depgraph.collect.readers.dependency import SCOPES, DependencyNames, scope_key
 
         state = session_state(self.config)
         item, plan = state.running, state.plan
-        results = getattr(manager, "results", None)
-        scope = getattr(manager, "scope", None)
-        if item is None or plan is None or not isinstance(results, dict) or scope not in SCOPES:
+        scope = dependency.manager_scope(manager)
+        if item is None or plan is None or scope not in SCOPES:
             return
         if self._node_of is None:
             self._node_of = {n: i for i, n in enumerate(plan.nodeids[: plan.item_count])}
@@ -119,15 +100,13 @@ class DependencyRuntime:
             return
         ancestors = self._required_ancestors(plan, me)
         for name in [depends] if isinstance(depends, str) else list(depends):
-            status = results.get(name)
-            if status is not None and getattr(status, "isSuccess", lambda: False)():
+            if dependency.has_passed(manager, name):
                 continue
             tests = [self._names.items[p] for p in self._names.lookup(scope, key, str(name))]
             nodes = [self._node_of.get(t.nodeid) for t in tests]
             if tests and all(n is not None and n in ancestors for n in nodes):
                 for test in tests:
-                    for when in ("setup", "call", "teardown"):
-                        manager.addResult(test, name, _Passed(when))
+                    dependency.record_passed(manager, test, name)
 
     def _required_ancestors(self, plan: Any, node: int) -> set[int]:
         """Tests reached from ``node`` through requires edges: all passed before it was sent."""

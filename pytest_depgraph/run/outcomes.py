@@ -15,14 +15,10 @@ import pytest
 
 from pytest_depgraph.core.graph import Kind
 from pytest_depgraph.core.paths import reachable
+from pytest_depgraph.hosts.pytest import is_subtest_report
 
 if TYPE_CHECKING:
     from pytest_depgraph.core.plan import Plan
-
-try:  # pytest 9's ``subtests`` fixture
-    from _pytest.subtests import SubtestReport as _SubtestReport
-except ImportError:  # pytest 8 has none
-    _SubtestReport = None  # type: ignore[assignment,misc]
 
 PASSED = "passed"
 FAILED = "failed"
@@ -120,18 +116,6 @@ class OutcomeRecorder:
 
     def __contains__(self, nodeid: str) -> bool:
         return nodeid in self._outcomes
-
-
-def is_subtest_report(report: pytest.TestReport) -> bool:
-    """Whether ``report`` is the report of one subtest, not of its test.
-
-    Relies on pytest 9's ``subtests`` fixture: each ``subtests.test()`` block reports a
-    ``_pytest.subtests.SubtestReport`` (a ``TestReport`` with the test's node id and ``when ==
-    "call"``) through ``pytest_runtest_logreport`` while the test runs, and pytest's
-    ``pytest_report_from_serializable`` makes it that class again on the xdist controller.
-    Always False on pytest 8, which has no subtests of its own.
-    """
-    return _SubtestReport is not None and isinstance(report, _SubtestReport)
 
 
 def _worse(current: str, new: str) -> str:

@@ -11,7 +11,7 @@ import importlib.util
 
 import pytest
 
-from pytest_depgraph.collect import compat
+from pytest_depgraph.collect import peers
 from pytest_depgraph.hosts.pytest import collect_all_for_last_failed
 from pytest_depgraph.options import read_settings
 from pytest_depgraph.run import dependency_runtime
@@ -24,7 +24,7 @@ def configure(config: pytest.Config) -> SessionState:
     """Read the options and make the session's state; on a walked xdist worker, have
     pytest-dependency's own check see what passed on other workers."""
     settings = read_settings(config)
-    state = start_session_state(config, settings, compat.register(config, strict=settings.strict))
+    state = start_session_state(config, settings, peers.register(config, strict=settings.strict))
     dependency_runtime.install(config)
     return state
 

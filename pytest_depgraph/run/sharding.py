@@ -104,24 +104,23 @@ def apply(
     if previous is not None and all(item.nodeid in previous[0] for item in items):
         # the hook ran again (some plugins call it) on this shard's own items: splitting them
         # again would drop tests that no shard runs
-        plan.shard = previous[1]
-        return plan, items, []
+        return dataclasses.replace(plan, shard=previous[1]), items, []
     weights = shard.weigh(plan.nodeids[: plan.item_count], known_durations(config))
     # pytest-order's positions order the tests of a shard, they do not join them
     chosen = shard.split(plan, weights, index, count, loose={OriginKind.ORDINAL})
-    kept_plan = shard.restrict(plan, chosen.nodes, unreduced)
     known = known_durations(config)
-    kept_plan.shard = dataclasses.replace(
+    info = dataclasses.replace(
         chosen.info,
         source=state.settings.durations or "pytest's cache",
         known=sum(1 for nodeid in plan.nodeids[: plan.item_count] if nodeid in known),
     )
+    kept_plan = dataclasses.replace(shard.restrict(plan, chosen.nodes, unreduced), shard=info)
     keep = set(chosen.nodes)
     kept = [item for n, item in enumerate(items) if n in keep]
     others = [item for n, item in enumerate(items) if n not in keep]
     if not role(config).is_worker:  # the xdist controller warns once for all workers
         by_nodeid = {item.nodeid: item for item in kept}
-        for first, message in oversized_warnings(kept_plan.shard):
+        for first, message in oversized_warnings(info):
             # located at the group's first test, so the warnings summary points at it
             path, line, _ = by_nodeid[first].location
             warnings.warn_explicit(
@@ -130,7 +129,7 @@ def apply(
                 str(config.rootpath / path),
                 (line or 0) + 1,
             )
-    state.kept_shard = (frozenset(item.nodeid for item in kept), kept_plan.shard)
+    state.kept_shard = (frozenset(item.nodeid for item in kept), info)
     return kept_plan, kept, others
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from pytest_depgraph.collect.compat import Settings as CompatSettings
+from pytest_depgraph.collect.peers import Settings as PeerSettings
 from pytest_depgraph.options import Settings
 from pytest_depgraph.run.channel_values import Relay
 from pytest_depgraph.run.outcomes import OutcomeRecorder
@@ -67,8 +67,9 @@ class SessionState:
     config: InitVar[pytest.Config]
     #: the plugin's options and ini keys
     settings: Settings
-    #: pytest-dependency's options and ``--depgraph-strict``, for its markers
-    compat: CompatSettings
+    #: pytest-dependency's and pytest-order's options and ``--depgraph-strict``, for their
+    #: markers
+    peers: PeerSettings
     #: folded outcomes of every test seen by this process (on the xdist controller: all tests)
     recorder: OutcomeRecorder = field(default_factory=OutcomeRecorder)
     #: the test whose run protocol runs now in this process (:mod:`pytest_depgraph.run.recording`)
@@ -108,10 +109,10 @@ _KEY = pytest.StashKey[SessionState]()
 
 
 def start_session_state(
-    config: pytest.Config, settings: Settings, compat: CompatSettings
+    config: pytest.Config, settings: Settings, peers: PeerSettings
 ) -> SessionState:
     """Make the session's state and keep it on ``config`` (``pytest_configure``)."""
-    state = config.stash[_KEY] = SessionState(config, settings, compat)
+    state = config.stash[_KEY] = SessionState(config, settings, peers)
     return state
 
 

@@ -62,6 +62,7 @@ with an INTERNALERROR and take the teardown error with it.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -83,19 +84,37 @@ TEARDOWN_COMMAND = "depgraph_teardown"
 
 
 def send_plan(
-    config: pytest.Config, plan: Plan | None, places: bool = True, locations: bool = False
+    config: pytest.Config,
+    plan: Plan | None,
+    items: Sequence[pytest.Item],
+    places: bool = True,
+    locations: bool = False,
 ) -> None:
     """Send this worker's plan to the controller (before xdist's ``collectionfinish``);
     without ``places`` when the controller does not show where edges were declared; with the
-    items' ``locations`` beside it (not in it) when the controller asked this worker for
-    them."""
+    ``locations`` of its ``items`` beside it (not in it) when the controller asked this worker
+    for them."""
     send_event(
         config,
         PLAN_EVENT,
         plan=None if plan is None else plan.to_json(places=places),
-        locations=plan.locations if locations and plan is not None else None,
+        locations=reported_locations(plan, items) if locations and plan is not None else None,
         protocol=PROTOCOL_VERSION,
     )
+
+
+def reported_locations(
+    plan: Plan, items: Sequence[pytest.Item]
+) -> list[tuple[str, int | None, str] | None]:
+    """``item.location`` of the items the xdist controller may report itself: those that
+    can be skipped (they require another test) and those that cannot run (broken); None for
+    the others.
+
+    pytest computes a location on demand, and a worker runs only its share of the tests:
+    computing it for every collected item cost more than the rest of the plan.
+    """
+    reported = set(plan.broken) | plan.graph.requiring()
+    return [item.location if n in reported else None for n, item in enumerate(items)]
 
 
 def install(config: pytest.Config) -> None:

@@ -195,37 +195,16 @@ class XdistHooks:
         config = session.config
         this = role(config)
         if this.sends_plan:
-            if config.getoption("loadgroup", False):
-                _note_xdist_groups(config, session.items)
             worker.send_plan(
                 config,
                 session_state(config).plan,
+                session.items,
                 places=controller_shows_places(config),
                 locations=sends_locations(config),
             )
         if this is Role.WALKED_WORKER:
             worker.install(config)
             channel_values.install_worker(config, session_state(config).outputs)
-
-
-def _note_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put each item's ``xdist_group`` name in the plan, for ``--dist loadgroup`` units.
-
-    xdist marks them by adding ``@name`` to the node ids, which pytest 9.2 no longer lets it
-    do (the node id is not an attribute any more): the units are read from the markers here,
-    with xdist's naming (several groups on one test join as ``a_b``, no name is "default").
-    """
-
-    plan = session_state(config).plan
-    if plan is None:
-        return
-    for node, item in enumerate(items[: plan.item_count]):
-        names = {
-            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-            for mark in item.iter_markers("xdist_group")
-        }
-        if names:
-            plan.xdist_groups[node] = "_".join(sorted(names))
 
 
 def dist_location(config: pytest.Config) -> tuple[str, int]:

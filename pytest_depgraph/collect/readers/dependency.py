@@ -6,7 +6,7 @@ marker exists (or ``automark_dependency`` is set), under its ``name=`` or its no
 to the scope (session and package: the node id; module: ``[Class::]test[params]``; class:
 ``test[params]``). Literal runtime calls ``depends(request, ["name", ...])`` in a test or in
 its fixtures are read from the source and become *requires* edges too; the sites of the calls
-whose names cannot be read are kept for the worker pins
+whose names cannot be read are claims of their test, for the worker pins
 (:mod:`~pytest_depgraph.collect.pinning`).
 
 What pytest-dependency's own skip check needs on xdist workers is done at run time by
@@ -16,7 +16,6 @@ What pytest-dependency's own skip check needs on xdist workers is done at run ti
 from __future__ import annotations
 
 import ast
-import difflib
 import inspect
 import textwrap
 from collections.abc import Iterator, Sequence
@@ -25,13 +24,20 @@ from typing import Any, Callable
 
 import pytest
 
-from pytest_depgraph.collect import safe
-from pytest_depgraph.collect.compat.names import DEPENDENCY, Settings
-from pytest_depgraph.collect.compat.shared import PeerReader
+from pytest_depgraph.collect import problems, safe
 from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.markers import Declaration
 from pytest_depgraph.collect.origins import OriginKind
+from pytest_depgraph.collect.peers import DEPENDENCY, Marks
+from pytest_depgraph.collect.readers.base import Claim, ClaimKind, Found, Place
+from pytest_depgraph.collect.readers.peer import PeerReader
 from pytest_depgraph.core.graph import Kind, Origin
+from pytest_depgraph.hosts.pytest import (
+    fixture_closure,
+    fixture_function,
+    fixture_info,
+    fixtures_by_name,
+)
 
 SCOPES = ("session", "package", "module", "class")
 
@@ -86,15 +92,13 @@ class DependencyNames:
 class DependencyReader(PeerReader):
     """Reads ``dependency`` markers and ``depends()`` calls; its name index is made once."""
 
-    def __init__(
-        self, context: Context, settings: Settings, warned: set[tuple[str, str]] | None = None
-    ) -> None:
-        super().__init__(context, settings, warned)
+    def __init__(self, context: Context) -> None:
+        super().__init__(context)
         self._names: DependencyNames | None = None
         self._calls: dict[int, tuple[list[_RuntimeCall], list[str]]] = {}
-        #: position -> ``file:line`` of each ``depends()`` call whose names cannot be read
-        #: (computed at run time, or passed through a helper) in the test or its fixtures
-        self.computed: dict[int, list[str]] = {}
+
+    def declares(self, marks: Marks) -> bool:
+        return DEPENDENCY in marks or self.settings.automark
 
     @property
     def names(self) -> DependencyNames:
@@ -102,8 +106,15 @@ class DependencyReader(PeerReader):
             self._names = DependencyNames(self.context.collected, self.settings.automark)
         return self._names
 
-    def sources(self, position: int) -> Iterator[Source]:
-        """Sources from the ``dependency`` marker and ``depends()`` calls of one test."""
+    def read(self, place: Place, position: int) -> Found:
+        """What the ``dependency`` marker and the ``depends()`` calls of one test declare; the
+        sites of the calls whose names cannot be read (computed at run time, or passed
+        through a helper), in the test or its fixtures, are its claims."""
+        calls, computed = self._runtime_calls(position)
+        return Found(list(self._sources(position, calls)),
+                     claims=[Claim(ClaimKind.COMPUTED_NAMES, where) for where in computed])
+
+    def _sources(self, position: int, calls: list[_RuntimeCall]) -> Iterator[Source]:
         item = self.context.collected[position]
         found = next(item.iter_markers_with_node(name=DEPENDENCY), None)
         if found is not None:
@@ -119,7 +130,7 @@ class DependencyReader(PeerReader):
                     Declaration((name,), Kind.REQUIRES, where),
                     Origin(OriginKind.DEPENDENCY, where), label, inherited, resolved,
                 )
-        for call in self._runtime_calls(position):
+        for call in calls:
             label = f"depends(request, {list(call.names)!r})"
             site = label
             for name, resolved in self._resolve_names(
@@ -139,11 +150,9 @@ class DependencyReader(PeerReader):
         names = _depends_names(depends)
         scope = safe.exact_str(scope) if safe.is_str(scope) else scope
         if not (safe.is_str(scope) and scope in SCOPES) or names is None:
-            what = (f"depends={safe.describe(depends)} is not a list of test names"
-                    if names is None else
-                    f"scope={safe.describe(scope)} is not one of {', '.join(map(repr, SCOPES))}")
-            self.report(position, f"depgraph: {where}: {site}: {what} "
-                        f"(declared for {item.nodeid}{{more}}).")
+            what = (problems.not_names("depends", safe.describe(depends)) if names is None
+                    else problems.not_a_scope(safe.describe(scope), SCOPES))
+            self.report(position, problems.peer_argument(where, site, what, item.nodeid))
             return
         key = scope_key(item, str(scope))
         for name in names:
@@ -154,30 +163,16 @@ class DependencyReader(PeerReader):
                 message = self._unknown_name(position, name, str(scope), key, where, site)
                 # a marker skips its test, as pytest-dependency does; a depends() call skips
                 # it at run time by itself
-                skip = (f"{item.name} depends on {name}"
+                skip = (problems.dependency_skip(item.name, name)
                         if site.startswith(f"@pytest.mark.{DEPENDENCY}") else None)
                 self.stale(position, message, where, name, "pytest-dependency", skip)
 
     def _unknown_name(
         self, position: int, name: str, scope: str, key: str | None, where: str, site: str
     ) -> str:
-        item = self.context.collected[position]
-        lines = [
-            f"depgraph: {where}: {site}: {name!r} names no test known to pytest-dependency in "
-            f"{scope} scope (declared for {item.nodeid}{{more}})."
-        ]
-        if key is None:
-            lines.append(f"  {item.nodeid} is not inside a {scope}; use scope='module' or "
-                         "scope='session'.")
-        else:
-            lines.extend(self._hints(position, name, scope, key))
-        lines.append(
-            "  A test can be depended on only if it carries @pytest.mark.dependency (or "
-            "automark_dependency is set); its name is its name= or its node id relative to the "
-            "scope: 'test_x' or 'TestClass::test_x' in a module, the full node id "
-            "'tests/test_mod.py::test_x' in session or package scope."
-        )
-        return "\n".join(lines)
+        nodeid = self.context.nodeids[position]
+        hints = [] if key is None else self._hints(position, name, scope, key)
+        return problems.unknown_dependency(where, site, name, scope, nodeid, key is None, hints)
 
     def _hints(self, position: int, name: str, scope: str, key: str) -> list[str]:
         item = self.context.collected[position]
@@ -187,31 +182,30 @@ class DependencyReader(PeerReader):
         for match in self.context.index.resolve(name, item.nodeid)[:3]:
             other = self.context.collected[match]
             if other.get_closest_marker(DEPENDENCY) is None and not self.settings.automark:
-                hints.append(f"  {other.nodeid} has no @pytest.mark.dependency: add "
-                             "@pytest.mark.dependency() to it.")
+                hints.append(problems.unmarked_dependency(other.nodeid))
             elif match in names.named:
-                hints.append(f"  {other.nodeid} is known as {names.named[match]!r} (its name=).")
+                hints.append(problems.known_as(other.nodeid, names.named[match]))
             elif "[" in other.nodeid and "[" not in name:
-                hints.append(f"  {name!r} is parametrized: name its instances, e.g. "
-                             f"{default_name(other.nodeid, scope)!r}.")
+                hints.append(problems.parametrized_name(name, default_name(other.nodeid, scope)))
                 break
         if not hints:
+            import difflib  # only for an error
+
             close = difflib.get_close_matches(name, names.names_in(scope, key), n=3, cutoff=0.6)
-            if close:
-                hints.append("  Did you mean " + " or ".join(map(repr, close)) + "?")
+            hints += problems.did_you_mean([repr(c) for c in close])
         return hints
 
-    def _runtime_calls(self, position: int) -> list[_RuntimeCall]:
-        """Literal ``depends(request, [...])`` calls in the test and the fixtures it uses; the
-        sites of the other calls go to :attr:`computed`."""
+    def _runtime_calls(self, position: int) -> tuple[list[_RuntimeCall], list[str]]:
+        """Literal ``depends(request, [...])`` calls in the test and the fixtures it uses, and
+        the sites of the other calls."""
         item = self.context.collected[position]
         found: list[_RuntimeCall] = []
         functions: list[object] = [getattr(item, "function", None)]
-        info = getattr(item, "_fixtureinfo", None)
+        info = fixture_info(item)
         if info is not None:
-            for name in getattr(item, "fixturenames", ()):
-                functions.extend(getattr(d, "func", None)
-                                 for d in info.name2fixturedefs.get(name, ()))
+            by_name = fixtures_by_name(info)
+            for name in fixture_closure(info):
+                functions.extend(fixture_function(d) for d in by_name.get(name, ()))
         computed: list[str] = []
         for function in functions:
             if function is None:
@@ -223,9 +217,7 @@ class DependencyReader(PeerReader):
                 )
             found.extend(cached[0])
             computed.extend(cached[1])
-        if computed:
-            self.computed[position] = computed
-        return found
+        return found, computed
 
 
 def _name(value: object) -> str:

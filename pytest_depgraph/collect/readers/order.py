@@ -16,26 +16,26 @@ them (:meth:`OrderReader.ordinal_edges` ties the whole groups).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
 
-from pytest_depgraph.collect import safe
-from pytest_depgraph.collect.compat.names import ORDER, ORDER_SCOPES, Settings
-from pytest_depgraph.collect.compat.shared import PeerReader
+from pytest_depgraph.collect import problems, safe
 from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.markers import Declaration
 from pytest_depgraph.collect.origins import OriginKind
+from pytest_depgraph.collect.peers import (
+    ORDER,
+    ORDER_SCOPES,
+    UNORDERED,
+    Marks,
+    index_of,
+    ordinal_key,
+)
+from pytest_depgraph.collect.readers.base import Found, Ordered, Place
+from pytest_depgraph.collect.readers.peer import PeerReader
 from pytest_depgraph.core.graph import Graph, Kind, Origin
-
-#: pytest-order's words for positions
-_ORDER_WORDS = {
-    "first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5, "seventh": 6,
-    "eighth": 7, "last": -1, "second_to_last": -2, "third_to_last": -3, "fourth_to_last": -4,
-    "fifth_to_last": -5, "sixth_to_last": -6, "seventh_to_last": -7, "eighth_to_last": -8,
-}
 
 #: consecutive ordinal groups get every pair as an edge up to this many edges per test of the
 #: two groups; beyond it the smaller group is chained and only its end is tied to the other
@@ -43,12 +43,12 @@ _PAIRS_PER_TEST = 8
 
 
 class OrderReader(PeerReader):
-    """Reads ``order`` markers; its label indexes and ``before=`` targets are made at once."""
+    """Reads ``order`` markers; its label indexes and ``before=`` targets are made when the
+    first test is read."""
 
-    def __init__(
-        self, context: Context, settings: Settings, warned: set[tuple[str, str]] | None = None
-    ) -> None:
-        super().__init__(context, settings, warned)
+    def __init__(self, context: Context) -> None:
+        super().__init__(context)
+        self._indexed = False
         self._by_last: dict[str, list[int]] = {}
         self._by_class: dict[str, list[int]] = {}
         #: position -> (declaring position, where, label): pytest-order ``before=`` aimed at it
@@ -58,9 +58,14 @@ class OrderReader(PeerReader):
         #: declaring position -> problems of its ``before=`` labels: (message, where, label or
         #: None for a bad type)
         self._before_problems: dict[int, list[tuple[str, str, object]]] = {}
-        self._index_order()
+
+    def declares(self, marks: Marks) -> bool:
+        return ORDER in marks
 
     def _index_order(self) -> None:
+        if self._indexed:
+            return
+        self._indexed = True
         collected = self.context.collected
         for position, item in enumerate(collected):
             nodeid = item.nodeid
@@ -74,7 +79,7 @@ class OrderReader(PeerReader):
         for position, item in enumerate(collected):
             for node, mark in item.iter_markers_with_node(name=ORDER):
                 if position not in self._ordinals:
-                    index = _index_of(mark)
+                    index = index_of(mark)
                     if index is not None:
                         self._ordinals[position] = (index, node, mark)
                 labels = _labels(mark.kwargs.get("before"))
@@ -98,8 +103,12 @@ class OrderReader(PeerReader):
                         if match != position and self._in_scope(match, position):
                             self._before_of.setdefault(match, []).append((position, where, label))
 
-    def sources(self, position: int) -> Iterator[Source]:
-        """Sources from the ``order`` markers of one test, and the ``before=`` aimed at it."""
+    def read(self, place: Place, position: int) -> Found:
+        """What the ``order`` markers of one test declare, and the ``before=`` aimed at it."""
+        self._index_order()
+        return Found(list(self._sources(position)))
+
+    def _sources(self, position: int) -> Iterator[Source]:
         item = self.context.collected[position]
         for message, where, label in self._before_problems.get(position, ()):
             if isinstance(label, str):
@@ -111,10 +120,9 @@ class OrderReader(PeerReader):
             labels = _labels(after)
             where = self.where(node, mark)
             if labels is None:
-                self.report(position, f"depgraph: {where}: @pytest.mark.{ORDER}(after="
-                            f"{safe.describe(after)}): after= takes a test name or a list of "
-                            "test names "
-                            f"(declared for {item.nodeid}{{more}}).")
+                self.report(position, problems.order_not_names(
+                    "after", safe.describe(after), item.nodeid, where, ORDER
+                ))
                 continue
             for label in labels:
                 found = self._order_matches(label, position, node)
@@ -183,24 +191,23 @@ class OrderReader(PeerReader):
         return matches
 
     def _unknown_label(self, position: int, keyword: str, label: object, where: str) -> str:
+        import difflib  # only for an error
+
         item = self.context.collected[position]
         if not safe.is_str(label):
-            return (f"depgraph: {where}: @pytest.mark.{ORDER}({keyword}={safe.describe(label)}): "
-                    f"{keyword}= "
-                    f"takes a test name or a list of test names (declared for "
-                    f"{item.nodeid}{{more}}).")
+            return problems.order_not_names(keyword, safe.describe(label), item.nodeid, where,
+                                            ORDER)
         own = item.nodeid.rpartition("::")[2].partition("[")[0]
         pool = [name for name in self._by_last if name != own]
         close = difflib.get_close_matches(label.split("::")[-1], pool, n=3, cutoff=0.6)
-        hint = "  Did you mean " + " or ".join(map(repr, close)) + "?\n" if close else ""
-        return (
-            f"depgraph: {where}: @pytest.mark.{ORDER}({keyword}={label!r}): "
-            f"{label!r} matches no collected test (declared for {item.nodeid}{{more}}).\n"
-            f"{hint}"
-            "  pytest-order names a test by the end of its node id ('test_name', "
-            "'TestClass::test_name', 'test_module.py::test_name') within the test's module or a "
-            "parent directory."
-        )
+        return problems.unknown_label(keyword, label, item.nodeid, where, ORDER, close)
+
+    def order_edges(self, ordered: Ordered) -> dict[str, int]:
+        """pytest-order's ordinal groups tied (:meth:`ordinal_edges`); their count."""
+        self._index_order()
+        added = self.ordinal_edges(ordered.run, ordered.order, ordered.broken, ordered.graph,
+                                   ordered.declared)
+        return {OriginKind.ORDINAL: added} if added else {}
 
     def ordinal_edges(
         self, run: Sequence[int], order: Sequence[int], broken: Any, graph: Graph,
@@ -235,7 +242,7 @@ class OrderReader(PeerReader):
             if found is None or n in broken:
                 continue
             index, node, mark = found
-            key_of[n] = _ordinal_key(index)
+            key_of[n] = ordinal_key(index)
             where = self.where(node, mark)
             origin_of[n] = origins.setdefault(where, Origin(OriginKind.ORDINAL, where))
         levels = self._levels()
@@ -255,7 +262,7 @@ class OrderReader(PeerReader):
         for members in innermost.values():
             classes: dict[tuple[int, int], list[int]] = {}
             for n in members:
-                classes.setdefault(key_of.get(n, _UNORDERED), []).append(n)
+                classes.setdefault(key_of.get(n, UNORDERED), []).append(n)
             _tie_consecutive([classes[k] for k in sorted(classes)], at, origin_of, edges)
         children = innermost
         for (scope, level), (inner, _) in zip(levels[1:], levels):
@@ -265,7 +272,7 @@ class OrderReader(PeerReader):
                 keys = [key_of[n] for n in members if n in key_of]
                 starts = [k for k in keys if k[0] == 0]
                 ends = [k for k in keys if k[0] == 2]
-                child_key[child] = min(starts) if starts else max(ends) if ends else _UNORDERED
+                child_key[child] = min(starts) if starts else max(ends) if ends else UNORDERED
                 keyed = [n for n in members if key_of.get(n) == child_key[child]]
                 for n in members:  # the edges of a whole group name the marker that placed it
                     if keyed:
@@ -329,10 +336,6 @@ class OrderReader(PeerReader):
                              dict.fromkeys(children[later], marker), edges)
 
 
-#: the ordinal key of a test without a position (see :func:`_ordinal_key`)
-_UNORDERED = (1, 0)
-
-
 def _tie_consecutive(
     classes: list[list[int]], at: dict[int, int], origin_of: dict[int, Origin],
     edges: list[tuple[int, int, Kind, Origin]],
@@ -385,40 +388,3 @@ def _labels(value: object) -> list[Any] | None:
     if issubclass(type(value), (list, tuple)):
         return [safe.exact_str(v) if safe.is_str(v) else v for v in value]  # type: ignore[attr-defined]
     return None
-
-
-def order_index(item: pytest.Item) -> int | None:
-    """pytest-order's position of a test: ``order(1)``, ``order(index=1)``, ``"first"``..."""
-    for mark in item.iter_markers(name=ORDER):
-        value = _index_of(mark)
-        if value is not None:
-            return value
-    return None
-
-
-def _index_of(mark: pytest.Mark) -> int | None:
-    value = mark.args[0] if mark.args else mark.kwargs.get("index")
-    if safe.is_str(value):  # a user object: read as a plain string, never compared itself
-        value = _ORDER_WORDS.get(safe.exact_str(value))
-    if type(value) is int:
-        return value
-    return None
-
-
-def _ordinal_key(index: int | None) -> tuple[int, int]:
-    """pytest-order's sort key: indexes >= 0 by index, then unordered tests, then negative
-    indexes (``-1``/``"last"`` at the very end)."""
-    if index is None:
-        return (1, 0)
-    return (0, index) if index >= 0 else (2, index)
-
-
-def sort_by_index(items: list[pytest.Item]) -> None:
-    """pytest-order's ``order(index)`` sorting, in place, for suites run without pytest-order.
-
-    Tests with an index >= 0 come first, by index; then the tests without one; then those with
-    a negative index (``-1``/``"last"`` at the very end). The sort is stable.
-    """
-    indexes = [order_index(item) for item in items]
-    keyed = sorted(range(len(items)), key=lambda i: _ordinal_key(indexes[i]))
-    items[:] = [items[i] for i in keyed]

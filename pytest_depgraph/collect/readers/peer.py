@@ -1,10 +1,9 @@
 """What the peer plugins' readers share: the base class that reports a bad name.
 
-A peer reader (:mod:`.dependency`, :mod:`.order`) reads one other plugin's markers from a
-:class:`~pytest_depgraph.collect.context.Context` and yields
-:class:`~pytest_depgraph.collect.context.Source` objects (:class:`Reader`); this module holds
-its base class: the ``file:line`` of a marker, a problem for the test, and the warning (or,
-with ``--depgraph-strict``, the error) for a name that matches no test.
+A peer reader (:mod:`.dependency`, :mod:`.order`) reads one other plugin's markers, test by
+test; this module holds its base class: the ``file:line`` of a marker, a problem for the
+test, and the warning (or, with ``--depgraph-strict``, the error) for a name that matches no
+test.
 """
 
 from __future__ import annotations
@@ -12,35 +11,31 @@ from __future__ import annotations
 import linecache
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 
-from pytest_depgraph.collect.compat.names import Settings
-from pytest_depgraph.collect.context import Context, Source
+from pytest_depgraph.collect import problems
+from pytest_depgraph.collect.context import Context
 from pytest_depgraph.collect.locate import first_line
+from pytest_depgraph.collect.readers.base import Place, Reader, Sharing
 
 
-class Reader(Protocol):
-    """What the builder asks a peer plugin's reader: the sources of the test at a position."""
+class PeerReader(Reader):
+    """The base of a peer plugin's reader: read test by test (a marker of another plugin
+    applies by its own rules), where a marker was written, and its problems."""
 
-    def sources(self, position: int) -> Iterator[Source]: ...
+    sharing = Sharing.TEST
 
-
-class PeerReader:
-    """The base of a peer plugin's reader: where a marker was written, and its problems."""
-
-    def __init__(
-        self, context: Context, settings: Settings, warned: set[tuple[str, str]] | None = None
-    ) -> None:
+    def __init__(self, context: Context) -> None:
         self.context = context
-        self.settings = settings
-        #: (where, name) of the stale names already warned about (one warning per marker and
-        #: name), shared by the readers of one session
-        self._warned: set[tuple[str, str]] = set() if warned is None else warned
+        self.settings = context.settings
         self._where: dict[tuple[int, str], str] = {}
+
+    def places(self, item: pytest.Item, position: int) -> Sequence[Place]:
+        return (Place(position, item),)
 
     def report(self, position: int, message: str) -> None:
         """A collection error for the test at ``position`` (``{more}`` left for the count)."""
@@ -63,18 +58,13 @@ class PeerReader:
             item = self.context.collected[position]
             if not any(m.kwargs.get("reason") == skip for m in item.iter_markers("skip")):
                 item.add_marker(pytest.mark.skip(reason=skip))
-        if (where, name) in self._warned:
+        warned = self.context.warned
+        if (where, name) in warned:
             return
-        self._warned.add((where, name))
-        treatment = (f"The test is skipped, as {plugin} skips it" if skip is not None else
-                     f"The name is ignored, as {plugin} ignores it")
-        # pytest shows the marker's file:line beside the warning: the message need not
-        lines = (message.replace("{more}", "").replace(f"depgraph: {where}: ", "depgraph: ", 1)
-                 .splitlines())
-        text = "\n".join([lines[0], f"  {treatment} (--depgraph-strict makes this an error).",
-                          *lines[1:]])
+        warned.add((where, name))
+        text = problems.stale_warning(message, where, plugin, skip is not None)
         try:
-            _warn_at(text.rstrip(), self.context.rootpath, where)
+            _warn_at(text, self.context.rootpath, where)
         except Warning:  # -W error: the warning is an error, reported as one
             self.report(position, message)
 

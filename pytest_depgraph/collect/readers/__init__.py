@@ -1,0 +1,26 @@
+"""Every way to declare dependencies: one reader a module, behind one protocol
+(:mod:`.base`), in the one list below.
+
+A new way to declare is a module here with a class of the :class:`~.base.Reader` protocol and a
+line in :data:`READERS`.
+"""
+
+from __future__ import annotations
+
+from pytest_depgraph.collect.readers.base import Reader
+from pytest_depgraph.collect.readers.decorated import Decorated
+from pytest_depgraph.collect.readers.dependency import DependencyReader
+from pytest_depgraph.collect.readers.fixtures import Fixtures
+from pytest_depgraph.collect.readers.marks import OwnMarks, ParentMarks
+from pytest_depgraph.collect.readers.order import OrderReader
+
+#: the readers, in the order their declarations apply to a test: the first edge declared
+#: between two tests keeps its origin, and problems are reported in the order found
+READERS: tuple[type[Reader], ...] = (
+    OwnMarks,  # @pytest.mark.depends_on on the test
+    ParentMarks,  # @pytest.mark.depends_on on its classes, modules, packages
+    Decorated,  # @depends_on on its function and class
+    Fixtures,  # @depends_on and output_fixture on the fixtures it uses
+    DependencyReader,  # pytest-dependency's marker and depends() calls
+    OrderReader,  # pytest-order's marker
+)

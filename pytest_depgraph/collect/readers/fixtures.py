@@ -1,0 +1,132 @@
+"""Fixtures that declare: ``@depends_on`` on a fixture and ``output_fixture`` apply to every test
+that uses the fixture; ``@pytest.mark.depends_on`` on a fixture, which pytest ignores, is an
+error that says what to use instead."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from pytest_depgraph.collect import problems, safe
+from pytest_depgraph.collect.context import Context, Source
+from pytest_depgraph.collect.locate import own_marks
+from pytest_depgraph.collect.markers import (
+    MARKER,
+    RawDeclaration,
+    declarations_made,
+    declarations_of,
+)
+from pytest_depgraph.collect.origins import OriginKind
+from pytest_depgraph.collect.peers import Marks
+from pytest_depgraph.collect.readers.base import NOTHING, Found, Place, Reader, Sharing
+from pytest_depgraph.collect.readers.marks import as_source
+from pytest_depgraph.core.graph import Origin
+from pytest_depgraph.hosts.pytest import (
+    fixture_arguments,
+    fixture_closure,
+    fixture_function,
+    fixture_info,
+    fixtures_by_name,
+)
+
+
+class Fixtures(Reader):
+    """The declarations of the fixtures a test uses: of the definition it uses for each name
+    (the closest override, and the ones it extends by requesting the same name)."""
+
+    sharing = Sharing.DEFINITION
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        #: names of the fixtures that declare (None: unknown, look at every fixture)
+        self._declaring: set[str] | None = set()
+
+    def declares(self, marks: Marks) -> bool:
+        """Whether a fixture of the session may declare dependencies (or carry the marker,
+        which is an error), from the session's fixture definitions when pytest's table of
+        them is readable."""
+        self._declaring = self._declaring_fixtures()
+        return self._declaring is None or bool(self._declaring)
+
+    def _declaring_fixtures(self) -> set[str] | None:
+        """Names of the fixtures some definition of which declares dependencies or carries
+        the marker; None when pytest's table of definitions cannot be read (then every
+        test's fixtures are looked at)."""
+        definitions = self.context.fixture_definitions()
+        if definitions is None:
+            return None
+        decorated = declarations_made()
+        names: set[str] = set()
+        for name, definition in definitions:
+            if name in names:
+                continue
+            func = fixture_function(definition)
+            if (decorated and declarations_of(func)) or _marked(func):
+                names.add(name)
+        return names
+
+    def places(self, item: pytest.Item, position: int) -> Sequence[Place]:
+        info = fixture_info(item)
+        if info is None:
+            return ()  # not a pytest function: no fixtures
+        declaring = self._declaring
+        by_name = fixtures_by_name(info)
+        return [
+            Place((id(definition), name), definition, name)
+            for name in fixture_closure(info)
+            if declaring is None or name in declaring
+            for definition in _used_definitions(name, by_name.get(name, ()))
+        ]
+
+    def read(self, place: Place, position: int) -> Found:
+        definition, name = place.node, place.what
+        func = fixture_function(definition)
+        context = self.context
+        trouble: list[problems.Problem] = []
+        where = context.locator.definition(func)
+        if _marked(func):
+            trouble.append(context.problem(problems.marked_fixture(where, name, MARKER),
+                                           report_nodeid=where.rsplit(":", 1)[0]))
+        sources: list[Source] = []
+        for raw in declarations_of(func):
+            written = context.relative(raw.where)
+            output = safe.attr(func, "_depgraph_output") is True
+            kind = OriginKind.OUTPUT if output else OriginKind.FIXTURE
+            # the edge's origin is the fixture's definition (an output fixture's is the
+            # output_fixture() call): a cycle report points there
+            origin = Origin(kind, written if output else where, name)
+            found = as_source(context, RawDeclaration(raw.args, raw.kwargs, written), origin,
+                              problems.fixture_label(name, output), None, True, written)
+            sources += found.sources
+            trouble += found.problems
+        return Found(sources, trouble) if sources or trouble else NOTHING
+
+
+def _marked(func: object) -> bool:
+    """Whether a fixture's function carries the ``depends_on`` marker, below or above
+    ``@pytest.fixture``."""
+    return any(m.name == MARKER for m in [*own_marks(func), *own_marks(_fixture_object(func))])
+
+
+def _fixture_object(func: object) -> object:
+    """What ``@pytest.fixture`` returned for ``func`` (its module attribute), which holds the
+    marks written above ``@pytest.fixture``: pytest 8 keeps them there and ignores them with
+    only a deprecation warning. None when it is ``func`` itself or not found."""
+    namespace = safe.attr(func, "__globals__")
+    name = safe.attr(func, "__name__")
+    if type(namespace) is not dict or type(name) is not str:
+        return None
+    holder = namespace.get(name)
+    return None if holder is func else holder
+
+
+def _used_definitions(name: str, definitions: Sequence[object]) -> list[object]:
+    """The fixture definitions a test really uses for ``name``: the closest override, and the
+    ones it extends by requesting the same name."""
+    used: list[object] = []
+    for fixturedef in reversed(definitions):
+        used.append(fixturedef)
+        if name not in fixture_arguments(fixturedef):
+            break
+    return used

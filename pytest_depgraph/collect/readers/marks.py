@@ -1,0 +1,114 @@
+"""The ``depends_on`` marks: a test's own (:class:`OwnMarks`), and those of its classes, modules and
+packages (:class:`ParentMarks`); and :func:`as_source`, a ``depends_on`` declaration of any kind
+validated into a source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from pytest_depgraph.collect import problems
+from pytest_depgraph.collect.context import Context, Source, function_of
+from pytest_depgraph.collect.locate import marker_origin
+from pytest_depgraph.collect.markers import MARKER, DeclarationError, RawDeclaration, validate
+from pytest_depgraph.collect.peers import Marks
+from pytest_depgraph.collect.readers.base import Found, Place, Reader, Sharing
+from pytest_depgraph.core.graph import Origin
+
+#: what an error calls the marker
+LABEL = f"@pytest.mark.{MARKER}"
+
+
+class OwnMarks(Reader):
+    """The ``depends_on`` marks of a test itself: written on its function (shared by its
+    parametrized instances and by the subclasses that inherit it), given to one instance
+    (``pytest.param(..., marks=...)``) or added by a plugin."""
+
+    sharing = Sharing.TEST
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+
+    def declares(self, marks: Marks) -> bool:
+        return MARKER in marks.own
+
+    def places(self, item: pytest.Item, position: int) -> Sequence[Place]:
+        places = []
+        for mark in item.own_markers:
+            if mark.name == MARKER:
+                # one Mark object may mark several functions: each is a place of its own
+                owner = function_of(item) or item
+                places.append(Place((id(owner), id(mark)), item, mark))
+        return places
+
+    def read(self, place: Place, position: int) -> Found:
+        return marker_found(self.context, place.node, place.what, position, inherited=False)
+
+
+class ParentMarks(Reader):
+    """The ``depends_on`` marks of a test's classes, modules and packages, closest first:
+    each applies to every test below it."""
+
+    sharing = Sharing.PARENT
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+
+    def declares(self, marks: Marks) -> bool:
+        return MARKER in marks.inherited
+
+    def places(self, item: pytest.Item, position: int) -> Sequence[Place]:
+        parent = item.parent
+        if parent is None:
+            return ()
+        return [Place((id(node), id(mark)), node, mark)
+                for node, mark in parent.iter_markers_with_node(name=MARKER)]
+
+    def read(self, place: Place, position: int) -> Found:
+        node = place.node
+        return marker_found(self.context, node, place.what, position,
+                            inherited=not isinstance(node, pytest.Item))
+
+
+def marker_found(
+    context: Context, node: Any, mark: pytest.Mark, position: int, inherited: bool
+) -> Found:
+    """What a ``depends_on`` mark on ``node`` declares (``inherited``: the node is a class,
+    module or package of the test); its ``file:line`` is looked up only if shown."""
+    raw = RawDeclaration(mark.args, mark.kwargs, "")
+    return as_source(context, raw, marker_origin(context.locator, node, mark), LABEL, position,
+                     inherited)
+
+
+def as_source(
+    context: Context,
+    raw: RawDeclaration,
+    origin: Origin,
+    label: str,
+    position: int | None,
+    inherited: bool,
+    where: str | None = None,
+) -> Found:
+    """The declaration as a source, or the problem with it (for every test it is on).
+
+    ``position`` is the first test the declaration is on; None for a fixture's, which
+    applies to every test using the fixture. ``where`` is where it was written, when that is
+    not its origin.
+    """
+    try:
+        declaration = validate(raw)
+    except DeclarationError as error:
+        where = origin.where if where is None else where
+        if position is None:
+            message = problems.declaration_error(where, error, label, None)
+            report_nodeid = where.rsplit(":", 1)[0]
+        else:
+            nodeid = context.nodeids[position]
+            message = problems.declaration_error(where, error, label, nodeid)
+            report_nodeid = nodeid.split("::", 1)[0]
+        return Found(problems=[context.problem(message, report_nodeid)])
+    written = None if where is None or where == origin.where else where
+    return Found(sources=[Source(declaration, origin, label, inherited, None, written)])
