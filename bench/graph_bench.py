@@ -1,4 +1,4 @@
-"""Time each graph phase of pytest-depgraph on large synthetic graphs (SPEC section 8).
+"""Time each graph phase of pytest-depgraph on large synthetic graphs.
 
 Run: ``python bench/graph_bench.py`` (``--repeat N`` for another median). Prints a Markdown
 table, one row per graph, one column per phase, each the median of the runs in seconds (the

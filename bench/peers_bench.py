@@ -41,7 +41,7 @@ dependents come before their dependencies in collection order):
   of the 950 other tests uses one;
 * ``rand100k`` and ``layer100k`` (``--big``): plain, depgraph and markers only, collect-only;
   ``layer100k`` is 100 layers of 1,000 tests, each depending on two tests of the layer
-  before and one of the layer before that (SPEC section 8's 100k reference shape);
+  before and one of the layer before that (the 100k reference shape of the performance targets);
   ``layer10k`` the same with 10 layers;
 * ``real1k``, ``real10k``: the realistic shape (``RealSuite``): 100 modules (10 for real1k) in
   4 folders under ``tests/``, test classes, parametrized tests with ids, targets written as
@@ -124,7 +124,7 @@ class Suite:
             k = self.edges_per_test
             self.deps = [rng.sample(range(i), min(i, k)) for i in range(n)]
         elif self.shape == "layered":
-            # graph_bench's layered DAG, SPEC section 8's 100k reference shape: layers of
+            # graph_bench's layered DAG, the performance targets' 100k reference shape: layers of
             # LAYER tests, each depending on two tests of the layer before and one of the
             # layer before that
             self.deps = []
@@ -779,7 +779,7 @@ SUITES = {
     "chain10k": Suite("chain10k", 10_000, 200, "chain"),
     "rand100k": Suite("rand100k", 100_000, 2_000, "random"),
     "layer100k": Suite("layer100k", 100_000, 2_000, "layered"),
-    # issue 14's shapes: realistic (folders, classes, parametrize, path targets, fixtures),
+    # the targets' shapes: realistic (folders, classes, parametrize, path targets, fixtures),
     # everything in one file, and a suite without a single marker
     "real1k": RealSuite("real1k", 1_000, 10, "real"),
     "real10k": RealSuite("real10k", 10_000, 100, "real"),

@@ -3,7 +3,7 @@
 #
 #   bench/run_all.sh            # full runs (about 35 minutes on 2 cores)
 #   bench/run_all.sh --quick    # smaller, one-repeat variants (about 4 minutes)
-#   bench/run_all.sh --targets [OPTIONS]   # issue 14's targets table: bench/targets.py
+#   bench/run_all.sh --targets [OPTIONS]   # the performance targets table: bench/targets.py
 #
 # Uses $PYTHON (default: python3 on PATH), which needs pytest, pytest-xdist and this package
 # installed (e.g. `pip install -e '.[test]'`); peers_bench.py makes its own venvs under

@@ -1,4 +1,4 @@
-"""Every performance target of issue 14 measured by one command, as a Markdown table.
+"""Every performance target measured by one command, as a Markdown table.
 
 Runs, interleaved and median of ``--repeat`` (5) runs each, with CPU time (user + system from
 ``/usr/bin/time``), wall time and peak RSS of whole ``pytest`` processes:
@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peers_bench as pb
 import xdist_bench as xb
 
-#: the peers issue 14 asks to be ahead of (pytest-dependency alone does not reorder: shown in
+#: the peers the targets ask us to be ahead of (pytest-dependency alone does not reorder: shown in
 #: the details, not compared)
 AHEAD_OF = ("pytest-order", "pytest-depends", "pytest-order+dependency")
 SLOW_PEERS = ("pytest-order", "pytest-order+dependency")

@@ -141,17 +141,3 @@ def test_loading_the_plugin_imports_only_what_every_session_needs() -> None:
     # -I: the package as installed, not the sources in the current directory
     done = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-
-
-def test_the_contributor_guide_shows_the_current_import_graph(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    assert _tool().main([]) == 0
-    drawn = capsys.readouterr().out.strip()
-    guide = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    start = guide.index("<!-- import-graph:")
-    shown = guide[guide.index("```\n", start) + 4 : guide.index("\n```\n<!-- /import-graph -->")]
-    assert shown.strip() == drawn, (
-        "CONTRIBUTING.md's import graph is stale: paste the output of "
-        "`python tools/import_graph.py` between its import-graph comments"
-    )

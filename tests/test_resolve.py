@@ -1,4 +1,4 @@
-"""Target resolution (SPEC §2.2), pure: strings, functions and classes into node numbers."""
+"""Target resolution, pure: strings, functions and classes into node numbers."""
 
 from __future__ import annotations
 

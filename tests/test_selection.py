@@ -1,4 +1,4 @@
-"""Selecting a subset pulls in the transitive dependencies of the selected tests (SPEC §3.2)."""
+"""Selecting a subset pulls in the transitive dependencies of the selected tests."""
 
 from __future__ import annotations
 
