@@ -193,11 +193,12 @@ class DepGraphScheduling:
         dispatcher, plan = self.dispatcher, self.plan
         assert dispatcher is not None and plan is not None
         satisfied = self.recorder.satisfied(plan.nodeids[item_index])
+        # the walk lasts until its last report, a deferred teardown's included
+        self._last_done = time.perf_counter()
         if dispatcher.unsettled(item_index):
             step = dispatcher.settle(item_index, satisfied)
         else:
             self._seconds[item_index] = duration
-            self._last_done = time.perf_counter()
             assert dispatcher.running_on(node) == item_index, (node, item_index)
             held = self.workers[node].held
             was_held = item_index in held
