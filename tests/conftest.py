@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -49,8 +50,14 @@ def names(result: pytest.RunResult) -> list[str]:
     return [nodeid.rsplit("::", 1)[-1] for nodeid in passed_order(result)]
 
 
+class Run(Protocol):
+    """The ``run`` fixture: pytest in-process on the generated suite, with these arguments."""
+
+    def __call__(self, *args: str) -> pytest.RunResult: ...
+
+
 @pytest.fixture
-def run(pytester: pytest.Pytester):
+def run(pytester: pytest.Pytester) -> Run:
     """Run pytest in-process with -v and -rs; returns the RunResult."""
 
     def run_(*args: str) -> pytest.RunResult:
