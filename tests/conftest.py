@@ -66,11 +66,19 @@ def run(pytester: pytest.Pytester) -> Run:
     return run_
 
 
+def recorded(result: pytest.RunResult) -> pytest.HookRecorder:
+    """The hook calls of an in-process run."""
+    # pytester's in-process runs add the recorder to the result, untyped
+    recorder: pytest.HookRecorder = result.reprec  # type: ignore[attr-defined]
+    return recorder
+
+
 def skip_reasons(result: pytest.RunResult) -> dict[str, str]:
     """Test name -> skip reason, from the reports of an in-process run."""
     reasons = {}
-    for report in result.reprec.getreports("pytest_runtest_logreport"):  # type: ignore[attr-defined]
+    for report in recorded(result).getreports("pytest_runtest_logreport"):
         if report.skipped and report.when == "setup" and not hasattr(report, "wasxfail"):
+            assert isinstance(report.longrepr, tuple)  # a skip's (file, line, reason)
             reason = report.longrepr[2]
             reasons[report.nodeid.rsplit("::", 1)[-1]] = reason.removeprefix("Skipped: ")
     return reasons

@@ -18,16 +18,21 @@ if TYPE_CHECKING:
 
     from typing_extensions import Unpack
 
-    class Options(TypedDict, total=False):
+    class Placement(TypedDict, total=False):
+        """:class:`Dispatcher`'s keyword options of where and how many tests run: what the
+        tests' dispatchers that set the priorities and queueing themselves pass on."""
+
+        group: Sequence[int] | None
+        limit: int | None
+        unsatisfied: Iterable[int]
+        pinned: Sequence[Sequence[int]]
+
+    class Options(Placement, total=False):
         """:class:`Dispatcher`'s keyword options that the tests' dispatchers pass on (not
         ``claims`` nor ``clock``, which :mod:`tests.test_resources` gives its own)."""
 
         priority: Sequence[float] | None
         weight: Sequence[float] | None
-        group: Sequence[int] | None
-        limit: int | None
-        unsatisfied: Iterable[int]
-        pinned: Sequence[Sequence[int]]
         hold: int
         durations: Mapping[int, float] | None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import Run, names, skip_reasons
+from .conftest import Run, names, recorded, skip_reasons
 
 
 def test_root_cause_is_the_first_failure_up_the_graph(pytester: pytest.Pytester, run: Run) -> None:
@@ -301,7 +301,7 @@ def test_tests_moved_after_the_graph_was_built(pytester: pytest.Pytester, run: R
 
 
 @pytest.mark.skipif(
-    pytest.version_tuple[0] < 9, reason="the subtests fixture is pytest 9's own (from 9.0)"
+    int(pytest.version_tuple[0]) < 9, reason="the subtests fixture is pytest 9's own (from 9.0)"
 )
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_a_skipped_subtest_leaves_its_test_satisfied_a_failing_one_does_not(
@@ -336,7 +336,7 @@ def test_a_skipped_subtest_leaves_its_test_satisfied_a_failing_one_does_not(
     result = run(*workers)
     calls = {
         report.nodeid.rsplit("::", 1)[-1]: report.outcome
-        for report in result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+        for report in recorded(result).getreports("pytest_runtest_logreport")
         if report.when == "call" and type(report) is pytest.TestReport
     }
     assert calls == {
