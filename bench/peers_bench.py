@@ -454,7 +454,7 @@ class RealSuite(Suite):
 
     def item_edges(self) -> list[tuple[str, str]]:
         if self.edges is None:
-            edges = set()
+            edges: set[tuple[str, str]] = set()
             for f in self.funcs:
                 dep_names = set()
                 for r, param in self.dependencies(f):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -49,8 +50,14 @@ def names(result: pytest.RunResult) -> list[str]:
     return [nodeid.rsplit("::", 1)[-1] for nodeid in passed_order(result)]
 
 
+class Run(Protocol):
+    """The ``run`` fixture: pytest in-process on the generated suite, with these arguments."""
+
+    def __call__(self, *args: str) -> pytest.RunResult: ...
+
+
 @pytest.fixture
-def run(pytester: pytest.Pytester):
+def run(pytester: pytest.Pytester) -> Run:
     """Run pytest in-process with -v and -rs; returns the RunResult."""
 
     def run_(*args: str) -> pytest.RunResult:
@@ -59,11 +66,19 @@ def run(pytester: pytest.Pytester):
     return run_
 
 
+def recorded(result: pytest.RunResult) -> pytest.HookRecorder:
+    """The hook calls of an in-process run."""
+    # pytester's in-process runs add the recorder to the result, untyped
+    recorder: pytest.HookRecorder = result.reprec  # type: ignore[attr-defined]
+    return recorder
+
+
 def skip_reasons(result: pytest.RunResult) -> dict[str, str]:
     """Test name -> skip reason, from the reports of an in-process run."""
     reasons = {}
-    for report in result.reprec.getreports("pytest_runtest_logreport"):  # type: ignore[attr-defined]
+    for report in recorded(result).getreports("pytest_runtest_logreport"):
         if report.skipped and report.when == "setup" and not hasattr(report, "wasxfail"):
+            assert isinstance(report.longrepr, tuple)  # a skip's (file, line, reason)
             reason = report.longrepr[2]
             reasons[report.nodeid.rsplit("::", 1)[-1]] = reason.removeprefix("Skipped: ")
     return reasons

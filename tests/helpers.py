@@ -3,14 +3,39 @@ and a dispatcher driven through its one API."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import networkx as nx
 
 from pytest_depgraph.core.dispatch import Dispatcher
 from pytest_depgraph.core.graph import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
+
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    from typing_extensions import Unpack
+
+    class Placement(TypedDict, total=False):
+        """:class:`Dispatcher`'s keyword options of where and how many tests run: what the
+        tests' dispatchers that set the priorities and queueing themselves pass on."""
+
+        group: Sequence[int] | None
+        limit: int | None
+        unsatisfied: Iterable[int]
+        pinned: Sequence[Sequence[int]]
+
+    class Options(Placement, total=False):
+        """:class:`Dispatcher`'s keyword options that the tests' dispatchers pass on (not
+        ``claims`` nor ``clock``, which :mod:`tests.test_resources` gives its own)."""
+
+        priority: Sequence[float] | None
+        weight: Sequence[float] | None
+        hold: int
+        durations: Mapping[int, float] | None
+
 
 R, A = Kind.REQUIRES, Kind.AFTER
 #: the origin of the edges made here
@@ -43,7 +68,7 @@ def plan_of(
 def oracle(graph: Graph, failing: set[int], unsatisfied: set[int]) -> set[int]:
     """The tests a walk skips: those with a REQUIRES dependency unsatisfied (failed, skipped,
     or unsatisfied from the start)."""
-    g = nx.DiGraph()
+    g: nx.DiGraph[int] = nx.DiGraph()
     g.add_nodes_from(range(graph.size))
     requires: dict[int, list[int]] = {}
     for dependent, dependency, kind in graph.triples():
@@ -59,17 +84,19 @@ def oracle(graph: Graph, failing: set[int], unsatisfied: set[int]) -> set[int]:
     return skipped
 
 
-def to_nx(graph: Graph, kinds: tuple[Kind, ...] = (R, A)) -> nx.DiGraph:
+def to_nx(graph: Graph, kinds: tuple[Kind, ...] = (R, A)) -> nx.DiGraph[int]:
     """``graph`` as a networkx graph of its edges of ``kinds``, dependent -> dependency."""
-    g = nx.DiGraph()
+    g: nx.DiGraph[int] = nx.DiGraph()
     g.add_nodes_from(range(graph.size))
     g.add_edges_from((e.dependent, e.dependency) for e in graph.edges() if e.kind in kinds)
     return g
 
 
-def dispatcher(graph: Graph, workers: Iterable[Hashable] = ("w",), **kwargs: object) -> Dispatcher:
-    """A :class:`Dispatcher` of ``graph`` (``kwargs`` its options) with ``workers`` added."""
-    made = Dispatcher(graph, **kwargs)  # type: ignore[arg-type]
+def dispatcher(
+    graph: Graph, workers: Iterable[Hashable] = ("w",), **options: Unpack[Options]
+) -> Dispatcher:
+    """A :class:`Dispatcher` of ``graph`` with its ``options`` and ``workers`` added."""
+    made = Dispatcher(graph, **options)
     for worker in workers:
         made.add_worker(worker)
     return made
@@ -115,5 +142,5 @@ def ran(folder: Path) -> dict[str, str]:
     return found
 
 
-def closure(g: nx.DiGraph) -> set[tuple[int, int]]:
+def closure(g: nx.DiGraph[int]) -> set[tuple[int, int]]:
     return {(u, v) for u in g for v in nx.descendants(g, u)}

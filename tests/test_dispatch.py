@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -30,6 +31,11 @@ from .fake_workers import (
 )
 from .graph_strategies import PROPERTIES, Drawn, dags
 from .helpers import A, R, make, oracle
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .helpers import Placement
 
 
 def test_a_worker_continues_the_chain_of_its_group_before_better_work() -> None:
@@ -222,13 +228,15 @@ def test_the_adapter_skips_the_dependents_of_a_deferred_teardown_error(
 # -- queueing: a worker holds more than the test it runs ------------------------------------
 
 
-def queued(graph: Graph, seconds: float | None, workers: int = 2, **kw: object) -> Dispatcher:
+def queued(
+    graph: Graph, seconds: float | None, workers: int = 2, **kw: Unpack[Placement]
+) -> Dispatcher:
     """A dispatcher that may queue (hold 16), the tests' previous durations all ``seconds``."""
     size = graph.size
     known = {} if seconds is None else dict.fromkeys(range(size), seconds)
     weight = weights(known, size, size)
     dispatcher = Dispatcher(graph, priority=priorities(graph, weight), weight=weight,
-                            hold=16, durations=known, **kw)  # type: ignore[arg-type]
+                            hold=16, durations=known, **kw)
     for w in range(workers):
         dispatcher.add_worker(f"w{w}")
     return dispatcher
@@ -359,8 +367,8 @@ def test_random_queued_walks_run_every_test_once_after_its_dependencies(
     if rng.random() < 0.5:  # units chained by ordering edges in serial order, as the plan does
         label = [rng.randrange(-2, 3) for _ in range(size)]
         pinned = [g for g in ([v for v in order if label[v] == u] for u in range(3)) if len(g) > 1]
-        for group in pinned:
-            for before, after in zip(group, group[1:]):
+        for members in pinned:
+            for before, after in zip(members, members[1:]):
                 graph.add_edge(after, before, A, Origin("pin"))
     known = {v: rng.choice([0.0005, 0.002, 0.3]) for v in range(size) if rng.random() < 0.7}
     weight = weights(known, size, size)

@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from .conftest import Run
+
 
 def _assert_clean(result: pytest.RunResult) -> None:
     text = result.stdout.str() + result.stderr.str()
@@ -14,7 +16,7 @@ def _assert_clean(result: pytest.RunResult) -> None:
     assert "INTERNALERROR" not in text
 
 
-def test_unknown_target_with_suggestion(pytester: pytest.Pytester, run) -> None:
+def test_unknown_target_with_suggestion(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_shop="""
         import pytest
@@ -49,7 +51,7 @@ def test_unknown_target_with_suggestion(pytester: pytest.Pytester, run) -> None:
         ("'test_a', on_failure='never'", "on_failure='never' is not valid; use on_failure='skip'*"),
     ],
 )
-def test_bad_arguments(pytester: pytest.Pytester, run, args: str, message: str) -> None:
+def test_bad_arguments(pytester: pytest.Pytester, run: Run, args: str, message: str) -> None:
     pytester.makepyfile(
         test_bad=f"""
         import pytest
@@ -69,7 +71,7 @@ def test_bad_arguments(pytester: pytest.Pytester, run, args: str, message: str) 
     _assert_clean(result)
 
 
-def test_error_with_module_marker_is_reported_once(pytester: pytest.Pytester, run) -> None:
+def test_error_with_module_marker_is_reported_once(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_mod="""
         import pytest
@@ -85,7 +87,7 @@ def test_error_with_module_marker_is_reported_once(pytester: pytest.Pytester, ru
     result.assert_outcomes(errors=1)
 
 
-def test_cycle_report_with_origins(pytester: pytest.Pytester, run) -> None:
+def test_cycle_report_with_origins(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_net="""
         import pytest
@@ -123,7 +125,7 @@ def test_cycle_report_with_origins(pytester: pytest.Pytester, run) -> None:
     _assert_clean(result)
 
 
-def test_every_cycle_reported_and_self_reference(pytester: pytest.Pytester, run) -> None:
+def test_every_cycle_reported_and_self_reference(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_c="""
         import pytest
@@ -151,7 +153,7 @@ def test_every_cycle_reported_and_self_reference(pytester: pytest.Pytester, run)
     assert "2 errors during collection" in result.stdout.str()
 
 
-def test_continue_on_collection_errors_runs_the_rest(pytester: pytest.Pytester, run) -> None:
+def test_continue_on_collection_errors_runs_the_rest(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_c="""
         import pytest
@@ -180,7 +182,7 @@ def test_continue_on_collection_errors_runs_the_rest(pytester: pytest.Pytester, 
     )
 
 
-def test_mark_on_fixture_points_to_the_decorator(pytester: pytest.Pytester, run) -> None:
+def test_mark_on_fixture_points_to_the_decorator(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_f="""
         import pytest
@@ -201,7 +203,7 @@ def test_mark_on_fixture_points_to_the_decorator(pytester: pytest.Pytester, run)
     result.stdout.fnmatch_lines(["*pytest_depgraph import depends_on*"])
 
 
-def test_strict_markers_accepts_the_marker(pytester: pytest.Pytester, run) -> None:
+def test_strict_markers_accepts_the_marker(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -235,7 +237,7 @@ def test_loaded_with_dash_p_when_autoload_is_disabled(
     off.assert_outcomes(failed=1, passed=1)
 
 
-def test_bad_fixture_declaration_names_the_fixture(pytester: pytest.Pytester, run) -> None:
+def test_bad_fixture_declaration_names_the_fixture(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_fx="""
         import pytest
@@ -263,7 +265,7 @@ def test_bad_fixture_declaration_names_the_fixture(pytester: pytest.Pytester, ru
 
 @pytest.mark.parametrize("value", ['["skip"]', "{}", "None", "1", "True"])
 def test_on_failure_of_any_type_is_a_clean_error(
-    pytester: pytest.Pytester, run, value: str
+    pytester: pytest.Pytester, run: Run, value: str
 ) -> None:
     """An unhashable on_failure (a list, a dict) used to be an INTERNALERROR."""
     pytester.makepyfile(
@@ -300,7 +302,7 @@ def test_on_failure_of_any_type_is_a_clean_error(
     _assert_clean(result)
 
 
-def test_messages_hint_what_was_meant(pytester: pytest.Pytester, run) -> None:
+def test_messages_hint_what_was_meant(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_m="""
         import pytest
@@ -347,7 +349,7 @@ def test_messages_hint_what_was_meant(pytester: pytest.Pytester, run) -> None:
 
 
 def test_class_and_module_markers_naming_themselves_are_self_references(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     pytester.makepyfile(
         test_own_class="""
@@ -384,7 +386,7 @@ def test_class_and_module_markers_naming_themselves_are_self_references(
     assert "2 errors during collection" in result.stdout.str()
 
 
-def test_errors_sharing_a_cause_are_grouped_and_capped(pytester: pytest.Pytester, run) -> None:
+def test_errors_sharing_a_cause_are_grouped_and_capped(pytester: pytest.Pytester, run: Run) -> None:
     """Thirty markers naming a renamed file: one error listing three of them and a count;
     -v lists them all. A huge target string is shortened."""
     markers = "\n".join(
@@ -420,7 +422,7 @@ def test_errors_sharing_a_cause_are_grouped_and_capped(pytester: pytest.Pytester
     verbose.stdout.fnmatch_lines(["    test_new.py:90: target 'test_old.py::test_29' *"])
 
 
-def test_many_errors_and_long_cycles_are_capped(pytester: pytest.Pytester, run) -> None:
+def test_many_errors_and_long_cycles_are_capped(pytester: pytest.Pytester, run: Run) -> None:
     unknown = "\n".join(
         f"@pytest.mark.depends_on('test_gone_{k}')\ndef test_u{k}(): pass\n" for k in range(25)
     )
@@ -450,7 +452,7 @@ def test_many_errors_and_long_cycles_are_capped(pytester: pytest.Pytester, run) 
     assert "26 errors during collection" in verbose.stdout.str()
 
 
-def test_long_cycle_is_shortened(pytester: pytest.Pytester, run) -> None:
+def test_long_cycle_is_shortened(pytester: pytest.Pytester, run: Run) -> None:
     loop = "\n".join(
         f"@pytest.mark.depends_on('test_c{(k + 1) % 30}')\ndef test_c{k}(): pass\n"
         for k in range(30)
@@ -472,7 +474,7 @@ def test_long_cycle_is_shortened(pytester: pytest.Pytester, run) -> None:
 
 
 def test_markers_of_inherited_and_imported_classes_name_the_file_they_are_written_in(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     # the class marker and the method marker are written in test_base.py: a class that
     # inherits them, or a module that imports the class, must not move them to test_sub.py;

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import names, skip_reasons
+from .conftest import Run, names, skip_reasons
 
 
 @pytest.mark.parametrize("placement", ["below", "above"])
 def test_fixture_dependency_above_or_below_fixture_decorator(
-    pytester: pytest.Pytester, run, placement: str
+    pytester: pytest.Pytester, run: Run, placement: str
 ) -> None:
     decorators = (
         '@pytest.fixture\n@depends_on("test_login")'
@@ -41,7 +41,7 @@ def test_fixture_dependency_above_or_below_fixture_decorator(
     }
 
 
-def test_transitive_and_autouse_fixtures_and_conftest(pytester: pytest.Pytester, run) -> None:
+def test_transitive_and_autouse_fixtures_and_conftest(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makeconftest(
         """
         import pytest
@@ -82,7 +82,7 @@ def test_transitive_and_autouse_fixtures_and_conftest(pytester: pytest.Pytester,
 
 
 def test_fixture_targets_resolve_relative_to_each_using_test(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     pytester.makeconftest(
         """
@@ -104,7 +104,9 @@ def test_fixture_targets_resolve_relative_to_each_using_test(
     assert skip_reasons(result) == {"test_y": "depgraph: upstream test_two.py::test_setup failed"}
 
 
-def test_overridden_fixture_without_dependency_has_none(pytester: pytest.Pytester, run) -> None:
+def test_overridden_fixture_without_dependency_has_none(
+    pytester: pytest.Pytester, run: Run
+) -> None:
     pytester.makeconftest(
         """
         import pytest

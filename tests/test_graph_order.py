@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -85,7 +86,7 @@ def _keeping_scopes(graph: Graph, scopes: Scopes) -> list[int]:
     return placed
 
 
-def _scoped_order(graph: Graph, scopes: Scopes) -> list[int]:
+def _scoped_order(graph: Graph, scopes: Sequence[tuple[str, ...]]) -> list[int]:
     return stable_topological_order(graph, scopes.__getitem__)
 
 

@@ -9,10 +9,11 @@ which one, before a user's run does.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-import execnet  # type: ignore[import-untyped]
+import execnet
 import pytest
 import pytest_dependency  # type: ignore[import-untyped]
 from xdist import remote  # type: ignore[import-untyped]
@@ -34,6 +35,7 @@ def _worker(pytester: pytest.Pytester) -> tuple[pytest.Config, Any, list[tuple[s
     """A configuration with xdist's real WorkerInteractor on a channel that records what the
     worker sends."""
     config = pytester.parseconfig()
+    # xdist gives a worker's configuration this attribute, untyped
     config.workerinput = {"workerid": "gw0", "testrunuid": "x", "workercount": 1}  # type: ignore[attr-defined]
     sent: list[tuple[str, Any]] = []
     channel = SimpleNamespace(
@@ -141,8 +143,14 @@ def _node(pytester: pytest.Pytester) -> tuple[Any, list[tuple[str, dict[str, Any
 def test_our_events_are_taken_before_xdist_sees_them(pytester: pytest.Pytester) -> None:
     node, events = _node(pytester)
     taken: list[str] = []
-    door.take_events(node, lambda name, kwargs: name.startswith("depgraph") and
-                      not taken.append(name))
+
+    def take(name: str, kwargs: object) -> bool:
+        if name.startswith("depgraph"):
+            taken.append(name)
+            return True
+        return False
+
+    door.take_events(node, take)
     node.process_from_remote(("depgraph_plan", {"plan": None}))
     node.process_from_remote(("runtest_protocol_complete", {"item_index": 1, "duration": 0.5}))
     door.forward_completion(node, 2)
@@ -204,7 +212,7 @@ def test_collections_are_compared_by_xdist(pytester: pytest.Pytester) -> None:
 
 @pytest.mark.parametrize("dist", sorted(MODES))
 def test_the_run_is_handed_to_xdists_own_scheduler(pytester: pytest.Pytester, dist: str) -> None:
-    from xdist import scheduler as schedulers  # type: ignore[import-untyped]
+    from xdist import scheduler as schedulers
 
     config = pytester.parseconfigure("-p", "xdist", "--dist", dist, "--tx", "2*popen")
     plan = plan_of(["t.py::a", "t.py::b", "u.py::c"], [])
@@ -361,10 +369,10 @@ def test_our_units_are_xdists(pytester: pytest.Pytester, dist: str) -> None:
                "a/test_x.py::TestC::test_n", "test_y.py::test_g@db", "test_z.py::test_k@db",
                "test_y.py::test_h[a@b]", "test_y.py::test_i"]
 
-    def partition(split: object) -> set[frozenset[str]]:
+    def partition(split: Callable[[str], str]) -> set[frozenset[str]]:
         units: dict[str, set[str]] = {}
         for nodeid in nodeids:
-            units.setdefault(split(nodeid), set()).add(nodeid)  # type: ignore[operator]
+            units.setdefault(split(nodeid), set()).add(nodeid)
         return {frozenset(members) for members in units.values()}
 
     assert partition(unit) == partition(theirs._split_scope), (

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from .conftest import recorded
 from .test_errors import _assert_clean
 
 EXAMPLES = int(os.environ.get("DEPGRAPH_HYPOTHESIS_EXAMPLES", "12"))
@@ -135,7 +136,7 @@ class HostileCallable(Hostile):
 
 
 class HostileStr(str):
-    def strip(self, *args: object) -> str:  # type: ignore[override]
+    def strip(self, *args: object) -> str:
         raise RuntimeError("no strip")
 
     def __hash__(self) -> int:
@@ -148,8 +149,8 @@ class HostileStr(str):
 class NoClass(Hostile):
     """Even ``isinstance`` fails on it: it has no ``__class__`` to give."""
 
-    @property  # type: ignore[misc]
-    def __class__(self) -> type:  # type: ignore[override]
+    @property  # type: ignore[misc]  # over the attribute __class__, on purpose
+    def __class__(self) -> type:
         raise RuntimeError("no class")
 
 
@@ -244,8 +245,7 @@ def test_any_arguments_give_an_edge_or_a_clean_error(
     pytester: pytest.Pytester, args: list[object], kwargs: dict[str, object], place: str
 ) -> None:
     module = types.ModuleType(ARGS_MODULE)
-    module.ARGS, module.KWARGS = _real(args), _real(kwargs)  # type: ignore[attr-defined]
-    module.PLACE = place  # type: ignore[attr-defined]
+    vars(module).update(ARGS=_real(args), KWARGS=_real(kwargs), PLACE=place)
     sys.modules[ARGS_MODULE] = module
     try:
         path = pytester.makepyfile(test_gen=MODULE.format(args=ARGS_MODULE))
@@ -255,7 +255,7 @@ def test_any_arguments_give_an_edge_or_a_clean_error(
     _assert_clean(result)
     collected = {
         call.item.nodeid
-        for call in result.reprec.getcalls("pytest_itemcollected")  # type: ignore[attr-defined]
+        for call in recorded(result).getcalls("pytest_itemcollected")
     }
     assert collected == COMMON | {EXPECTED[place]}
     out = result.stdout.str()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import names, passed_order, skip_reasons
+from .conftest import Run, names, passed_order, skip_reasons
 
 
 def test_a_dependent_declared_first_waits_for_its_dependency(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     pytester.makepyfile(
         """
@@ -31,7 +31,7 @@ def test_a_dependent_declared_first_waits_for_its_dependency(
     assert names(result) == ["test_other", "test_create", "test_use"]
 
 
-def test_no_dependencies_keeps_pytest_order_exactly(pytester: pytest.Pytester, run) -> None:
+def test_no_dependencies_keeps_pytest_order_exactly(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_b="def test_z(): pass\ndef test_a(): pass\n",
         test_a="import pytest\n@pytest.mark.parametrize('x', [3, 1, 2])\ndef test_p(x): pass\n",
@@ -43,7 +43,7 @@ def test_no_dependencies_keeps_pytest_order_exactly(pytester: pytest.Pytester, r
     assert "depgraph" not in ours.stdout.str().split("passed")[-1]
 
 
-def test_chain_across_files_and_function_targets(pytester: pytest.Pytester, run) -> None:
+def test_chain_across_files_and_function_targets(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_a="""
         import pytest
@@ -67,7 +67,7 @@ def test_chain_across_files_and_function_targets(pytester: pytest.Pytester, run)
     assert names(result) == ["test_step1", "test_step2", "test_step3"]
 
 
-def test_class_marker_and_class_target(pytester: pytest.Pytester, run) -> None:
+def test_class_marker_and_class_target(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -90,7 +90,7 @@ def test_class_marker_and_class_target(pytester: pytest.Pytester, run) -> None:
 
 
 def test_module_pytestmark_applies_to_every_test_but_not_to_itself(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     pytester.makepyfile(
         test_m="""
@@ -108,7 +108,7 @@ def test_module_pytestmark_applies_to_every_test_but_not_to_itself(
     assert skip_reasons(result) == {"test_a": reason, "test_b": reason}
 
 
-def test_on_failure_run_orders_but_does_not_skip(pytester: pytest.Pytester, run) -> None:
+def test_on_failure_run_orders_but_does_not_skip(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -126,7 +126,7 @@ def test_on_failure_run_orders_but_does_not_skip(pytester: pytest.Pytester, run)
     assert names(result) == ["test_work", "test_cleanup"]
 
 
-def test_parametrized_meta_node_and_single_instance(pytester: pytest.Pytester, run) -> None:
+def test_parametrized_meta_node_and_single_instance(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -152,7 +152,7 @@ def test_parametrized_meta_node_and_single_instance(pytester: pytest.Pytester, r
     assert names(result) == ["test_db[sqlite]", "test_one", "test_db[pg]", "test_all"]
 
 
-def test_module_fixture_not_set_up_twice_by_reordering(pytester: pytest.Pytester, run) -> None:
+def test_module_fixture_not_set_up_twice_by_reordering(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_x="""
         import pytest
@@ -176,7 +176,7 @@ def test_module_fixture_not_set_up_twice_by_reordering(pytester: pytest.Pytester
     assert names(result) == ["test_b", "test_c", "test_a", "test_d"]
 
 
-def test_decorator_form_on_tests_and_classes(pytester: pytest.Pytester, run) -> None:
+def test_decorator_form_on_tests_and_classes(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         """
         from pytest_depgraph import depends_on
@@ -200,7 +200,7 @@ def test_decorator_form_on_tests_and_classes(pytester: pytest.Pytester, run) -> 
 
 
 def test_order_other_plugins_leave_is_kept_where_no_edge_contradicts(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     pytester.makepyfile(
         """
@@ -237,7 +237,7 @@ def test_modifyitems_called_again_by_another_plugin(pytester: pytest.Pytester) -
 
 
 def test_a_dependent_waits_and_a_dependency_keeps_its_place_in_its_file(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     """pytest-order's rule: the test with ``after=`` moves down; the test it names is not
     pulled up out of its file, away from the tests before it (which rely on file order)."""
@@ -268,7 +268,7 @@ def test_a_dependent_waits_and_a_dependency_keeps_its_place_in_its_file(
 
 
 def test_depends_on_moves_the_dependent_down_not_the_dependency_up(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     pytester.makepyfile(
         test_a="""
@@ -300,7 +300,7 @@ def test_depends_on_moves_the_dependent_down_not_the_dependency_up(
 
 
 def test_ordinal_groups_are_tied_with_few_edges_and_keep_the_serial_order(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     """pytest-order's positions become after edges between consecutive groups: every pair
     while that stays linear, else the smaller group is chained and only its end is tied."""
@@ -344,7 +344,7 @@ def test_ordinal_groups_are_tied_with_few_edges_and_keep_the_serial_order(
 
 
 def test_ordinal_groups_do_not_glue_a_suite_into_one_shard(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     """pytest-order's positions order the tests of each shard; they do not join them."""
     pytester.makepyfile(
@@ -377,7 +377,7 @@ def test_ordinal_groups_do_not_glue_a_suite_into_one_shard(
 
 
 def test_a_dependent_collected_first_does_not_split_its_targets_class(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     """The dependent waits until the class of its target is done: the class fixture is set
     up once, as without the plugin (before, test_report ran between the two and test_query
@@ -410,7 +410,7 @@ def test_a_dependent_collected_first_does_not_split_its_targets_class(
 
 
 def test_a_dependent_does_not_split_its_targets_module_or_package(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     """The same for a module fixture, and for a package fixture across the package's
     modules: the dependent runs once its target's module, then package, is done."""
@@ -496,7 +496,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def test_shuffled_suites_keep_every_class_and_module_fixture_set_up_once(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     """pytest-randomly's seeds put dependents before and after their targets' classes and
     modules; the tests that set up scoped fixtures are never split by a dependent."""

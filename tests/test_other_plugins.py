@@ -115,7 +115,10 @@ def test_recorder_lets_the_last_attempt_decide() -> None:
     """A rerun plugin that logs a failed attempt as failed: the next attempt starts afresh."""
 
     def report(when: str, outcome: str) -> pytest.TestReport:
-        return pytest.TestReport("t.py::t", ("t.py", 0, "t"), {}, outcome, None, when, [], 0.5)
+        # pytest types a report's outcome as its three own: rerun plugins report "rerun" too
+        return pytest.TestReport(
+            "t.py::t", ("t.py", 0, "t"), {}, outcome, None, when, [], 0.5  # type: ignore[arg-type]
+        )
 
     recorder = OutcomeRecorder()
     for when, outcome in [("setup", "passed"), ("call", "failed"), ("teardown", "passed")]:

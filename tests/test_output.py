@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import Run
+
 SUITE = """
 import pytest
 from pytest_depgraph import depends_on
@@ -42,7 +44,7 @@ def _dot_accepts(path: Path) -> None:
 
 
 @needs_dot
-def test_dot_file_after_run_has_outcomes_and_is_valid(pytester: pytest.Pytester, run) -> None:
+def test_dot_file_after_run_has_outcomes_and_is_valid(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(test_acct=SUITE)
     out = pytester.path / "graph.dot"
     result = run(f"--depgraph-dot={out}")
@@ -63,7 +65,7 @@ def test_dot_file_after_run_has_outcomes_and_is_valid(pytester: pytest.Pytester,
 
 
 @needs_dot
-def test_fixture_edges_are_labelled(pytester: pytest.Pytester, run) -> None:
+def test_fixture_edges_are_labelled(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_f="""
         import pytest
@@ -100,7 +102,7 @@ MAGIC = {"svg": b"<?xml", "png": b"\x89PNG", "pdf": b"%PDF", "jpg": b"\xff\xd8\x
 
 @needs_dot
 @pytest.mark.parametrize("suffix", sorted(MAGIC))
-def test_rendered_formats(pytester: pytest.Pytester, run, suffix: str) -> None:
+def test_rendered_formats(pytester: pytest.Pytester, run: Run, suffix: str) -> None:
     pytester.makepyfile(test_acct=SUITE)
     (pytester.path / "out").mkdir()
     out = pytester.path / "out" / f"graph.{suffix.upper()}"
@@ -146,7 +148,7 @@ def test_dot_escapes_quotes_in_parametrized_ids(pytester: pytest.Pytester) -> No
         _dot_accepts(out)
 
 
-def test_summary_counts_edges_and_reduction(pytester: pytest.Pytester, run) -> None:
+def test_summary_counts_edges_and_reduction(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(test_acct=SUITE)
     result = run()
     result.stdout.fnmatch_lines(

@@ -9,7 +9,7 @@ from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.run.channel_values import VALUES_COMMAND, Relay
 from pytest_depgraph.run.outputs import ValueStore
 
-from .conftest import names, skip_reasons
+from .conftest import Run, names, skip_reasons
 
 VPC = """
 import pytest
@@ -31,7 +31,7 @@ def test_create_vpc(depgraph):
 """
 
 
-def test_reader_defined_before_producer_gets_the_value(pytester: pytest.Pytester, run) -> None:
+def test_reader_defined_before_producer_gets_the_value(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(test_vpc=VPC)
     result = run()
     result.assert_outcomes(passed=3)
@@ -39,7 +39,7 @@ def test_reader_defined_before_producer_gets_the_value(pytester: pytest.Pytester
     result.stdout.fnmatch_lines(["*2 edges (1 explicit, 1 from fixtures)*"])
 
 
-def test_producer_failure_skips_output_fixture_readers(pytester: pytest.Pytester, run) -> None:
+def test_producer_failure_skips_output_fixture_readers(pytester: pytest.Pytester, run: Run) -> None:
     failing = VPC.replace('depgraph.publish("tags"', 'assert 0\n    depgraph.publish("tags"')
     pytester.makepyfile(test_vpc=failing)
     result = run()
@@ -48,7 +48,7 @@ def test_producer_failure_skips_output_fixture_readers(pytester: pytest.Pytester
     assert skip_reasons(result) == {"test_create_subnet": reason, "test_read_directly": reason}
 
 
-def test_reading_from_a_test_that_is_not_a_dependency(pytester: pytest.Pytester, run) -> None:
+def test_reading_from_a_test_that_is_not_a_dependency(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_x="""
         def test_producer(depgraph):
@@ -70,7 +70,7 @@ def test_reading_from_a_test_that_is_not_a_dependency(pytester: pytest.Pytester,
     assert "Traceback" not in result.stdout.str()
 
 
-def test_missing_name_lists_what_was_published(pytester: pytest.Pytester, run) -> None:
+def test_missing_name_lists_what_was_published(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_x="""
         import pytest_depgraph
@@ -92,7 +92,7 @@ def test_missing_name_lists_what_was_published(pytester: pytest.Pytester, run) -
     )
 
 
-def test_unpicklable_value_fails_the_publishing_test(pytester: pytest.Pytester, run) -> None:
+def test_unpicklable_value_fails_the_publishing_test(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_x="""
         import pytest
@@ -112,7 +112,7 @@ def test_unpicklable_value_fails_the_publishing_test(pytester: pytest.Pytester, 
     )
 
 
-def test_output_fixture_edge_is_a_cycle_participant(pytester: pytest.Pytester, run) -> None:
+def test_output_fixture_edge_is_a_cycle_participant(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_x="""
         import pytest, pytest_depgraph
@@ -129,7 +129,7 @@ def test_output_fixture_edge_is_a_cycle_participant(pytester: pytest.Pytester, r
     result.stdout.fnmatch_lines(["*-> test_x.py::test_b   output fixture 'token'*"])
 
 
-def test_values_do_not_leak_into_the_next_run(pytester: pytest.Pytester, run) -> None:
+def test_values_do_not_leak_into_the_next_run(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_x="""
         import os, pytest
@@ -149,7 +149,7 @@ def test_values_do_not_leak_into_the_next_run(pytester: pytest.Pytester, run) ->
         run().assert_outcomes(passed=1, failed=1)
 
 
-def test_module_scoped_output_fixture(pytester: pytest.Pytester, run) -> None:
+def test_module_scoped_output_fixture(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_x="""
         import pytest_depgraph
@@ -166,7 +166,7 @@ def test_module_scoped_output_fixture(pytester: pytest.Pytester, run) -> None:
     run().assert_outcomes(passed=3)
 
 
-def test_values_are_kept_by_the_full_node_id(pytester: pytest.Pytester, run) -> None:
+def test_values_are_kept_by_the_full_node_id(pytester: pytest.Pytester, run: Run) -> None:
     # node ids that share their first 100 bytes used to share one folder: the last writer won
     lifecycle = """
         import pytest
@@ -195,7 +195,7 @@ def test_values_are_kept_by_the_full_node_id(pytester: pytest.Pytester, run) -> 
     result.assert_outcomes(passed=4)
 
 
-def test_parametrize_ids_longer_than_100_bytes(pytester: pytest.Pytester, run) -> None:
+def test_parametrize_ids_longer_than_100_bytes(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_x="""
         import pytest
@@ -264,7 +264,7 @@ def test_publish_lambda(depgraph):
 
 
 def test_bad_names_targets_and_values_fail_the_test_that_used_them(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     pytester.makepyfile(test_x=BAD_INPUT)
     result = run()

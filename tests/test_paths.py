@@ -35,7 +35,7 @@ def test_reachable_matches_networkx(
     found = reachable(graph, starts, direction, kinds)
     assert set(found) == expected
 
-    def distance(node: int) -> int:
+    def distance(node: int) -> float:
         return min(nx.shortest_path_length(g, s, node) for s in starts if nx.has_path(g, s, node))
 
     order = {n: i for i, n in enumerate([*starts, *found])}

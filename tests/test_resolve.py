@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pytest_depgraph.collect.resolve import TargetIndex, boundary_prefixes, is_path_qualified
 
 IDS = [
@@ -20,7 +22,7 @@ def _index() -> TargetIndex:
     return TargetIndex(IDS, [None] * len(IDS), [None] * len(IDS))
 
 
-def _names(nodes: list[int]) -> list[str]:
+def _names(nodes: Sequence[int]) -> list[str]:
     return [IDS[n] for n in nodes]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from collections.abc import Hashable
 from itertools import count
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -23,13 +24,20 @@ from .fake_workers import start, walked
 from .graph_strategies import PROPERTIES, Drawn, dags
 from .helpers import A, R, make, oracle
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .helpers import Options
+
 W, RD = True, False
 
 
-def dispatcher(graph: Graph, claims: Claims, workers: int = 2, **kw: object) -> Dispatcher:
+def dispatcher(
+    graph: Graph, claims: Claims, workers: int = 2, **kw: Unpack[Options]
+) -> Dispatcher:
     """A dispatcher of ``graph`` with ``claims``, ``workers`` named w0, w1, ..., and a clock
     that ticks once per reading."""
-    made = Dispatcher(graph, claims=claims, clock=count().__next__, **kw)  # type: ignore[arg-type]
+    made = Dispatcher(graph, claims=claims, clock=count().__next__, **kw)
     for w in range(workers):
         made.add_worker(f"w{w}")
     return made

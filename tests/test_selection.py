@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import names, skip_reasons
+from .conftest import Run, names, skip_reasons
 
 LAST_FAILED = {
     "test_a": """
@@ -57,7 +57,9 @@ def test_after_only():
 
 
 @pytest.mark.parametrize("args", SELECTIONS, ids=SELECTION_IDS)
-def test_selection_pulls_in_dependencies(pytester: pytest.Pytester, run, args) -> None:
+def test_selection_pulls_in_dependencies(
+    pytester: pytest.Pytester, run: Run, args: tuple[str, ...]
+) -> None:
     pytester.makepyfile(test_shop=SHOP)
     pytester.makeini("[pytest]\nmarkers = slow\n")
     result = run(*args)
@@ -74,7 +76,7 @@ def test_selection_pulls_in_dependencies(pytester: pytest.Pytester, run, args) -
         assert "2 deselected" in result.stdout.lines[-1]
 
 
-def test_after_edges_do_not_pull_in(pytester: pytest.Pytester, run) -> None:
+def test_after_edges_do_not_pull_in(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(test_shop=SHOP)
     result = run("-k", "after_only")
     result.assert_outcomes(passed=1)
@@ -82,7 +84,7 @@ def test_after_edges_do_not_pull_in(pytester: pytest.Pytester, run) -> None:
 
 
 def test_dependency_in_another_file_named_on_the_command_line(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     pytester.makepyfile(
         test_a="""
@@ -113,7 +115,7 @@ NO_DEPS_REASON = (
 )
 
 
-def test_no_deps_skips_dependents_of_unselected_tests(pytester: pytest.Pytester, run) -> None:
+def test_no_deps_skips_dependents_of_unselected_tests(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(test_shop=SHOP)
     result = run("-k", "checkout or cart", "--depgraph-no-deps")
     result.assert_outcomes(passed=0, skipped=2)
@@ -136,7 +138,7 @@ def test_signup(): pass
 """
 
 
-def test_no_deps_names_every_unselected_dependency(pytester: pytest.Pytester, run) -> None:
+def test_no_deps_names_every_unselected_dependency(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(test_app=FOUR_DEPS)
     result = run("test_app.py::test_signup", "--depgraph-no-deps")
     result.assert_outcomes(skipped=1)
@@ -147,7 +149,7 @@ def test_no_deps_names_every_unselected_dependency(pytester: pytest.Pytester, ru
     }
 
 
-def test_ignore_deps_runs_one_test_alone(pytester: pytest.Pytester, run) -> None:
+def test_ignore_deps_runs_one_test_alone(pytester: pytest.Pytester, run: Run) -> None:
     """--depgraph-ignore-deps: nothing pulled in, nothing skipped; edges between selected
     tests still hold."""
     pytester.makepyfile(test_app=FOUR_DEPS, test_shop=SHOP)
@@ -164,14 +166,14 @@ def test_ignore_deps_runs_one_test_alone(pytester: pytest.Pytester, run) -> None
     result.stderr.fnmatch_lines(["*--depgraph-no-deps and --depgraph-ignore-deps exclude*"])
 
 
-def test_no_deps_from_ini(pytester: pytest.Pytester, run) -> None:
+def test_no_deps_from_ini(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(test_shop=SHOP)
     pytester.makeini("[pytest]\ndepgraph_no_deps = true\n")
     run("-k", "cart").assert_outcomes(skipped=1)
 
 
 def test_last_failed_reruns_failures_with_their_dependencies(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     pytester.makepyfile(**LAST_FAILED)
     pytester.runpytest("-p", "cacheprovider")
@@ -186,7 +188,9 @@ def test_last_failed_reruns_failures_with_their_dependencies(
 
 
 @pytest.mark.parametrize("args", SELECTIONS, ids=SELECTION_IDS)
-def test_selection_pulls_in_dependencies_on_xdist(pytester: pytest.Pytester, args) -> None:
+def test_selection_pulls_in_dependencies_on_xdist(
+    pytester: pytest.Pytester, args: tuple[str, ...]
+) -> None:
     pytester.makepyfile(test_shop=SHOP)
     pytester.makeini("[pytest]\nmarkers = slow\n")
     result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-v", *args)
@@ -209,7 +213,7 @@ def test_no_deps_on_xdist_skips_with_the_reason(pytester: pytest.Pytester) -> No
 
 
 def test_dependency_in_a_file_not_named_on_the_command_line(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     pytester.makepyfile(
         **{
@@ -238,7 +242,7 @@ def test_dependency_in_a_file_not_named_on_the_command_line(
 
 
 def test_file_arguments_without_dependencies_collect_as_usual(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     pytester.makepyfile(test_a="def test_a(): pass\n", test_b="def test_b(): pass\n")
     result = run("test_a.py")
@@ -273,7 +277,7 @@ SPLIT = {
 
 
 def test_directory_argument_pulls_in_a_dependency_elsewhere(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     """`pytest tests/a/` pulls in what its tests need from tests/b/, as a file argument does;
     the rest of tests/b/ is neither run nor counted."""
@@ -292,7 +296,7 @@ def test_directory_argument_pulls_in_a_dependency_elsewhere(
         assert "deselected" not in result.stdout.str()
 
 
-def test_ignored_file_of_a_target_is_named(pytester: pytest.Pytester, run) -> None:
+def test_ignored_file_of_a_target_is_named(pytester: pytest.Pytester, run: Run) -> None:
     """--ignore leaves the target's file out: the error says so and how to include it, with
     no unrelated suggestions."""
     pytester.makepyfile(**SPLIT)
@@ -313,7 +317,7 @@ def test_directory_argument_on_xdist(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["1 dependency pulled in by selection"])
 
 
-def test_node_id_imports_only_the_files_its_test_needs(pytester: pytest.Pytester, run) -> None:
+def test_node_id_imports_only_the_files_its_test_needs(pytester: pytest.Pytester, run: Run) -> None:
     """Another test of the named file depends on test_b.py: naming test_x does not import
     it; naming test_z (which needs test_y, which needs test_b.py) does."""
     pytester.makepyfile(

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from pytest_depgraph.core import shard
 from pytest_depgraph.core.plan import Plan
 
+from .conftest import recorded
 from .fake_workers import PlanGrab
 
 SUITE = {
@@ -128,13 +129,13 @@ SUITE = {
 
 
 def _passed(result: pytest.RunResult) -> list[str]:
-    passed, skipped, failed = result.reprec.listoutcomes()  # type: ignore[attr-defined]
+    passed, skipped, failed = recorded(result).listoutcomes()
     assert not skipped and not failed, (skipped, failed)
     return [report.nodeid for report in passed]
 
 
 def _deselected(result: pytest.RunResult) -> list[str]:
-    calls = result.reprec.getcalls("pytest_deselected")  # type: ignore[attr-defined]
+    calls = recorded(result).getcalls("pytest_deselected")
     return [item.nodeid for call in calls for item in call.items]
 
 

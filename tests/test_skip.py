@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import names, skip_reasons
+from .conftest import Run, names, recorded, skip_reasons
 
 
-def test_root_cause_is_the_first_failure_up_the_graph(pytester: pytest.Pytester, run) -> None:
+def test_root_cause_is_the_first_failure_up_the_graph(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -29,7 +29,7 @@ def test_root_cause_is_the_first_failure_up_the_graph(pytester: pytest.Pytester,
     assert skip_reasons(result) == {"test_b": reason, "test_c": reason}
 
 
-def test_skipped_dependent_sets_up_no_fixture(pytester: pytest.Pytester, run) -> None:
+def test_skipped_dependent_sets_up_no_fixture(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -58,7 +58,7 @@ def test_skipped_dependent_sets_up_no_fixture(pytester: pytest.Pytester, run) ->
     ],
 )
 def test_skip_and_xfail_do_not_satisfy(
-    pytester: pytest.Pytester, run, body: str, word: str, outcomes: dict[str, int]
+    pytester: pytest.Pytester, run: Run, body: str, word: str, outcomes: dict[str, int]
 ) -> None:
     pytester.makepyfile(
         f"""
@@ -78,7 +78,7 @@ def test_skip_and_xfail_do_not_satisfy(
 
 
 def test_non_strict_xpass_satisfies_and_setup_error_does_not(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     pytester.makepyfile(
         """
@@ -107,7 +107,7 @@ def test_non_strict_xpass_satisfies_and_setup_error_does_not(
     assert skip_reasons(result) == {"test_after_error": reason}
 
 
-def test_teardown_failure_makes_dependency_unsatisfied(pytester: pytest.Pytester, run) -> None:
+def test_teardown_failure_makes_dependency_unsatisfied(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -128,7 +128,7 @@ def test_teardown_failure_makes_dependency_unsatisfied(pytester: pytest.Pytester
 
 
 def test_after_edge_dependent_runs_after_skipped_dependency(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     pytester.makepyfile(
         """
@@ -149,7 +149,9 @@ def test_after_edge_dependent_runs_after_skipped_dependency(
     assert names(result) == ["test_a", "test_b", "test_c"]
 
 
-def test_skip_reason_points_at_the_test_in_short_summary(pytester: pytest.Pytester, run) -> None:
+def test_skip_reason_points_at_the_test_in_short_summary(
+    pytester: pytest.Pytester, run: Run
+) -> None:
     path = pytester.makepyfile(
         """
         import pytest
@@ -169,7 +171,7 @@ def test_skip_reason_points_at_the_test_in_short_summary(pytester: pytest.Pytest
     assert "serial.py" not in result.stdout.str()
 
 
-def test_summary_groups_skips_under_their_root_cause(pytester: pytest.Pytester, run) -> None:
+def test_summary_groups_skips_under_their_root_cause(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -200,7 +202,7 @@ def test_summary_groups_skips_under_their_root_cause(pytester: pytest.Pytester, 
     )
 
 
-def test_exitfirst_stops_the_walk(pytester: pytest.Pytester, run) -> None:
+def test_exitfirst_stops_the_walk(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -218,7 +220,7 @@ def test_exitfirst_stops_the_walk(pytester: pytest.Pytester, run) -> None:
     result.assert_outcomes(failed=1)
 
 
-def test_exitfirst_summary_lists_only_reported_skips(pytester: pytest.Pytester, run) -> None:
+def test_exitfirst_summary_lists_only_reported_skips(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -266,7 +268,7 @@ def pytest_collection_finish(session):
 """
 
 
-def test_tests_moved_after_the_graph_was_built(pytester: pytest.Pytester, run) -> None:
+def test_tests_moved_after_the_graph_was_built(pytester: pytest.Pytester, run: Run) -> None:
     """A dependent moved before its dependency skips and says why; the other moved tests run,
     each looked up by its node id (the walk expects the plan's order)."""
     pytester.makeconftest(MOVING_CONFTEST)
@@ -299,11 +301,11 @@ def test_tests_moved_after_the_graph_was_built(pytester: pytest.Pytester, run) -
 
 
 @pytest.mark.skipif(
-    pytest.version_tuple[0] < 9, reason="the subtests fixture is pytest 9's own (from 9.0)"
+    int(pytest.version_tuple[0]) < 9, reason="the subtests fixture is pytest 9's own (from 9.0)"
 )
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_a_skipped_subtest_leaves_its_test_satisfied_a_failing_one_does_not(
-    pytester: pytest.Pytester, run, workers: tuple[str, ...]
+    pytester: pytest.Pytester, run: Run, workers: tuple[str, ...]
 ) -> None:
     """A dependency's outcome is its own (setup, call, teardown), not its subtests': a test
     with a skipped subtest passed, a test with a failing subtest failed (before, the skipped
@@ -334,7 +336,7 @@ def test_a_skipped_subtest_leaves_its_test_satisfied_a_failing_one_does_not(
     result = run(*workers)
     calls = {
         report.nodeid.rsplit("::", 1)[-1]: report.outcome
-        for report in result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+        for report in recorded(result).getreports("pytest_runtest_logreport")
         if report.when == "call" and type(report) is pytest.TestReport
     }
     assert calls == {

@@ -35,9 +35,9 @@ def test_acyclic_graph_has_no_cycles() -> None:
     assert find_cycles(make(3, [(2, 1, R), (1, 0, A), (2, 0, R)])) == []
 
 
-def cycle_oracle_length(g: nx.DiGraph, start: int) -> int:
+def cycle_oracle_length(g: nx.DiGraph[int], start: int) -> float:
     """Length of a shortest loop of two or more nodes through ``start``."""
-    best = None
+    best: float | None = None
     for w in g.successors(start):
         if w != start and nx.has_path(g, w, start):
             length = 1 + nx.shortest_path_length(g, w, start)

@@ -12,6 +12,7 @@ are in tests/test_dispatch.py.
 from __future__ import annotations
 
 import random
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import networkx as nx
@@ -199,7 +200,7 @@ def simulate(
                       unsatisfied=unsatisfied)
     finished = set(unsatisfied) | {s.node for s in walk.initial.skipped}
     ready = set(walk.initial.ready)
-    running: dict[int, str] = {}  # node -> worker
+    running: dict[int, Hashable] = {}  # node -> worker
     started: list[int] = []
     while not walk.done:
         if not running or rng.random() < 0.7:
@@ -346,15 +347,15 @@ def test_random_pinned_walks_keep_order_and_binding(
     rng = random.Random(seed)
     group_of = {v: g for g, members in enumerate(groups) for v in members}
     ancestors = {v: nx.descendants(to_nx(graph), v) for v in range(graph.size)}
-    alive = list(range(workers))
+    alive: list[Hashable] = list(range(workers))
     walk = dispatcher(
         graph, alive, priority=[float(rng.randrange(3)) for _ in range(graph.size)],
         group=[rng.randrange(2) for _ in range(graph.size)], limit=limit, pinned=groups,
     )
     next_worker = workers
-    running: dict[int, int] = {}  # worker -> node
+    running: dict[Hashable, int] = {}  # worker -> node
     finished = {s.node for s in walk.initial.skipped}
-    owner: dict[int, int] = {}  # group -> worker that runs it now
+    owner: dict[int, Hashable] = {}  # group -> worker that runs it now
     while not walk.done:
         if not running or rng.random() < 0.8:
             for w, nodes in walk.assign(rng.choice([None, *alive])):
@@ -693,6 +694,7 @@ def _lockstep(full: Graph, reduced: Graph, plan: WalkPlan) -> list[tuple[int, in
         given = [w.assign(first) for w in walks]
         assert given[0] == given[1]
         for worker, [node] in given[0]:
+            assert isinstance(worker, int)  # the dispatcher hands back the workers it was given
             running[worker] = node
         assert [w.in_flight for w in walks] == [len(running)] * 2
         assert running, "stalled"

@@ -616,7 +616,7 @@ def test_a_fresh_machine_walks_a_suite_without_edges_longest_first(
         ["parallel run: *; longest first by the durations in durations.json (10 tests)"]
     )
     order = (suite.path / "ran.log").read_text().splitlines()
-    first = {}
+    first: dict[str, str] = {}
     for line in order:
         nodeid, worker = line.split("|")
         first.setdefault(worker, nodeid.rsplit("::", 1)[-1])
