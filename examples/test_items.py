@@ -2,12 +2,14 @@
 
 Set DEPGRAPH_EXAMPLE_FAIL=1 to make the create step fail: every test that needs the
 item is then reported skipped, naming test_create_item as the root cause, and only
-the cleanup test (an ordering-only dependency) still runs.
+the cleanup tests still run (test_cleanup, an ordering-only dependency, and
+test_remove_database, a cleanup_of the tests that fill the database).
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from inventory import AlreadyExists, Inventory, Item, NotFound
@@ -78,3 +80,12 @@ def test_delete_item(inventory: Inventory) -> None:
 def test_cleanup(inventory: Inventory) -> None:
     inventory.delete_item(SKU, missing_ok=True)
     assert SKU not in [item.sku for item in inventory.list_items()]
+
+
+# The database file outlives the run unless a test removes it. A cleanup runs after its
+# targets and after every test that depends on them, here every test of examples/ (on any
+# xdist worker), whatever their outcomes; it is skipped only if no target ran at all.
+@pytest.mark.cleanup_of(test_create_item, "test_values.py::test_create_gadget")
+def test_remove_database(inventory: Inventory) -> None:
+    Path(inventory.path).unlink()
+    assert not Path(inventory.path).exists()

@@ -9,6 +9,7 @@ import pytest
 
 from pytest_depgraph.collect import hints
 from pytest_depgraph.collect.markers import (
+    CLEANUP_HELP,
     MARKER_HELP,
     install_marker,
     repair_stray,
@@ -31,6 +32,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
+    config.addinivalue_line("markers", CLEANUP_HELP)
     install_marker()
     state = run_session.configure(config)
     # the files first: their plugins' hooks run after the run's (the order of registration)

@@ -102,11 +102,11 @@ def test_the_public_surface_is_typed_and_patches_nothing_on_import() -> None:
         "import pytest_depgraph as p\n"
         "assert dict(vars(pytest.mark)) == before, 'pytest.mark changed on import'\n"
         "hints = [typing.get_type_hints(f) for f in (p.depends_on, p.output_fixture,"
-        " p.DepGraph.publish, p.DepGraph.output)]\n"
+        " p.DepGraph.publish, p.DepGraph.output, p.cleanup_of)]\n"
         "assert all(typing.Any not in h.values() for h in hints), hints\n"
         "assert typing.get_args(hints[0]['on_failure']) == ('skip', 'run'), hints[0]\n"
         "assert hints[3]['return'] is object, hints[3]\n"
-        "assert p.__all__ == ['DepGraph', 'depends_on', 'output_fixture']\n"
+        "assert p.__all__ == ['DepGraph', 'cleanup_of', 'depends_on', 'output_fixture']\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

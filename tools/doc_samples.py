@@ -136,6 +136,19 @@ SAMPLES: list[tuple[str, str, str, dict[str, Layout | str], list[str]]] = [
         1: IMPORT, 2: "def test_a(): pass",
         26: '@pytest.mark.depends_on("test_a", on_failure=["skip"])',
         27: "def test_rename(): pass"}}, []),
+    (ERRORS, "depgraph: test_db.py:7:", "cleanself", {"test_db.py": {
+        1: IMPORT, 7: '@pytest.mark.cleanup_of("test_drop_database")',
+        8: "def test_drop_database(): pass"}}, []),
+    (ERRORS, "depgraph: test_db.py:9:", "cleankw", {"test_db.py": {
+        1: IMPORT, 2: "def test_create_database(): pass",
+        9: '@pytest.mark.cleanup_of("test_create_database", on_failure="run")',
+        10: "def test_drop_database(): pass"}}, []),
+    (ERRORS, "depgraph: dependency cycle (2 tests)", "cleancycle", {"test_db.py": {
+        1: IMPORT, 3: "def test_create_database(): pass",
+        6: '@pytest.mark.cleanup_of("test_create_database")',
+        7: "def test_drop_database(): pass",
+        10: '@pytest.mark.depends_on("test_create_database", "test_drop_database")',
+        11: "def test_database_is_gone(): pass"}}, []),
     ("docs/parallel.md", "__________________________ ERROR collecting test_a.py", "units", {
         "test_a.py": {1: IMPORT, 4: '@pytest.mark.depends_on("test_b.py::test_b2")',
                       5: "def test_a1(): pass", 7: "def test_a2(): pass"},

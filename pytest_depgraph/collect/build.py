@@ -6,7 +6,11 @@ Output: the items to run, in order, and a :class:`~pytest_depgraph.core.plan.Pla
 problems, each a message for a person that names the test, the file and line, and what to do.
 
 * **resolve** (:func:`pytest_depgraph.collect.edges.resolve`): what the selected tests
-  declare, resolved into edges between collection positions; dependencies pulled in.
+  declare, resolved into edges between collection positions; dependencies pulled in, and the
+  tests that name a test of the run in a declaration that reaches past its targets
+  (``cleanup_of``, :func:`pytest_depgraph.collect.dependents.find`).
+* **follow** (:func:`pytest_depgraph.collect.dependents.follow`): once the other edges are
+  known, each such test's edges to its targets and to every test that depends on them.
 * **number**: the tests of the run numbered in the order pytest left them, each pulled-in
   dependency just before its first dependent; the graph over these numbers.
 * **validate**: the problems found so far, the cycles, the tests that cannot run.
@@ -17,23 +21,26 @@ problems, each a message for a person that names the test, the file and line, an
 
 A session in which no test can declare anything takes none of these: its plan is the selected
 tests in their order, without edges. ``--depgraph-timings`` names the phases resolve (with
-number), validate, order and reduce.
+number and follow), validate, order and reduce.
 """
 
 from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Callable, Collection, Sequence
+from collections import deque
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
+from pytest_depgraph.collect import dependents as reaching
 from pytest_depgraph.collect import problems as wording
 from pytest_depgraph.collect.context import Context
 from pytest_depgraph.collect.declarations import Declarations
+from pytest_depgraph.collect.dependents import Followed
 from pytest_depgraph.collect.edges import Resolved, resolve
 from pytest_depgraph.collect.peers import Settings
 from pytest_depgraph.collect.problems import Problem, capped, cycle_message
@@ -41,7 +48,7 @@ from pytest_depgraph.collect.readers.base import ClaimKind, Ordered
 from pytest_depgraph.core.graph import Graph, Kind
 from pytest_depgraph.core.order import positions_in, stable_topological_order
 from pytest_depgraph.core.paths import reachable
-from pytest_depgraph.core.plan import Plan, graph_edges_by_origin
+from pytest_depgraph.core.plan import Cleanup, Plan, graph_edges_by_origin
 from pytest_depgraph.core.reduction import transitive_reduction
 from pytest_depgraph.core.tarjan import find_cycles
 
@@ -95,10 +102,13 @@ def build(
         result = _without_declarations(context, chosen)
         clock.lap("resolve")
         return clock.timed(result)
-    resolved = resolve(context, declarations, chosen, pull_dependencies, ignore_unselected)
+    found = reaching.find(context, declarations)
+    resolved = resolve(context, declarations, chosen, pull_dependencies, ignore_unselected,
+                       found.pulls)
+    followed = reaching.follow(context, found, resolved)
     context.release()
     declarations.release()
-    numbered = number(context, resolved)
+    numbered = number(context, resolved, followed)
     clock.lap("resolve")
     validated = validate(context, numbered, verbosity)
     clock.lap("validate")
@@ -145,16 +155,19 @@ class Numbered(NamedTuple):
     #: the node id of every node
     nodeids: list[str]
     graph: Graph
+    #: the cleanups of the run (``cleanup_of``), by node
+    cleanups: dict[int, Cleanup]
 
 
-def number(context: Context, resolved: Resolved) -> Numbered:
+def number(context: Context, resolved: Resolved, followed: Followed | None = None) -> Numbered:
     """Number the tests in the order pytest and the other plugins left them (``--ff``,
     randomisers, pytest-order): the stable sort that follows only ever moves a test down, so
     each pulled-in dependency (it had no place in that order) is numbered just before its
     first dependent. O(V + E)."""
     if resolved.added:
-        run = _with_pulled_in(resolved.selected, resolved.added, resolved.dependents,
-                              resolved.dependencies)
+        placing = len(resolved.kinds) if resolved.placing < 0 else resolved.placing
+        run = _with_pulled_in(resolved.selected, resolved.added, resolved.dependents[:placing],
+                              resolved.dependencies[:placing], resolved.pulled)
     else:
         run = resolved.selected
     numbered = [*run, *sorted(set(resolved.external) - resolved.in_run)]
@@ -165,14 +178,26 @@ def number(context: Context, resolved: Resolved) -> Numbered:
     dependencies = array("i", [number[position] for position in resolved.dependencies])
     graph = Graph.from_arrays(len(numbered), dependents, dependencies, resolved.kinds,
                               resolved.origin_of, resolved.table)
-    return Numbered(run, numbered, number, [context.nodeids[p] for p in numbered], graph)
+    cleanups = {} if followed is None else {
+        number[position]: Cleanup(tuple(number[t] for t in targets),
+                                  tuple(followed.absent.get(position, ())))
+        for position, targets in followed.targets.items()
+    }
+    return Numbered(run, numbered, number, [context.nodeids[p] for p in numbered], graph,
+                    cleanups)
 
 
 def _with_pulled_in(
-    selected: list[int], added: list[int], dependents: Sequence[int], dependencies: Sequence[int]
+    selected: list[int],
+    added: list[int],
+    dependents: Sequence[int],
+    dependencies: Sequence[int],
+    pulled_by: Mapping[int, Sequence[int]],
 ) -> list[int]:
     """The selected positions in order, each pulled-in dependency just before the first
-    selected test that needs it (in collection order among those of one test). O(V + E)."""
+    selected test that needs it (in collection order among those of one test), each test
+    pulled in because it names a test of the run (``pulled_by``) just after that test.
+    O(V + E)."""
     pulled = set(added)
     needs: dict[int, list[int]] = {}
     for dependent, dependency in zip(dependents, dependencies):
@@ -181,16 +206,24 @@ def _with_pulled_in(
     seen: set[int] = set()
     run: list[int] = []
     for position in selected:
-        mine: list[int] = []
-        stack = list(needs.get(position, ()))
-        while stack:
-            dependency = stack.pop()
-            if dependency not in seen:
-                seen.add(dependency)
-                mine.append(dependency)
-                stack.extend(needs.get(dependency, ()))
-        run.extend(sorted(mine))
-        run.append(position)
+        following = deque([position])
+        while following:
+            placed = following.popleft()
+            mine: list[int] = []
+            stack = list(needs.get(placed, ()))
+            while stack:
+                dependency = stack.pop()
+                if dependency not in seen:
+                    seen.add(dependency)
+                    mine.append(dependency)
+                    stack.extend(needs.get(dependency, ()))
+            run.extend(sorted(mine))
+            run.append(placed)
+            for named in [*sorted(mine), placed]:
+                for follower in pulled_by.get(named, ()):
+                    if follower not in seen:
+                        seen.add(follower)
+                        following.append(follower)
     return run
 
 
@@ -370,6 +403,10 @@ def assemble(
         added=sorted(new_id[numbered.number[p]] for p in resolved.added),
         pinned=[[new_id[n] for n in group] for group in serial.pins.groups],
         warnings=serial.pins.warnings,
+        cleanups={
+            new_id[n]: Cleanup(tuple(sorted(new_id[t] for t in cleanup.targets)), cleanup.absent)
+            for n, cleanup in numbered.cleanups.items()
+        },
     )
     unreduced = validated.acyclic.relabel(new_id) if keep_unreduced else None
     if unreduced is not None:

@@ -65,21 +65,41 @@ class Declarations:
         self.context = context
         marks = marks_of(context.collected)
         readers = [reader_class(context) for reader_class in READERS]
-        self._readings = [_Reading(reader) for reader in readers if reader.declares(marks)]
+        readings = [_Reading(reader) for reader in readers if reader.declares(marks)]
+        self._readings = [r for r in readings if not r.reader.reaches_dependents()]
+        #: the readers whose declarations reach past their targets (:meth:`reaching`)
+        self._reaching = [r for r in readings if r.reader.reaches_dependents()]
         #: position -> what the declarations of the test there claim (tests read so far)
         self.claims: dict[int, list[Claim]] = {}
 
     def nothing(self) -> bool:
         """Whether no test can declare anything in this session: then the plan has no edge
         and nothing to look up."""
-        return not self._readings
+        return not self._readings and not self._reaching
 
     def sources(self, position: int) -> Sequence[Source]:
         """What the test at ``position`` declares, to resolve; its problems note it among
         the tests they are for, and its claims go to :attr:`claims`."""
+        return self._read(self._readings, position)
+
+    def reaching(self) -> dict[int, Sequence[Source]]:
+        """What every collected test declares through the readers whose declarations reach
+        past their targets (``cleanup_of``), by position: a test is pulled into the run by
+        what it names, so every test is read, not only those of the run. O(collected)."""
+        if not self._reaching:
+            return {}
+        found: dict[int, Sequence[Source]] = {}
+        for position in range(len(self.context.collected)):
+            sources = self._read(self._reaching, position)
+            if sources:
+                found[position] = sources
+        return found
+
+    def _read(self, readings: Sequence[_Reading], position: int) -> Sequence[Source]:
+        """What the test at ``position`` declares through ``readings``."""
         item = self.context.collected[position]
         found: list[Found] = []
-        for reading in self._readings:
+        for reading in readings:
             for place in reading.places_of(item, position):
                 part = reading.found.get(place.key)
                 if part is None:
@@ -101,12 +121,12 @@ class Declarations:
         """The edges the readers add once the serial order is known (to ``ordered.graph``),
         by origin kind."""
         counts: dict[str, int] = {}
-        for reading in self._readings:
+        for reading in [*self._readings, *self._reaching]:
             counts.update(reading.reader.order_edges(ordered))
         return counts
 
     def release(self) -> None:
         """Let go of what reading the declarations kept (the places and what they declare):
         the graph's phases that follow are the build's peak of memory."""
-        for reading in self._readings:
+        for reading in [*self._readings, *self._reaching]:
             reading.places, reading.found = {}, {}

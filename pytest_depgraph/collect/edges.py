@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 
 from pytest_depgraph.collect import problems, safe
@@ -43,6 +43,12 @@ class Resolved:
     origin_of: array[int]
     #: one origin per declaration resolved in one scope
     table: list[Origin]
+    #: position of a test of the run -> the tests it pulled into the run because they name it
+    #: (``cleanup_of``: :mod:`.dependents`)
+    pulled: dict[int, list[int]] = field(default_factory=dict)
+    #: the edges from this index on order the tests of the run without placing a pulled-in
+    #: one (a cleanup's edges to the dependents of its targets); -1: every edge places
+    placing: int = -1
 
 
 def resolve(
@@ -51,14 +57,22 @@ def resolve(
     selected: Sequence[int],
     pull_dependencies: bool,
     ignore_unselected: bool,
+    pulls: Mapping[int, Sequence[int]] | None = None,
 ) -> Resolved:
     """Resolve what the tests at ``selected`` declare, and what every test pulled in
     declares. O(V + E) dictionary look-ups; each declaration is resolved once per class or
-    module that it applies to (a target resolves against the test's scope)."""
+    module that it applies to (a target resolves against the test's scope).
+
+    ``pulls``: the tests each position pulls into the run when it is in the run (the
+    cleanups that name it), when dependencies are pulled in."""
     found = Resolved(list(selected), [], [], set(selected), array("i"), array("i"), bytearray(),
                      array("i"), [])
     nodeids = context.nodeids
     queue = deque(selected)
+    named = pulls if pulls and pull_dependencies else None
+    if named:
+        for position in selected:
+            _pull_naming(found, queue, named, position)
     # how each source resolves in the current scope (a class or module, whose tests pytest
     # collects one after another): a source shared by a class's tests or by a test's
     # parametrized instances is resolved once
@@ -87,18 +101,37 @@ def resolve(
                 else:
                     for match in matches:
                         if match in found.in_run:
-                            _add(found, position, match, kind, origin)
+                            add_edge(found, position, match, kind, origin)
                         elif kind == Kind.AFTER or ignore_unselected:
                             continue  # ordering against a test that does not run: nothing
                         elif pull_dependencies:
                             found.in_run.add(match)
                             found.added.append(match)
                             queue.append(match)
-                            _add(found, position, match, kind, origin)
+                            add_edge(found, position, match, kind, origin)
+                            if named:
+                                _pull_naming(found, queue, named, match)
                         else:
                             found.external.append(match)
-                            _add(found, position, match, kind, origin)
+                            add_edge(found, position, match, kind, origin)
     return found
+
+
+def _pull_naming(
+    found: Resolved, queue: deque[int], pulls: Mapping[int, Sequence[int]], position: int
+) -> None:
+    """Pull into the run the tests that ``position`` (in the run) pulls in, and those that
+    they pull in. O(tests pulled)."""
+    stack = [position]
+    while stack:
+        puller = stack.pop()
+        for pulled in pulls.get(puller, ()):
+            if pulled not in found.in_run:
+                found.in_run.add(pulled)
+                found.added.append(pulled)
+                found.pulled.setdefault(puller, []).append(pulled)
+                queue.append(pulled)
+                stack.append(pulled)
 
 
 def _scope(nodeid: str) -> str:
@@ -108,7 +141,7 @@ def _scope(nodeid: str) -> str:
     return base.rpartition("::")[0] or base
 
 
-def _add(found: Resolved, dependent: int, dependency: int, kind: int, origin: int) -> None:
+def add_edge(found: Resolved, dependent: int, dependency: int, kind: int, origin: int) -> None:
     found.dependents.append(dependent)
     found.dependencies.append(dependency)
     found.kinds.append(kind)

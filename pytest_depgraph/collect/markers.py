@@ -36,6 +36,16 @@ MARKER_HELP = (
 
 _ON_FAILURE = {"skip": Kind.REQUIRES, "run": Kind.AFTER}
 
+CLEANUP_MARKER = "cleanup_of"
+#: attribute holding the declarations made with :func:`cleanup_of` on a test function or class
+CLEANUP_ATTRIBUTE = "_depgraph_cleanup_of"
+CLEANUP_HELP = (
+    "cleanup_of(*targets): this test cleans up after the target tests (names, node ids, test "
+    "functions or classes): it runs after them and after every test that depends on them, "
+    "whatever their outcomes, and is skipped when none of them ran. "
+    "See the 'Declaring dependencies' page of the pytest-depgraph docs (docs/markers.md)."
+)
+
 F = TypeVar("F")
 
 
@@ -57,6 +67,22 @@ class RawDeclaration(NamedTuple):
 
 class DeclarationError(Exception):
     """A ``depends_on`` whose arguments are wrong; the message is for a person."""
+
+
+def cleanup_of(*targets: object, **unknown: object) -> Callable[[F], F]:
+    """Make a test function or class the cleanup of ``targets``, as
+    ``@pytest.mark.cleanup_of(*targets)`` would: it runs after each target and after every test
+    that depends on one, whatever their outcomes, and is skipped when no target ran. An
+    unknown keyword is reported at collection, as the marker's is."""
+    frame = sys._getframe(1)
+    raw = RawDeclaration(args=targets, kwargs=unknown,
+                         where=f"{frame.f_code.co_filename}:{frame.f_lineno}")
+
+    def decorate(obj: F) -> F:
+        declare(obj, raw, CLEANUP_ATTRIBUTE)
+        return obj
+
+    return decorate
 
 
 def depends_on(
@@ -87,6 +113,8 @@ def depends_on(
 #: (or copied from them, as ``functools.wraps`` does), so while this is false no function,
 #: class or fixture carries one and the build does not look for them
 _declared = [False]
+#: the same for :func:`cleanup_of`
+_cleanups_declared = [False]
 
 
 def declarations_made() -> bool:
@@ -94,18 +122,23 @@ def declarations_made() -> bool:
     return _declared[0]
 
 
-def declare(obj: object, raw: RawDeclaration) -> None:
+def cleanups_made() -> bool:
+    """Whether any ``@cleanup_of`` was applied in this process."""
+    return _cleanups_declared[0]
+
+
+def declare(obj: object, raw: RawDeclaration, attribute: str = ATTRIBUTE) -> None:
     """Attach a declaration to a function or fixture (and to what it wraps)."""
-    _declared[0] = True
+    (_cleanups_declared if attribute == CLEANUP_ATTRIBUTE else _declared)[0] = True
     for target in _wrapped_chain(obj):
-        existing: list[RawDeclaration] = list(_own_declarations(target))
+        existing: list[RawDeclaration] = list(_own_declarations(target, attribute))
         # a bound method cannot take attributes: its function carries them
         with contextlib.suppress(Exception):
-            setattr(target, ATTRIBUTE, [*existing, raw])
+            setattr(target, attribute, [*existing, raw])
 
 
-def _own_declarations(obj: object) -> list[RawDeclaration]:
-    found = safe.attr(obj, ATTRIBUTE)
+def _own_declarations(obj: object, attribute: str = ATTRIBUTE) -> list[RawDeclaration]:
+    found = safe.attr(obj, attribute)
     if type(found) is not list:
         return []
     return [raw for raw in found if type(raw) is RawDeclaration]
@@ -124,10 +157,11 @@ def _wrapped_chain(obj: object) -> list[object]:
     return chain
 
 
-def declarations_of(obj: object) -> Sequence[RawDeclaration]:
-    """Declarations made with :func:`depends_on` on a function, fixture, or what it wraps."""
+def declarations_of(obj: object, attribute: str = ATTRIBUTE) -> Sequence[RawDeclaration]:
+    """Declarations made with :func:`depends_on` (or, with ``attribute``, :func:`cleanup_of`)
+    on a function, fixture, or what it wraps."""
     for target in _wrapped_chain(obj):
-        found = _own_declarations(target)
+        found = _own_declarations(target, attribute)
         if found:
             return found
     return ()
@@ -148,8 +182,26 @@ def validate(raw: RawDeclaration) -> Declaration:
         raise DeclarationError(problems.bad_on_failure(safe.describe(on_failure)))
     if not raw.args:
         raise DeclarationError(problems.NO_TARGET)
+    return Declaration(targets=_targets(raw.args), kind=kind, where=raw.where)
+
+
+def validate_cleanup(raw: RawDeclaration) -> Declaration:
+    """Check a ``cleanup_of`` declaration's arguments, as :func:`validate` does: its edges are
+    AFTER edges (the cleanup runs whatever the targets' outcomes)."""
+    unknown = sorted(str(name) for name in raw.kwargs)
+    if unknown:
+        raise DeclarationError(
+            problems.cleanup_unknown_keywords([safe.shorten(n) for n in unknown])
+        )
+    if not raw.args:
+        raise DeclarationError(problems.CLEANUP_NO_TARGET)
+    return Declaration(targets=_targets(raw.args), kind=Kind.AFTER, where=raw.where)
+
+
+def _targets(args: tuple[Any, ...]) -> tuple[object, ...]:
+    """The targets of a declaration, checked one by one."""
     targets: list[object] = []
-    for target in raw.args:
+    for target in args:
         if safe.is_str(target):
             text = safe.exact_str(target)
             if not text.strip():
@@ -164,7 +216,7 @@ def validate(raw: RawDeclaration) -> Declaration:
             raise DeclarationError(problems.not_a_test(
                 safe.describe(target), type(target).__name__ if plain else ""
             ))
-    return Declaration(targets=tuple(targets), kind=kind, where=raw.where)
+    return tuple(targets)
 
 
 def is_test_object(target: object) -> bool:
@@ -223,12 +275,12 @@ def stray_marker(name: str, obj: object) -> object | None:
     if not issubclass(type(obj), pytest.MarkDecorator):
         return None
     assert isinstance(obj, pytest.MarkDecorator)
-    if obj.mark.name != MARKER or obj.mark.kwargs or len(obj.mark.args) != 1:
+    if obj.mark.name not in _TARGET_MARKERS or obj.mark.kwargs or len(obj.mark.args) != 1:
         return None
     inner: object = obj.mark.args[0]
     if not (safe.is_function(inner) or safe.is_class(inner)):
         return None
-    store_bare_mark(MARKER, inner)
+    store_bare_mark(obj.mark.name, inner)
     return inner
 
 
@@ -247,6 +299,9 @@ def repair_stray(collector: pytest.Collector, name: str, obj: object) -> object:
         return None
     return collector.ihook.pytest_pycollect_makeitem(collector=collector, name=name, obj=inner)
 
+
+#: the markers whose first argument may be a test function or class taken as a target
+_TARGET_MARKERS = (MARKER, CLEANUP_MARKER)
 
 #: configured sessions that use the installed decorator (pytester nests sessions)
 _installed = [0]
@@ -268,11 +323,13 @@ def install_marker() -> None:
     pytest has it (``--strict-markers`` then rejects the unregistered marker).
     """
     _installed[0] += 1
-    install_mark(MARKER, _is_bare_decoration)
+    for name in _TARGET_MARKERS:
+        install_mark(name, _is_bare_decoration)
 
 
 def uninstall_marker() -> None:
     """Undo :func:`install_marker` once the last session that installed it is done."""
     _installed[0] = max(0, _installed[0] - 1)
     if not _installed[0]:
-        uninstall_mark(MARKER)
+        for name in _TARGET_MARKERS:
+            uninstall_mark(name)

@@ -21,6 +21,9 @@ class OriginKind(str, enum.Enum):
     FIXTURE = "fixture"
     #: an output fixture read by the test (``Origin.name``: the fixture)
     OUTPUT = "output"
+    #: a ``cleanup_of`` marker or decorator: the cleanup runs after each target and after
+    #: every test that depends on one
+    CLEANUP = "cleanup_of"
     #: pytest-dependency's marker or a ``depends()`` call
     DEPENDENCY = "dependency"
     #: pytest-order's ``before=``/``after=``
@@ -39,6 +42,7 @@ class OriginKind(str, enum.Enum):
 
 _WHAT: dict[str, str] = {
     OriginKind.MARKER: "depends_on",
+    OriginKind.CLEANUP: "cleanup_of",
     OriginKind.DEPENDENCY: "dependency marker",
     OriginKind.ORDER: "order marker",
     OriginKind.ORDINAL: "order marker",

@@ -273,6 +273,17 @@ def bad_on_failure(value: str) -> str:
             "passed) or on_failure='run' (order only)")
 
 
+def cleanup_unknown_keywords(names: Sequence[str]) -> str:
+    """``cleanup_of`` given keywords (``names``, shortened, sorted): it takes none."""
+    written = ", ".join(f"{name}=" for name in names)
+    return (f"unknown keyword {noun(len(names), 'argument')} {written}; "
+            "cleanup_of accepts targets only (it runs whatever their outcomes)")
+
+
+CLEANUP_NO_TARGET = (
+    "cleanup_of() names no target; give one or more test names, node ids, test functions or "
+    "test classes: the tests whose work this test cleans up"
+)
 NO_TARGET = (
     "depends_on() names no target; give one or more test names, node ids, test functions or "
     "test classes"
@@ -334,6 +345,10 @@ OBJECT_ADVICE = (
     "function, or a test class of a test module); for anything else, name the test as a string."
 )
 SELF_ADVICE = "A test cannot depend on itself: remove the target that names it."
+CLEANUP_SELF_ADVICE = (
+    "A test cannot be the cleanup of itself: name the tests whose work it cleans up, not the "
+    "test itself (nor a class or file that holds it)."
+)
 SELF_ADVICE_INHERITED = (
     "A marker on a class or module applies to each of its tests, so a target that contains "
     "them names each test itself: name the other tests only, or move the marker to the tests "

@@ -179,7 +179,7 @@ def uncollected_file(target: object, nodeid: str, rootpath: Path,
 
 
 #: calls whose string arguments may name tests in other files
-_DECLARING_CALLS = {"depends_on", "output_fixture", "dependency", "order"}
+_DECLARING_CALLS = {"depends_on", "cleanup_of", "output_fixture", "dependency", "order"}
 
 
 def referenced_files(
@@ -188,14 +188,14 @@ def referenced_files(
     """Test files that ``files`` (and the conftest.py files above them) name in dependency
     declarations, transitively — ``"tests/test_db.py::test_q"`` names ``tests/test_db.py``.
 
-    A static scan of string literals in ``depends_on``/``output_fixture``/``dependency``/
-    ``order`` calls: a target it cannot see (built at run time) is still reported as matching
-    no collected test, never skipped silently. ``only`` narrows a file to some of its top-level
-    tests (node-id arguments): then only their declarations are read, with those of the tests
-    they name in the same file, and of everything in the file that is not a test (fixtures,
-    ``pytestmark``); a target in another file is read the same way, narrowed to the test it
-    names. So ``pytest a.py::test_x`` imports the files ``test_x`` needs, not those that the
-    other tests of ``a.py`` need.
+    A static scan of string literals in ``depends_on``/``cleanup_of``/``output_fixture``/
+    ``dependency``/``order`` calls: a target it cannot see (built at run time) is still reported
+    as matching no collected test, never skipped silently. ``only`` narrows a file to some of
+    its top-level tests (node-id arguments): then only their declarations are read, with those
+    of the tests they name in the same file, and of everything in the file that is not a test
+    (fixtures, ``pytestmark``); a target in another file is read the same way, narrowed to the
+    test it names. So ``pytest a.py::test_x`` imports the files ``test_x`` needs, not those that
+    the other tests of ``a.py`` need.
     """
     #: what was read of each file: some top-level tests, or all of it (None)
     scanned: dict[Path, set[str] | None] = {}

@@ -90,6 +90,8 @@ class Dispatcher:
         durations: Mapping[int, float] | None = None,
         claims: Claims | None = None,
         clock: Callable[[], float] = lambda: 0.0,
+        cleanups: Mapping[int, Sequence[int]] | None = None,
+        ran: Callable[[int], bool] = lambda node: True,
     ) -> None:
         """Prepare the walk of an acyclic ``graph``. O(V + E).
 
@@ -101,7 +103,8 @@ class Dispatcher:
         first of them. ``hold``: most nodes one worker holds (1: nothing is queued).
         ``durations``: the previous run's seconds of the nodes that have one. ``claims``:
         the resources, slots and exclusive tests (blocks: by their index in ``pinned``);
-        ``clock``: seconds, for the books' figures only.
+        ``clock``: seconds, for the books' figures only. ``cleanups`` and ``ran``: the
+        cleanups' targets, and whether a finished node ran (:class:`Walker`).
         """
         size = graph.size
         if priority is not None and len(priority) != size:
@@ -114,7 +117,7 @@ class Dispatcher:
             raise ValueError(f"limit must be at least 1, not {limit}")
         if hold < 1:
             raise ValueError(f"hold must be at least 1, not {hold}")
-        self.walk = Walker(graph, unsatisfied=unsatisfied)
+        self.walk = Walker(graph, unsatisfied=unsatisfied, cleanups=cleanups, ran=ran)
         self._graph = graph
         self._width: int | None = None
         self._limit = limit

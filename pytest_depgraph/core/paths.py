@@ -22,10 +22,12 @@ def reachable(
     starts: Iterable[int],
     direction: Direction,
     kinds: Container[Kind] = (Kind.REQUIRES, Kind.AFTER),
+    blocked: Iterable[int] = (),
 ) -> dict[int, int]:
     """The nodes reached from ``starts`` through edges of ``kinds``, towards their
     ``"dependencies"`` or their ``"dependents"``, breadth first: node -> the node it was
-    first reached from, in the order reached; the starts themselves are left out.
+    first reached from, in the order reached; the starts themselves are left out, and the
+    ``blocked`` nodes are neither reached nor walked through.
     O(V + E) over the part reached.
     """
     queue = deque(starts)
@@ -35,7 +37,7 @@ def reachable(
     forward = direction == "dependencies"
     neighbours = graph.dependencies_of if forward else graph.dependents_of
     every = Kind.REQUIRES in kinds and Kind.AFTER in kinds
-    seen = set(queue)
+    seen = {*queue, *blocked}
     while queue:
         node = queue.popleft()
         for other in neighbours(node):

@@ -26,7 +26,7 @@ from pytest_depgraph.core.graph import Graph, Origin
 #: below, the events and commands between them and the flags in ``workerinput``. A worker of
 #: another version sends a plan the controller refuses with a clear error (both run different
 #: pytest-depgraph versions), instead of one it would misread. Bumped with any of them.
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 9
 
 # kinds travel as one string of digits, one per edge: "0" REQUIRES, "1" AFTER
 _KIND_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
@@ -147,6 +147,22 @@ class Resources:
         )
 
 
+@dataclass(frozen=True)
+class Cleanup:
+    """What a cleanup (``cleanup_of``) cleans up after: it runs when one of its targets ran,
+    and is skipped when none did (the walk decides, :class:`~pytest_depgraph.core.walker.
+    Walker`)."""
+
+    #: its targets in the run (nodes, ascending)
+    targets: tuple[int, ...]
+    #: the node ids of its targets outside the run (not selected, or left out)
+    absent: tuple[str, ...] = ()
+
+    def to_list(self) -> list[Any]:
+        """The fields in order, for JSON."""
+        return [list(self.targets), list(self.absent)]
+
+
 @dataclass
 class Plan:
     """Everything the walk needs to know about one session's tests."""
@@ -181,13 +197,17 @@ class Plan:
     xdist_groups: dict[int, str] = field(default_factory=dict)
     #: shared resources, exclusive tests and weights (:class:`Resources`); empty: none
     resources: Resources = field(default_factory=Resources)
+    #: the cleanups (``cleanup_of``): node -> what it cleans up after (:class:`Cleanup`)
+    cleanups: dict[int, Cleanup] = field(default_factory=dict)
 
     @property
     def needs_walk(self) -> bool:
         """Whether walking the graph changes anything: an edge to wait for, a test that cannot
-        run, or a dependency outside the run. Without any, the tests run as they are (pytest's
-        own loop serially, xdist's own scheduler on workers)."""
-        return bool(self.graph.edge_count or self.broken or self.item_count < len(self.nodeids))
+        run, a dependency outside the run, or a cleanup (it may have to skip). Without any,
+        the tests run as they are (pytest's own loop serially, xdist's own scheduler on
+        workers)."""
+        return bool(self.graph.edge_count or self.broken or self.item_count < len(self.nodeids)
+                    or self.cleanups)
 
     @property
     def needs_parallel_walk(self) -> bool:
@@ -223,6 +243,7 @@ class Plan:
             "shard": None if self.shard is None else self.shard.to_list(),
             "xdist_groups": {str(k): v for k, v in self.xdist_groups.items()},
             "resources": self.resources.to_list() if self.resources else None,
+            "cleanups": [[n, *c.to_list()] for n, c in self.cleanups.items()],
         }
         return json.dumps(payload, separators=(",", ":"))
 
@@ -260,6 +281,8 @@ class Plan:
             shard=_shard_info(data.get("shard")),
             xdist_groups={int(k): v for k, v in data.get("xdist_groups", {}).items()},
             resources=Resources.from_list(data.get("resources")),
+            cleanups={n: Cleanup(tuple(targets), tuple(absent))
+                      for n, targets, absent in data.get("cleanups", ())},
         )
 
 

@@ -13,6 +13,7 @@ and every tie is broken by key, then by shard number.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from collections.abc import Container, Iterable, Mapping, Sequence
@@ -183,4 +184,11 @@ def restrict(plan: Plan, keep: Sequence[int], unreduced: Graph | None = None) ->
         # a shard's walk holds the resources of the tests it has (no lock reaches another
         # machine): the split above ignores them
         resources=plan.resources.renumbered(new_id),
+        # a cleanup's targets share its shard: its edges join them
+        cleanups={
+            new_id[n]: dataclasses.replace(
+                cleanup, targets=tuple(new_id[t] for t in cleanup.targets if t in new_id)
+            )
+            for n, cleanup in plan.cleanups.items() if n in new_id
+        },
     )

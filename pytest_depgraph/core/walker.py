@@ -11,11 +11,15 @@ A node is resolved once *all* of its dependencies have finished, never earlier: 
 skipped if one of its REQUIRES dependencies is unsatisfied (failed, skipped, or unsatisfied
 from the start), and ready otherwise. Waiting for every dependency keeps the walk of a reduced
 graph in the same order as the walk of the full one.
+
+A *cleanup* (``cleanups``: node -> its targets) is skipped, as its own root cause, when none of
+its targets ran: each was skipped, unsatisfied from the start, or finished without running
+(the caller's ``ran`` says: a test skipped by its own marker did not).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_depgraph.core.graph import Graph, Kind
@@ -28,7 +32,8 @@ class Skip:
     """A node that will never run, and why."""
 
     node: int
-    #: the first unsatisfied node up the graph; never a skipped one
+    #: the first unsatisfied node up the graph; never a skipped one, but for a cleanup none of
+    #: whose targets ran: itself
     root_cause: int
 
 
@@ -45,13 +50,24 @@ class Step:
 class Walker:
     """The state of a walk: which nodes wait, are ready, run, finished or skipped."""
 
-    def __init__(self, graph: Graph, *, unsatisfied: Iterable[int] = ()) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        *,
+        unsatisfied: Iterable[int] = (),
+        cleanups: Mapping[int, Sequence[int]] | None = None,
+        ran: Callable[[int], bool] = lambda node: True,
+    ) -> None:
         """Prepare the walk of an acyclic ``graph``. O(V + E).
 
         ``unsatisfied``: nodes that will not run and count as failed; their REQUIRES-dependents
-        are skipped with them as root cause (:attr:`initial` lists both).
+        are skipped with them as root cause (:attr:`initial` lists both). ``cleanups``: node ->
+        its targets, each an ancestor of it in ``graph``; ``ran(node)``: whether a finished
+        node really ran (asked when a cleanup is resolved).
         """
         size = graph.size
+        self._cleanups = cleanups or {}
+        self._ran = ran
         self._size = size
         self._state = bytearray(size)
         self._waiting = [0] * size
@@ -80,10 +96,11 @@ class Walker:
             self._finished += 1
         #: the unsatisfied nodes given at construction, in node order
         self.unsatisfied = causes
+        decided: list[tuple[int, int | None]] = [(v, v) for v in causes]
         for v in range(size):
             if not self._waiting[v] and self._state[v] == _WAITING:
-                self._make_ready(v, step)
-        self._propagate([(v, v) for v in causes], step)
+                self._resolve(v, decided, step)
+        self._propagate(decided, step)
         step.ready.sort()
         #: what was decided before anything ran: the first ready nodes and the first skips
         self.initial = step
@@ -145,6 +162,7 @@ class Walker:
         return [
             u for u in self._after_dependents[node]
             if waiting[u] == 1 and state[u] == _WAITING and cause[u] is None
+            and (u not in self._cleanups or self._target_ran(u))
         ]
 
     def waiting_dependents(self, node: int) -> list[int]:
@@ -226,6 +244,8 @@ class Walker:
     def _resolve(self, node: int, finished: list[tuple[int, int | None]], step: Step) -> None:
         """All dependencies of ``node`` are finished: skip it or make it ready."""
         root = self._cause[node]
+        if root is None and node in self._cleanups and not self._target_ran(node):
+            root = node  # a cleanup with nothing to clean up: its own root cause
         if root is None:
             self._make_ready(node, step)
             return
@@ -234,4 +254,9 @@ class Walker:
         self._skipped[node] = root
         step.skipped.append(Skip(node, root))
         finished.append((node, root))
+
+    def _target_ran(self, cleanup: int) -> bool:
+        """Whether a target of ``cleanup`` finished and ran. O(targets)."""
+        state, ran = self._state, self._ran
+        return any(state[t] == _FINISHED and ran(t) for t in self._cleanups[cleanup])
 

@@ -1,7 +1,8 @@
 """Graphviz DOT export of the reduced graph, with nodes filled by outcome after a run.
 
 Edges point from the dependent to its dependency, as in ``terraform graph``; after edges are
-dashed; edges that come from a fixture are labelled with the fixture's name; the edges that
+dashed; edges that come from a fixture are labelled with the fixture's name, a cleanup's with
+``cleanup_of``; the edges that
 keep pinned tests on one worker are dotted, blue and labelled ``pinned``. A legend cluster
 explains the fills and edge styles the graph uses.
 
@@ -170,6 +171,10 @@ def _quote(text: str) -> str:
     return f'"{escaped}"'
 
 
+#: the label of a cleanup's edges
+CLEANUP_LABEL = "cleanup_of"
+
+
 def _edge_attrs(edge: Edge) -> list[str]:
     attrs = [f"tooltip = {_quote(describe(edge.origin))}"]
     fixture = edge.origin.name
@@ -180,7 +185,9 @@ def _edge_attrs(edge: Edge) -> list[str]:
         return attrs
     if edge.kind is Kind.AFTER:
         attrs.append('style = "dashed"')
-    if fixture:
+    if edge.origin.kind == OriginKind.CLEANUP:
+        attrs.append(f"label = {_quote(CLEANUP_LABEL)}")
+    elif fixture:
         attrs.append(f"label = {_quote(fixture)}")
     return attrs
 
@@ -252,6 +259,9 @@ def _legend(outcomes: set[str], unselected: bool, edges: list[Edge]) -> list[str
             styles.setdefault(
                 "pinned: one worker, in this order", [*_PIN_STYLE, 'label = "pinned"']
             )
+        elif edge.origin.kind == OriginKind.CLEANUP:
+            styles.setdefault("cleans up after: runs after it and its dependents",
+                              ['style = "dashed"', f"label = {_quote(CLEANUP_LABEL)}"])
         elif edge.kind is Kind.AFTER:
             styles.setdefault('runs after, whatever the outcome (on_failure="run")',
                               ['style = "dashed"'])

@@ -110,6 +110,9 @@ def _edges(plan: Plan, view: View) -> tuple[int, str]:
     fixture = counts.get(OriginKind.FIXTURE, 0) + counts.get(OriginKind.OUTPUT, 0)
     compat = counts.get(OriginKind.DEPENDENCY, 0) + counts.get(OriginKind.ORDER, 0)
     parts = [f"{counts.get(OriginKind.MARKER, 0)} explicit", f"{fixture} from fixtures"]
+    cleanup = counts.get(OriginKind.CLEANUP, 0)
+    if cleanup:
+        parts.append(f"{cleanup} from cleanup_of")
     if compat:
         parts.append(f"{compat} from pytest-dependency/pytest-order markers")
     ordinal = counts.get(OriginKind.ORDINAL, 0)
@@ -126,6 +129,16 @@ def _edges(plan: Plan, view: View) -> tuple[int, str]:
     return total, ", ".join(parts)
 
 
+def _pulled_in(plan: Plan) -> str:
+    """``2 dependencies pulled in by selection``, the cleanups pulled in apart."""
+    cleanups = sum(1 for n in plan.added if n in plan.cleanups)
+    dependencies = len(plan.added) - cleanups
+    parts = [plural(dependencies, "dependency")] if dependencies else []
+    if cleanups:
+        parts.append(plural(cleanups, "cleanup"))
+    return f"{' and '.join(parts)} pulled in by selection"
+
+
 def one_line(plan: Plan, skips: Mapping[str, str], view: View) -> str:
     """The ``-q`` summary: counts only."""
     total, _ = _edges(plan, view)
@@ -133,7 +146,7 @@ def one_line(plan: Plan, skips: Mapping[str, str], view: View) -> str:
     if plan.shard is not None:
         parts.insert(0, f"shard {plan.shard.index}/{plan.shard.count}")
     if plan.added:
-        parts.append(f"{plural(len(plan.added), 'dependency')} pulled in by selection")
+        parts.append(_pulled_in(plan))
     if skips:
         causes = len(set(skips.values()))
         parts.append(f"{plural(len(skips), 'test')} skipped because of "
@@ -160,8 +173,7 @@ def lines(
         f"{plan.removed_edges} removed by transitive reduction"
     )
     if plan.added:
-        out.append(f"{plural(len(plan.added), 'dependency')} pulled in by selection"
-                   + (":" if verbose else ""))
+        out.append(_pulled_in(plan) + (":" if verbose else ""))
         if verbose:
             out.extend(f"  {plan.nodeids[n]}" for n in plan.added)
     external = list(plan.external)

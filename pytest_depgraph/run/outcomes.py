@@ -34,9 +34,14 @@ _WORDS = {
     FAILED: "failed",
     ERROR: "errored",
     SKIPPED: "was skipped",
+    # a cleanup skipped because none of its targets ran (on xdist: a report made up here)
+    UPSTREAM: "was skipped",
     XFAILED: "xfailed",
     NOT_RUN: "did not run",
 }
+
+#: the outcomes of a test that never started
+_NOT_RAN = frozenset((SKIPPED, UPSTREAM, NOT_RUN))
 
 #: attribute set on the reports this plugin makes up, so its own hooks can tell them apart
 SYNTHETIC = "_depgraph_synthetic"
@@ -105,6 +110,12 @@ class OutcomeRecorder:
         """Whether dependents of this test may run."""
         return self._outcomes.get(nodeid) == PASSED
 
+    def ran(self, nodeid: str) -> bool:
+        """Whether this test started: it passed, failed, errored or xfailed -- not skipped
+        (by a marker, by this plugin) nor never run. Its cleanups run only if one of their
+        targets did."""
+        return self._outcomes.get(nodeid, NOT_RUN) not in _NOT_RAN
+
     def duration(self, nodeid: str) -> float:
         """Seconds spent in setup, call and teardown (0.0 for a test with no report)."""
         return self._durations.get(nodeid, 0.0)
@@ -138,7 +149,10 @@ def skip_reason(
     """The skip reason for ``node``, a dependent of ``root_cause`` (nodes of ``plan``).
 
     An unselected root cause (``--depgraph-no-deps``) is named with every other unselected
-    test ``node`` requires, so the user sees at once all they would have to select."""
+    test ``node`` requires, so the user sees at once all they would have to select. A cleanup
+    that is its own root cause had nothing to clean up: its targets are named."""
+    if node == root_cause and node in plan.cleanups:
+        return cleanup_reason(plan, recorder, node)
     nodeid = plan.nodeids[root_cause]
     if root_cause >= plan.item_count:
         missing = [nodeid] if node is None else _unselected_requirements(plan, node)
@@ -156,6 +170,32 @@ def skip_reason(
 
 #: unselected dependencies named in one skip reason
 _SHOWN_MISSING = 5
+
+
+def cause_of(plan: Plan, root_cause: int, node: int) -> str:
+    """The node id of the test that made ``node`` skip, its ``root_cause``: for a cleanup
+    skipped as its own root cause, its first target (none of which ran)."""
+    cleanup = plan.cleanups.get(node) if node == root_cause else None
+    if cleanup is None:
+        return plan.nodeids[root_cause]
+    if cleanup.targets:
+        return plan.nodeids[cleanup.targets[0]]
+    return cleanup.absent[0] if cleanup.absent else plan.nodeids[node]
+
+
+def cleanup_reason(plan: Plan, recorder: OutcomeRecorder, node: int) -> str:
+    """Why the cleanup ``node`` is skipped: none of its targets ran; each named with what
+    became of it (the first few)."""
+    cleanup = plan.cleanups[node]
+    named = [
+        *(f"{plan.nodeids[t]} {describe(recorder.outcome(plan.nodeids[t]))}"
+          for t in cleanup.targets),
+        *(f"{nodeid} is not in this run" for nodeid in cleanup.absent),
+    ]
+    shown = ", ".join(named[:_SHOWN_MISSING])
+    if len(named) > _SHOWN_MISSING:
+        shown += f" and {len(named) - _SHOWN_MISSING} more"
+    return f"depgraph: nothing to clean up: no target of this cleanup ran ({shown})"
 
 
 def _unselected_requirements(plan: Plan, node: int) -> list[str]:

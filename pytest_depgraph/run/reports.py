@@ -14,7 +14,7 @@ import pytest
 
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.walker import Skip
-from pytest_depgraph.run.outcomes import SYNTHETIC, OutcomeRecorder, skip_reason
+from pytest_depgraph.run.outcomes import SYNTHETIC, OutcomeRecorder, cause_of, skip_reason
 
 #: where a test is reported: (relative file, 0-based line or None, domain)
 Locate = Callable[[int], "tuple[str, int | None, str]"]
@@ -35,7 +35,7 @@ def report_skips(
         if skip.node >= plan.item_count:
             continue
         nodeid = plan.nodeids[skip.node]
-        skips[nodeid] = plan.nodeids[skip.root_cause]
+        skips[nodeid] = cause_of(plan, skip.root_cause, skip.node)
         location = locate(skip.node)
         reason = skip_reason(plan, recorder, skip.root_cause, skip.node)
         # an absolute path, as pytest's own skips carry: -rs shows it from the current

@@ -35,7 +35,7 @@ from pytest_depgraph.hosts import xdist
 from pytest_depgraph.run import reports, units
 from pytest_depgraph.run.controller import controller
 from pytest_depgraph.run.controller_warnings import record_warning
-from pytest_depgraph.run.outcomes import FAILED
+from pytest_depgraph.run.outcomes import FAILED, OutcomeRecorder
 from pytest_depgraph.run.state import session_state
 from pytest_depgraph.run.worker import TEARDOWN_COMMAND
 from pytest_depgraph.words import tests
@@ -165,7 +165,8 @@ class DepGraphScheduling:
                 self._abort()
                 return
             plan = bound
-        dispatcher = self.dispatcher = _dispatcher(plan, self.controller.durations, self.limit)
+        dispatcher = self.dispatcher = _dispatcher(plan, self.controller.durations, self.limit,
+                                                   self.recorder)
         for message in plan.warnings:  # shown once, here: every worker would repeat them
             record_warning(self.config, message)
         reports.report_broken(self.config, plan, self.controller.location)
@@ -353,13 +354,17 @@ class DepGraphScheduling:
         )
 
 
-def _dispatcher(plan: Plan, durations: dict[int, float], limit: int) -> Dispatcher:
+def _dispatcher(
+    plan: Plan, durations: dict[int, float], limit: int, recorder: OutcomeRecorder
+) -> Dispatcher:
     """The dispatcher of a walk of ``plan``: the critical path first, each test weighted by its
     previous run's seconds, at most ``limit`` tests running, each worker holding a few, the
-    tests' resources granted by the books (on this process's clock, the run report's)."""
+    tests' resources granted by the books (on this process's clock, the run report's); a
+    cleanup runs if one of its targets ran (as ``recorder`` says)."""
     from pytest_depgraph.core import dispatch, resources
 
     size = len(plan.nodeids)
+    nodeids = plan.nodeids
     weight = dispatch.weights(durations, plan.item_count, size)
     group = plan.group
     return dispatch.Dispatcher(
@@ -376,4 +381,6 @@ def _dispatcher(plan: Plan, durations: dict[int, float], limit: int) -> Dispatch
         durations=durations,
         claims=resources.claims_of(plan, limit) if plan.resources else None,
         clock=time.time,
+        cleanups={n: cleanup.targets for n, cleanup in plan.cleanups.items()},
+        ran=lambda node: recorder.ran(nodeids[node]),
     )

@@ -7,7 +7,7 @@ import pytest
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.walker import Walker
 from pytest_depgraph.hosts.pytest import skip_at_test
-from pytest_depgraph.run.outcomes import OutcomeRecorder, skip_reason
+from pytest_depgraph.run.outcomes import OutcomeRecorder, cause_of, skip_reason
 
 
 class SerialWalk:
@@ -31,7 +31,12 @@ class SerialWalk:
         self.plan = plan
         self.recorder = recorder
         self.skips = skips
-        self.walker = Walker(plan.graph, unsatisfied=[*plan.broken, *plan.external])
+        nodeids = plan.nodeids
+        self.walker = Walker(
+            plan.graph, unsatisfied=[*plan.broken, *plan.external],
+            cleanups={n: cleanup.targets for n, cleanup in plan.cleanups.items()},
+            ran=lambda node: recorder.ran(nodeids[node]),
+        )
         #: node id -> node of each test of the plan
         self._node_of = {nodeid: n for n, nodeid in enumerate(plan.nodeids[: plan.item_count])}
         #: the node that started last; its outcome is told to the walker when the next starts
@@ -67,7 +72,7 @@ class SerialWalk:
         root = self.walker.root_cause(node)
         if root is not None:
             # recorded when the skip is reported, so -x runs list only what pytest reports
-            self.skips[item.nodeid] = plan.nodeids[root]
+            self.skips[item.nodeid] = cause_of(plan, root, node)
             _skip(item, skip_reason(plan, self.recorder, root, node))
         if not self.strict:
             return  # its dependencies run elsewhere: nothing to say about them here

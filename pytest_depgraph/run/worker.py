@@ -107,13 +107,13 @@ def reported_locations(
     plan: Plan, items: Sequence[pytest.Item]
 ) -> list[tuple[str, int | None, str] | None]:
     """``item.location`` of the items the xdist controller may report itself: those that
-    can be skipped (they require another test) and those that cannot run (broken); None for
-    the others.
+    can be skipped (they require another test, or clean up after others) and those that
+    cannot run (broken); None for the others.
 
     pytest computes a location on demand, and a worker runs only its share of the tests:
     computing it for every collected item cost more than the rest of the plan.
     """
-    reported = set(plan.broken) | plan.graph.requiring()
+    reported = set(plan.broken) | plan.graph.requiring() | set(plan.cleanups)
     return [item.location if n in reported else None for n, item in enumerate(items)]
 
 

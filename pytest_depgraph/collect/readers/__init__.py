@@ -8,6 +8,7 @@ line in :data:`READERS`.
 from __future__ import annotations
 
 from pytest_depgraph.collect.readers.base import Reader
+from pytest_depgraph.collect.readers.cleanup import Cleanups
 from pytest_depgraph.collect.readers.decorated import Decorated
 from pytest_depgraph.collect.readers.dependency import DependencyReader
 from pytest_depgraph.collect.readers.fixtures import Fixtures
@@ -23,4 +24,5 @@ READERS: tuple[type[Reader], ...] = (
     Fixtures,  # @depends_on and output_fixture on the fixtures it uses
     DependencyReader,  # pytest-dependency's marker and depends() calls
     OrderReader,  # pytest-order's marker
+    Cleanups,  # cleanup_of: read for every collected test, resolved by a phase of its own
 )

@@ -19,7 +19,8 @@ asks them; :mod:`pytest_depgraph.collect.readers` lists the readers):
   parametrized instances.
 
 A reader may also add edges once the serial order is known (:meth:`Reader.order_edges`:
-pytest-order's ordinal groups).
+pytest-order's ordinal groups), and its declarations may reach past their targets
+(:meth:`Reader.reaches_dependents`: ``cleanup_of``).
 """
 
 from __future__ import annotations
@@ -121,6 +122,14 @@ class Reader(Protocol):
     def read(self, place: Place, position: int) -> Found:
         """What ``place`` declares, read for the test at ``position`` (the first it applies
         to)."""
+
+    def reaches_dependents(self) -> bool:
+        """Whether each declaration of this reader reaches past its targets: its test is pulled
+        into the run by a target that runs, and runs after every test that depends on a
+        target, directly or not (a cleanup). Such declarations are read for every collected
+        test, and resolved by a phase of their own (:mod:`pytest_depgraph.collect.dependents`),
+        not with the others."""
+        return False
 
     def order_edges(self, ordered: Ordered) -> dict[str, int]:
         """AFTER edges added to ``ordered.graph`` once the serial order is known, following
