@@ -13,7 +13,8 @@ problems, each a message for a person that names the test, the file and line, an
 * **order**: the serial order, keeping classes and modules together; the pinned groups.
 * **reduce**: the transitive reduction; the edges that follow the order (pytest-order's
   groups); the graph over the plan's numbers.
-* **assemble**: the plan.
+* **assemble**: the plan, with the shared resources its tests claim
+  (:func:`pytest_depgraph.collect.resources.resources`).
 
 A session in which no test can declare anything takes none of these: its plan is the selected
 tests in their order, without edges. ``--depgraph-timings`` names the phases resolve (with
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -38,6 +39,7 @@ from pytest_depgraph.collect.edges import Resolved, resolve
 from pytest_depgraph.collect.peers import Settings
 from pytest_depgraph.collect.problems import Problem, capped, cycle_message
 from pytest_depgraph.collect.readers.base import ClaimKind, Ordered
+from pytest_depgraph.collect.resources import resources
 from pytest_depgraph.core.graph import Graph, Kind
 from pytest_depgraph.core.order import positions_in, stable_topological_order
 from pytest_depgraph.core.paths import reachable
@@ -80,14 +82,16 @@ def build(
     ignore_unselected: bool = False,
     ignored_files: Collection[str] = (),
     settings: Settings | None = None,
+    capacity: Mapping[str, int] | None = None,
 ) -> Result:
     """Resolve every declaration of the selected items (and of the dependencies pulled in),
-    validate the graph, order the items and reduce the graph.
+    validate the graph, order the items and reduce the graph. ``capacity``: the shared
+    resources ``depgraph_resources`` lists (None: not set).
 
     O(V + E) plus the reduction; targets resolve through a prefix index.
     """
     clock = _Clock()
-    context = Context(collected, rootpath, verbosity, settings, ignored_files)
+    context = Context(collected, rootpath, verbosity, settings, ignored_files, capacity)
     declarations = Declarations(context)
     position = context.position
     chosen = [position[item] for item in selected if item in position]
@@ -106,8 +110,8 @@ def build(
     clock.lap("order")
     reduced = reduce(declarations, numbered, validated, ordered)
     clock.lap("reduce")
-    return clock.timed(assemble(context, resolved, numbered, validated, ordered, reduced,
-                                keep_unreduced))
+    return clock.timed(assemble(context, declarations, resolved, numbered, validated, ordered,
+                                reduced, keep_unreduced))
 
 
 class _Clock:
@@ -341,6 +345,7 @@ def reduce(
 
 def assemble(
     context: Context,
+    declarations: Declarations,
     resolved: Resolved,
     numbered: Numbered,
     validated: Validated,
@@ -348,9 +353,16 @@ def assemble(
     reduced: Reduced,
     keep_unreduced: bool,
 ) -> Result:
-    """The plan, and the items in its order."""
+    """The plan, and the items in its order, with the shared resources its tests claim."""
     new_id = serial.new_id
     items = [context.collected[numbered.run[n]] for n in serial.run_order]
+    run, number = len(numbered.run), numbered.number
+    claimed, lone = resources(
+        context.collected, declarations.claims,
+        lambda p: new_id[number[p]] if 0 <= number[p] < run else -1,
+        context.capacity, context.rootpath,
+    )
+    found = [*validated.problems, *lone]
     nodeids = [numbered.nodeids[n] for n in serial.final]
     plan = Plan(
         nodeids=nodeids,
@@ -359,7 +371,7 @@ def assemble(
         # to one class keeps its class fixtures, which pytest sets up again after a switch
         group=_groups(nodeids),
         item_count=len(items),
-        errors=[problem.message for problem in validated.problems],
+        errors=[problem.message for problem in found],
         broken={new_id[n]: message for n, message in validated.broken.items()},
         edge_counts={
             **graph_edges_by_origin(numbered.graph),
@@ -370,11 +382,12 @@ def assemble(
         added=sorted(new_id[numbered.number[p]] for p in resolved.added),
         pinned=[[new_id[n] for n in group] for group in serial.pins.groups],
         warnings=serial.pins.warnings,
+        resources=claimed,
     )
     unreduced = validated.acyclic.relabel(new_id) if keep_unreduced else None
     if unreduced is not None:
         unreduced.compact()
-    return Result(items=items, plan=plan, problems=validated.problems, unreduced=unreduced)
+    return Result(items=items, plan=plan, problems=found, unreduced=unreduced)
 
 
 def _without_declarations(context: Context, chosen: list[int]) -> Result:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_depgraph.collect import safe
-from pytest_depgraph.collect.markers import MARKER
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.core.graph import Origin
 
@@ -31,7 +30,7 @@ class Locator:
     def __init__(self, rootpath: Path) -> None:
         self._root = rootpath.resolve()
         self._relative_paths: dict[str, str] = {}
-        self._mark_lines: dict[int, list[int]] = {}
+        self._mark_lines: dict[tuple[int, str], list[int]] = {}
 
     def relative(self, filename: str) -> str:
         """``/abs/path/f.py:12`` (or a path) relative to rootdir, with forward slashes."""
@@ -70,21 +69,22 @@ class Locator:
             obj = _holder(obj, mark)
             filename = _source_file(obj) or filename
         rel = self.relative(filename)
-        lines = self._marker_lines(node, obj, filename)
+        lines = self._marker_lines(node, obj, filename, mark.name)
         if not lines:
             return rel
         if len(lines) == 1:
             return f"{rel}:{lines[0]}"
-        own = [m for m in own_marks(obj) if m.name == MARKER]
+        own = [m for m in own_marks(obj) if m.name == mark.name]
         # decorators apply bottom-up, so the last declared mark is the top line
         for k, candidate in enumerate(own):
             if candidate is mark and len(own) == len(lines):
                 return f"{rel}:{lines[len(own) - 1 - k]}"
         return f"{rel}:{lines[0]}"
 
-    def _marker_lines(self, node: object, obj: object, filename: str) -> list[int]:
-        """1-based lines that mention the marker in ``obj``'s decorators or ``pytestmark``."""
-        key = id(obj)
+    def _marker_lines(self, node: object, obj: object, filename: str, name: str) -> list[int]:
+        """1-based lines that mention marker ``name`` in ``obj``'s decorators or
+        ``pytestmark``."""
+        key = (id(obj), name)
         if key in self._mark_lines:
             return self._mark_lines[key]
         found: list[int] = []
@@ -100,7 +100,7 @@ class Locator:
                 lines = linecache.getlines(filename)
                 for number in range(first, min(first + 200, len(lines)) + 1):
                     text = lines[number - 1]
-                    if MARKER in text:
+                    if name in text:
                         found.append(number)
                     elif text.lstrip().startswith(("def ", "async def", "class ")):
                         break

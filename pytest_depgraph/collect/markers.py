@@ -97,7 +97,7 @@ def declarations_made() -> bool:
 def declare(obj: object, raw: RawDeclaration) -> None:
     """Attach a declaration to a function or fixture (and to what it wraps)."""
     _declared[0] = True
-    for target in _wrapped_chain(obj):
+    for target in wrapped_chain(obj):
         existing: list[RawDeclaration] = list(_own_declarations(target))
         # a bound method cannot take attributes: its function carries them
         with contextlib.suppress(Exception):
@@ -111,7 +111,7 @@ def _own_declarations(obj: object) -> list[RawDeclaration]:
     return [raw for raw in found if type(raw) is RawDeclaration]
 
 
-def _wrapped_chain(obj: object) -> list[object]:
+def wrapped_chain(obj: object) -> list[object]:
     """The object and what it wraps (pytest >= 8.4 wraps fixture functions)."""
     chain = [obj]
     seen = {id(obj)}
@@ -126,7 +126,7 @@ def _wrapped_chain(obj: object) -> list[object]:
 
 def declarations_of(obj: object) -> Sequence[RawDeclaration]:
     """Declarations made with :func:`depends_on` on a function, fixture, or what it wraps."""
-    for target in _wrapped_chain(obj):
+    for target in wrapped_chain(obj):
         found = _own_declarations(target)
         if found:
             return found

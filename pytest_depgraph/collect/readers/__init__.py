@@ -13,6 +13,7 @@ from pytest_depgraph.collect.readers.dependency import DependencyReader
 from pytest_depgraph.collect.readers.fixtures import Fixtures
 from pytest_depgraph.collect.readers.marks import OwnMarks, ParentMarks
 from pytest_depgraph.collect.readers.order import OrderReader
+from pytest_depgraph.collect.readers.resources import FixtureLocks, ResourceMarks
 
 #: the readers, in the order their declarations apply to a test: the first edge declared
 #: between two tests keeps its origin, and problems are reported in the order found
@@ -23,4 +24,6 @@ READERS: tuple[type[Reader], ...] = (
     Fixtures,  # @depends_on and output_fixture on the fixtures it uses
     DependencyReader,  # pytest-dependency's marker and depends() calls
     OrderReader,  # pytest-order's marker
+    ResourceMarks,  # resource_lock, exclusive and weight marks (claims, not edges)
+    FixtureLocks,  # @resource_lock on the fixtures it uses
 )
