@@ -531,8 +531,9 @@ def unlisted_resource(name: str, known: Sequence[str]) -> str:
 def not_one_of(what: str, value: str, allowed: Sequence[str], text: str) -> str:
     """``{what}=`` (``value``: how it reads; ``text``: the string, "" for another type) is
     none of ``allowed``."""
-    choices = ", ".join(f"{what}={a!r}" for a in allowed)
-    return f"{what}={value} is not valid; use one of {choices}.{_close(text, allowed)}"
+    choices = [f"{what}={a!r}" for a in allowed]
+    written = ", ".join(choices[:-1]) + " or " + choices[-1]
+    return f"{what}={value} is not valid; use {written}.{_close(text, allowed)}"
 
 
 EXCLUSIVE_ARGUMENTS = (

@@ -132,7 +132,8 @@ class FixtureLocks(Reader):
                 lock = validate_lock(raw.args, raw.kwargs, scope, context.capacity)
             except LockError as error:
                 message = problems.declaration_error(where, error,
-                                                     problems.lock_label(LOCK, fixture), None)
+                                                     problems.lock_label(LOCK, fixture),
+                                                     context.nodeids[position])
                 trouble.append(context.problem(message, where.rsplit(":", 1)[0]))
                 continue
             claims.append(Claim(ClaimKind.LOCK, Held(*lock, where, fixture)))
