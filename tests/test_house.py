@@ -94,8 +94,8 @@ def test_session_state_is_one_stash_key() -> None:
 
 def test_the_public_surface_is_typed_and_patches_nothing_on_import() -> None:
     """What pytest_depgraph exports has no Any in its signatures, on_failure and a lock's mode
-    are each one of two words, and importing the package changes nothing in pytest (the marker is installed by
-    the plugin's pytest_configure, and removed after the session)."""
+    are each one of two words, and importing the package changes nothing in pytest (the marker
+    is installed by the plugin's pytest_configure, and removed after the session)."""
     code = (
         "import typing, pytest\n"
         "before = dict(vars(pytest.mark))\n"
