@@ -1,7 +1,8 @@
 """pytest-depgraph: run tests in dependency order, serially or on pytest-xdist.
 
 The public surface is small: :func:`depends_on` (for fixtures), :func:`cleanup_of` (a test
-that cleans up after others), :func:`output_fixture` (values between tests) and the
+that cleans up after others), :func:`output_fixture` (values between tests),
+:func:`resource_lock` (shared resources, for fixtures) and the
 ``depgraph`` fixture. Everything else is private.
 """
 
@@ -9,12 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pytest_depgraph.collect.locks import resource_lock
 from pytest_depgraph.collect.markers import cleanup_of, depends_on
 
 if TYPE_CHECKING:
     from pytest_depgraph.values import DepGraph, output_fixture
 
-__all__ = ["DepGraph", "cleanup_of", "depends_on", "output_fixture"]
+__all__ = ["DepGraph", "cleanup_of", "depends_on", "output_fixture", "resource_lock"]
 
 #: the version is read from the installed metadata when first asked for, and the values'
 #: module imported when first named: every pytest process imports this package, most of

@@ -105,6 +105,13 @@ def add_options(parser: pytest.Parser) -> None:
         "depgraph_ignore_deps", "default for --depgraph-ignore-deps", type="bool", default=False
     )
     parser.addini("depgraph_strict", "default for --depgraph-strict", type="bool", default=False)
+    parser.addini(
+        "depgraph_resources",
+        "the shared resources of resource_lock, one a line: 'name', or 'name: N' for N writers "
+        "at once (default 1); when set, any other name is an error",
+        type="linelist",
+        default=[],
+    )
 
 
 @dataclass
@@ -123,6 +130,8 @@ class Settings:
     #: ``--depgraph-ignore-deps``: unselected dependencies are left out of the graph
     ignore_deps: bool = False
     strict: bool = False
+    #: ``depgraph_resources``: each shared resource's capacity (None: not set)
+    resources: dict[str, int] | None = None
 
 
 #: the words ``-n`` takes for "one worker per CPU" (xdist decides how many that is)
@@ -201,7 +210,47 @@ def read_settings(config: pytest.Config) -> Settings:
         report=report,
         strict=bool(strict),
         ignore_deps=bool(ignore_deps),
+        resources=_resources(config),
     )
+
+
+def _resources(config: pytest.Config) -> dict[str, int] | None:
+    """``depgraph_resources`` as name -> capacity (None: not set); a line that is not a name
+    or ``name: N`` with N >= 1 is a usage error naming the ini file's line."""
+    lines = [str(line).strip() for line in config.getini("depgraph_resources")]
+    lines = [line for line in lines if line]
+    if not lines:
+        return None
+    capacity: dict[str, int] = {}
+    for line in lines:
+        name, colon, count = (part.strip() for part in line.partition(":"))
+        if (colon and not (count.isdigit() and int(count) >= 1)) or not name:
+            raise pytest.UsageError(
+                f"depgraph_resources{_ini_line(config, line)}: {line!r} is not a resource: "
+                "write its name, or 'name: N' with N a whole number of at least 1 (the most "
+                "tests that write it at once)"
+            )
+        if name in capacity:
+            raise pytest.UsageError(
+                f"depgraph_resources{_ini_line(config, line)}: {name!r} is listed twice"
+            )
+        capacity[name] = int(count) if colon else 1
+    return capacity
+
+
+def _ini_line(config: pytest.Config, line: str) -> str:
+    """`` in FILE:N``, the ini file's line that holds ``line`` ("" when not found)."""
+    inipath = config.inipath
+    if inipath is None:
+        return ""
+    try:
+        text = inipath.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return f" in {inipath.name}"
+    for number, found in enumerate(text.splitlines(), 1):
+        if found.strip() == line or found.strip().strip("\"'") == line:
+            return f" in {inipath.name}:{number}"
+    return f" in {inipath.name}"
 
 
 def dot_option(config: pytest.Config, path: str) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_depgraph.collect import hints
+from pytest_depgraph.collect.locks import MARKER_HELP as LOCK_HELP
 from pytest_depgraph.collect.markers import (
     CLEANUP_HELP,
     MARKER_HELP,
@@ -33,6 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     config.addinivalue_line("markers", CLEANUP_HELP)
+    for line in LOCK_HELP:
+        config.addinivalue_line("markers", line)
     install_marker()
     state = run_session.configure(config)
     # the files first: their plugins' hooks run after the run's (the order of registration)

@@ -93,20 +93,21 @@ def test_session_state_is_one_stash_key() -> None:
 
 
 def test_the_public_surface_is_typed_and_patches_nothing_on_import() -> None:
-    """What pytest_depgraph exports has no Any in its signatures, on_failure is one of two
-    words, and importing the package changes nothing in pytest (the marker is installed by
-    the plugin's pytest_configure, and removed after the session)."""
+    """What pytest_depgraph exports has no Any in its signatures, on_failure and a lock's mode
+    are each one of two words, and importing the package changes nothing in pytest (the marker
+    is installed by the plugin's pytest_configure, and removed after the session)."""
     code = (
         "import typing, pytest\n"
         "before = dict(vars(pytest.mark))\n"
         "import pytest_depgraph as p\n"
         "assert dict(vars(pytest.mark)) == before, 'pytest.mark changed on import'\n"
         "hints = [typing.get_type_hints(f) for f in (p.depends_on, p.output_fixture,"
-        " p.DepGraph.publish, p.DepGraph.output, p.cleanup_of)]\n"
+        " p.DepGraph.publish, p.DepGraph.output, p.cleanup_of, p.resource_lock)]\n"
         "assert all(typing.Any not in h.values() for h in hints), hints\n"
         "assert typing.get_args(hints[0]['on_failure']) == ('skip', 'run'), hints[0]\n"
         "assert hints[3]['return'] is object, hints[3]\n"
-        "assert p.__all__ == ['DepGraph', 'cleanup_of', 'depends_on', 'output_fixture']\n"
+        "assert typing.get_args(hints[5]['mode']) == ('write', 'read'), hints[5]\n"
+        "assert p.__all__ == ['DepGraph', 'cleanup_of', 'depends_on', 'output_fixture', 'resource_lock']\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

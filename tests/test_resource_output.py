@@ -1,6 +1,5 @@
 """What a run with shared resources shows: the summary's lines per resource and its lower bound,
-the run report's waits; serially, nothing changes. The resources are put into the plan by a
-conftest, as the declarations will."""
+the run report's waits; serially, nothing changes."""
 
 from __future__ import annotations
 
@@ -100,32 +99,6 @@ def test_the_timeline_marks_each_tests_waits_and_bounds_with_resources() -> None
     assert run.stats.resources is record
 
 
-#: puts claims into the plan where it is built (serially, and on each xdist worker before it
-#: sends it): two writers and a reader of db, class C holding net as one block, a heavy test
-#: and an exclusive one
-CLAIMS_CONFTEST = """
-import pytest
-from pytest_depgraph.core.plan import Block, READ, WRITE, Resources
-from pytest_depgraph.run.state import session_state
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_collection_finish(session):
-    plan = session_state(session.config).plan
-    if plan is not None:
-        node = {nodeid.rsplit("::", 1)[1]: n for n, nodeid in enumerate(plan.nodeids)}
-        plan.resources = Resources(
-            capacity={"db": 1, "net": 1},
-            claims={node["test_w1"]: {"db": WRITE}, node["test_w2"]: {"db": WRITE},
-                    node["test_r1"]: {"db": READ}},
-            slots={node["test_heavy"]: 5},
-            exclusive=[node["test_alone"]],
-            blocks=[Block((node["test_c1"], node["test_c2"]), (("net", WRITE),),
-                          "class test_locks.py::TestC")],
-        )
-    return (yield)
-"""
-
 SUITE = """
 import os
 import time
@@ -142,25 +115,33 @@ def log(request):
     time.sleep(0.05)
 
 
+@pytest.mark.resource_lock("db")
 def test_w1(): pass
+@pytest.mark.resource_lock("db")
 def test_w2(): pass
+@pytest.mark.resource_lock("db", mode="read")
 def test_r1(): pass
+@pytest.mark.weight(5)
 def test_heavy(): pass
+@pytest.mark.exclusive
 def test_alone(): pass
 @pytest.mark.depends_on("test_w1")
 def test_after_w1(): pass
 
 
+@pytest.mark.resource_lock("net", scope="class")
 class TestC:
     def test_c1(self): pass
     def test_c2(self): pass
 """
 
+#: the suite without its shared resources
+PLAIN = re.sub(r"@pytest\.mark\.(resource_lock|weight|exclusive)\b.*\n", "", SUITE)
+
 
 def test_a_parallel_run_shows_each_resource_and_the_page_marks_the_waits(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makeconftest(CLAIMS_CONFTEST)
     pytester.makepyfile(test_locks=SUITE)
     result = pytester.runpytest_subprocess(
         "-p", "depgraph", "-p", "xdist", "-n", "2", "-p", "no:randomly",
@@ -201,14 +182,14 @@ def test_a_parallel_run_shows_each_resource_and_the_page_marks_the_waits(
 
 
 def test_serially_resources_change_nothing(pytester: pytest.Pytester) -> None:
-    """The same suite, with and without the claims, in one process: the same order, the same
+    """The same suite, with and without the markers, in one process: the same order, the same
     outcomes, and a summary without a word of resources."""
-    pytester.makepyfile(test_locks=SUITE)
+    pytester.makepyfile(test_locks=PLAIN)
     plain = pytester.runpytest("-p", "depgraph", "-p", "no:randomly", "-p", "no:xdist")
     plain.assert_outcomes(passed=8)
     order = (pytester.path / "order.log").read_text()
     (pytester.path / "order.log").unlink()
-    pytester.makeconftest(CLAIMS_CONFTEST)
+    pytester.makepyfile(test_locks=SUITE)
     claimed = pytester.runpytest("-p", "depgraph", "-p", "no:randomly", "-p", "no:xdist")
     claimed.assert_outcomes(passed=8)
     assert (pytester.path / "order.log").read_text() == order

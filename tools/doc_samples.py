@@ -82,6 +82,22 @@ def _billing() -> Layout:
     return layout
 
 
+def _lock_mistakes(bad: bool) -> Layout:
+    """Three bad markers of shared resources (``bad``), else a class block that waits for a
+    test that waits for it."""
+    return {
+        1: IMPORT, 4: f'@pytest.mark.resource_lock("db", mode="{"wirte" if bad else "write"}")',
+        5: "def test_migrate(): pass", 8: f"@pytest.mark.weight({0 if bad else 2})",
+        9: "def test_build_index(): pass",
+        12: '@pytest.mark.exclusive("db")' if bad else "@pytest.mark.exclusive",
+        13: "def test_memory_budget(): pass",
+        16: '@pytest.mark.resource_lock("db", scope="class")', 17: "class TestOrders:",
+        18: "    def test_create(self): pass", 20: '    @pytest.mark.depends_on("test_ship")',
+        21: "    def test_refund(self): pass",
+        24: '@pytest.mark.depends_on("TestOrders::test_create")', 25: "def test_ship(): pass",
+    }
+
+
 ERRORS = "docs/errors.md"
 #: (doc, start of its block, folder name, files, pytest arguments)
 SAMPLES: list[tuple[str, str, str, dict[str, Layout | str], list[str]]] = [
@@ -160,7 +176,24 @@ SAMPLES: list[tuple[str, str, str, dict[str, Layout | str], list[str]]] = [
         "test_login.py": {1: IMPORT, 3: "from .test_users import test_create_user",
                           5: "@pytest.mark.depends_on(test_create_user)",
                           6: "def test_login(): pass"}}, []),
+    (ERRORS, "_____________________ ERROR collecting tests/test_shop.py", "lockerr",
+     {"tests/test_shop.py": _lock_mistakes(True)}, ["tests"]),
+    (ERRORS, "depgraph: these tests cannot hold their resources", "lockblocks",
+     {"tests/test_shop.py": _lock_mistakes(False)}, ["tests"]),
+    (ERRORS, "depgraph: tests/test_shop.py:8: resource 'port'", "lockini", {
+        "pytest.ini": "[pytest]\ndepgraph_resources =\n    db\n    sandbox: 2\n",
+        "tests/test_shop.py": {
+            1: IMPORT, 2: "from pytest_depgraph import resource_lock",
+            7: '@pytest.fixture(scope="module")', 8: '@resource_lock("port")',
+            9: "def server():", 10: "    yield 1", 11: "def test_home_page(server): pass",
+            12: "def test_search(server): pass"}}, ["tests"]),
+    (ERRORS, "tests/test_orders.py:12", "locktypo", {"tests/test_orders.py": {
+        1: IMPORT, 4: '@pytest.mark.resource_lock("orders_db")', 5: "def test_create(): pass",
+        8: '@pytest.mark.resource_lock("orders_db")', 9: "def test_cancel(): pass",
+        12: '@pytest.mark.resource_lock("order_db")', 13: "def test_refund(): pass"}},
+     ["tests"]),
 ]
+
 
 
 def main() -> int:

@@ -17,7 +17,8 @@ problems, each a message for a person that names the test, the file and line, an
 * **order**: the serial order, keeping classes and modules together; the pinned groups.
 * **reduce**: the transitive reduction; the edges that follow the order (pytest-order's
   groups); the graph over the plan's numbers.
-* **assemble**: the plan.
+* **assemble**: the plan, with the shared resources its tests claim
+  (:func:`pytest_depgraph.collect.resources.resources`).
 
 A session in which no test can declare anything takes none of these: its plan is the selected
 tests in their order, without edges. ``--depgraph-timings`` names the phases resolve (with
@@ -45,6 +46,7 @@ from pytest_depgraph.collect.edges import Resolved, resolve
 from pytest_depgraph.collect.peers import Settings
 from pytest_depgraph.collect.problems import Problem, capped, cycle_message
 from pytest_depgraph.collect.readers.base import ClaimKind, Ordered
+from pytest_depgraph.collect.resources import resources
 from pytest_depgraph.core.graph import Graph, Kind
 from pytest_depgraph.core.order import positions_in, stable_topological_order
 from pytest_depgraph.core.paths import reachable
@@ -87,14 +89,16 @@ def build(
     ignore_unselected: bool = False,
     ignored_files: Collection[str] = (),
     settings: Settings | None = None,
+    capacity: Mapping[str, int] | None = None,
 ) -> Result:
     """Resolve every declaration of the selected items (and of the dependencies pulled in),
-    validate the graph, order the items and reduce the graph.
+    validate the graph, order the items and reduce the graph. ``capacity``: the shared
+    resources ``depgraph_resources`` lists (None: not set).
 
     O(V + E) plus the reduction; targets resolve through a prefix index.
     """
     clock = _Clock()
-    context = Context(collected, rootpath, verbosity, settings, ignored_files)
+    context = Context(collected, rootpath, verbosity, settings, ignored_files, capacity)
     declarations = Declarations(context)
     position = context.position
     chosen = [position[item] for item in selected if item in position]
@@ -116,8 +120,8 @@ def build(
     clock.lap("order")
     reduced = reduce(declarations, numbered, validated, ordered)
     clock.lap("reduce")
-    return clock.timed(assemble(context, resolved, numbered, validated, ordered, reduced,
-                                keep_unreduced))
+    return clock.timed(assemble(context, declarations, resolved, numbered, validated, ordered,
+                                reduced, keep_unreduced))
 
 
 class _Clock:
@@ -374,6 +378,7 @@ def reduce(
 
 def assemble(
     context: Context,
+    declarations: Declarations,
     resolved: Resolved,
     numbered: Numbered,
     validated: Validated,
@@ -381,9 +386,16 @@ def assemble(
     reduced: Reduced,
     keep_unreduced: bool,
 ) -> Result:
-    """The plan, and the items in its order."""
+    """The plan, and the items in its order, with the shared resources its tests claim."""
     new_id = serial.new_id
     items = [context.collected[numbered.run[n]] for n in serial.run_order]
+    run, number = len(numbered.run), numbered.number
+    claimed, lone = resources(
+        context.collected, declarations.claims,
+        lambda p: new_id[number[p]] if 0 <= number[p] < run else -1,
+        context.capacity, context.rootpath,
+    )
+    found = [*validated.problems, *lone]
     nodeids = [numbered.nodeids[n] for n in serial.final]
     plan = Plan(
         nodeids=nodeids,
@@ -392,7 +404,7 @@ def assemble(
         # to one class keeps its class fixtures, which pytest sets up again after a switch
         group=_groups(nodeids),
         item_count=len(items),
-        errors=[problem.message for problem in validated.problems],
+        errors=[problem.message for problem in found],
         broken={new_id[n]: message for n, message in validated.broken.items()},
         edge_counts={
             **graph_edges_by_origin(numbered.graph),
@@ -407,11 +419,12 @@ def assemble(
             new_id[n]: Cleanup(tuple(sorted(new_id[t] for t in cleanup.targets)), cleanup.absent)
             for n, cleanup in numbered.cleanups.items()
         },
+        resources=claimed,
     )
     unreduced = validated.acyclic.relabel(new_id) if keep_unreduced else None
     if unreduced is not None:
         unreduced.compact()
-    return Result(items=items, plan=plan, problems=validated.problems, unreduced=unreduced)
+    return Result(items=items, plan=plan, problems=found, unreduced=unreduced)
 
 
 def _without_declarations(context: Context, chosen: list[int]) -> Result:

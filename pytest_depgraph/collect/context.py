@@ -8,7 +8,7 @@ The build (:mod:`~pytest_depgraph.collect.build`) makes one per session; the rea
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -51,8 +51,12 @@ class Context:
         verbosity: int = 0,
         settings: Settings | None = None,
         ignored: Collection[str] = (),
+        capacity: Mapping[str, int] | None = None,
     ) -> None:
         self.collected = list(collected)
+        #: the shared resources ``depgraph_resources`` lists, with their capacities (None: not
+        #: set; any name, capacity 1)
+        self.capacity = capacity
         self.rootpath = rootpath
         #: pytest-dependency's and pytest-order's options, and ``--depgraph-strict``
         self.settings = Settings() if settings is None else settings

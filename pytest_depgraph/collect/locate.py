@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_depgraph.collect import safe
-from pytest_depgraph.collect.markers import MARKER
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.core.graph import Origin
 

@@ -130,7 +130,7 @@ def cleanups_made() -> bool:
 def declare(obj: object, raw: RawDeclaration, attribute: str = ATTRIBUTE) -> None:
     """Attach a declaration to a function or fixture (and to what it wraps)."""
     (_cleanups_declared if attribute == CLEANUP_ATTRIBUTE else _declared)[0] = True
-    for target in _wrapped_chain(obj):
+    for target in wrapped_chain(obj):
         existing: list[RawDeclaration] = list(_own_declarations(target, attribute))
         # a bound method cannot take attributes: its function carries them
         with contextlib.suppress(Exception):
@@ -144,7 +144,7 @@ def _own_declarations(obj: object, attribute: str = ATTRIBUTE) -> list[RawDeclar
     return [raw for raw in found if type(raw) is RawDeclaration]
 
 
-def _wrapped_chain(obj: object) -> list[object]:
+def wrapped_chain(obj: object) -> list[object]:
     """The object and what it wraps (pytest >= 8.4 wraps fixture functions)."""
     chain = [obj]
     seen = {id(obj)}
@@ -160,7 +160,7 @@ def _wrapped_chain(obj: object) -> list[object]:
 def declarations_of(obj: object, attribute: str = ATTRIBUTE) -> Sequence[RawDeclaration]:
     """Declarations made with :func:`depends_on` (or, with ``attribute``, :func:`cleanup_of`)
     on a function, fixture, or what it wraps."""
-    for target in _wrapped_chain(obj):
+    for target in wrapped_chain(obj):
         found = _own_declarations(target, attribute)
         if found:
             return found

@@ -21,6 +21,7 @@ from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.hosts import pytest as host
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
+from pytest_depgraph.run.units import block_cycles
 
 
 def widen(config: pytest.Config) -> None:
@@ -53,7 +54,8 @@ def session_plan(
     count neither as collected nor as deselected), unless a selected test depends on them;
     the graph is built and its problems reported as collection errors; ``--depgraph-shard``
     keeps its share (the others are deselected); ``--dist loadgroup`` workers put the tests'
-    ``xdist_group`` names in the plan.
+    ``xdist_group`` names in the plan. Resource blocks that wait for each other are
+    collection errors too.
     """
     state = session_state(config)
     settings = state.settings
@@ -72,6 +74,7 @@ def session_plan(
         ignore_unselected=settings.ignore_deps,
         ignored_files=chosen.ignored if chosen is not None else (),
         settings=state.peers,
+        capacity=settings.resources,
     )
     if settings.timings:
         _print_timings(config, result)
@@ -88,11 +91,15 @@ def session_plan(
     if role(config).sends_plan and config.getoption("loadgroup", False):
         plan = dataclasses.replace(plan, xdist_groups=xdist_groups(kept))
     items[:] = kept
-    for problem in result.problems:
+    found = [(problem.report_nodeid, problem.message) for problem in result.problems]
+    if plan.resources.blocks and not plan.errors:
+        # blocks that wait for each other stop the run before any test, serially too
+        cycles = block_cycles(plan)
+        plan = dataclasses.replace(plan, errors=[message for _, message in cycles])
+        found += cycles
+    for nodeid, message in found:
         config.hook.pytest_collectreport(
-            report=pytest.CollectReport(
-                problem.report_nodeid, "failed", longrepr=problem.message, result=[]
-            )
+            report=pytest.CollectReport(nodeid, "failed", longrepr=message, result=[])
         )
     state.plan = plan
     hints.warn_imported_targets(plan, kept)

@@ -67,13 +67,21 @@ class ClaimKind(str, enum.Enum):
     #: a ``depends()`` call of pytest-dependency whose names cannot be read from the source
     #: (``value``: its ``file:line``); the module's tests share one worker
     COMPUTED_NAMES = "computed names"
+    #: a shared resource the test holds (``value``: a
+    #: :class:`~pytest_depgraph.collect.locks.Held`)
+    LOCK = "lock"
+    #: the test runs with no other test running (``value``: None)
+    EXCLUSIVE = "exclusive"
+    #: the slots of ``--depgraph-parallelism`` the test counts (``value``: an int)
+    WEIGHT = "weight"
 
 
 class Claim(NamedTuple):
     """A fact a declaration states about its test that is not an edge."""
 
     kind: ClaimKind
-    value: str
+    #: what it states, as its kind says
+    value: Any
 
 
 class Found(NamedTuple):

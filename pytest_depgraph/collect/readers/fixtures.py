@@ -76,7 +76,7 @@ class Fixtures(Reader):
             Place((id(definition), name), definition, name)
             for name in fixture_closure(info)
             if declaring is None or name in declaring
-            for definition in _used_definitions(name, by_name.get(name, ()))
+            for definition in used_definitions(name, by_name.get(name, ()))
         ]
 
     def read(self, place: Place, position: int) -> Found:
@@ -121,7 +121,7 @@ def _fixture_object(func: object) -> object:
     return None if holder is func else holder
 
 
-def _used_definitions(name: str, definitions: Sequence[object]) -> list[object]:
+def used_definitions(name: str, definitions: Sequence[object]) -> list[object]:
     """The fixture definitions a test really uses for ``name``: the closest override, and the
     ones it extends by requesting the same name."""
     used: list[object] = []

@@ -64,7 +64,7 @@ class PeerReader(Reader):
         warned.add((where, name))
         text = problems.stale_warning(message, where, plugin, skip is not None)
         try:
-            _warn_at(text, self.context.rootpath, where)
+            warn_at(text, self.context.rootpath, where)
         except Warning:  # -W error: the warning is an error, reported as one
             self.report(position, message)
 
@@ -99,7 +99,7 @@ class PeerReader(Reader):
         return f"{rel}:{first}"
 
 
-def _warn_at(message: str, rootpath: Path, where: str) -> None:
+def warn_at(message: str, rootpath: Path, where: str) -> None:
     """Warn at ``where`` (``file:line`` relative to ``rootpath``): pytest's warnings summary
     shows the marker's place, not ours."""
     filename, _, line = where.rpartition(":")
