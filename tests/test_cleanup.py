@@ -8,7 +8,7 @@ import pytest
 from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.plan import Cleanup, Plan
 
-from .conftest import names, skip_reasons
+from .conftest import Run, names, skip_reasons
 from .helpers import RAN_CONFTEST, ran
 
 WORKERS = [(), ("-n", "2")]
@@ -73,7 +73,7 @@ def test_last():
 
 @pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
 def test_a_cleanup_runs_after_its_targets_and_their_users_whatever_their_outcomes(
-    pytester: pytest.Pytester, run, workers: tuple[str, ...]
+    pytester: pytest.Pytester, run: Run, workers: tuple[str, ...]
 ) -> None:
     """A cleanup runs after its target and after every test that depends on it, directly or
     not, when the target passed or failed; it is skipped, naming the target, when the target
@@ -136,7 +136,7 @@ def test_unrelated():
 
 @pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
 def test_selecting_a_user_of_a_target_pulls_the_cleanup_in(
-    pytester: pytest.Pytester, run, workers: tuple[str, ...]
+    pytester: pytest.Pytester, run: Run, workers: tuple[str, ...]
 ) -> None:
     """``-k`` of a test that depends on a target pulls in the target, as a dependency, and the
     cleanup, which runs after them; the summary counts the cleanup apart."""
@@ -149,7 +149,7 @@ def test_selecting_a_user_of_a_target_pulls_the_cleanup_in(
 
 
 def test_without_pulling_in_the_cleanup_stays_out_and_alone_it_skips(
-    pytester: pytest.Pytester, run
+    pytester: pytest.Pytester, run: Run
 ) -> None:
     """``--depgraph-no-deps`` leaves the cleanup out; a cleanup selected without its targets
     has nothing to clean up (its targets are not pulled in by it)."""
@@ -164,7 +164,9 @@ def test_without_pulling_in_the_cleanup_stays_out_and_alone_it_skips(
     }
 
 
-def test_bad_cleanups_are_collection_errors_at_their_line(pytester: pytest.Pytester, run) -> None:
+def test_bad_cleanups_are_collection_errors_at_their_line(
+    pytester: pytest.Pytester, run: Run
+) -> None:
     """A cleanup of itself, a target that matches nothing, a keyword, and a cycle through a
     cleanup (a test that depends on both the cleanup and its target) are errors at the
     marker's ``file:line``; the cycle names the ``cleanup_of`` edge."""

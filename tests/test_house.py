@@ -107,7 +107,8 @@ def test_the_public_surface_is_typed_and_patches_nothing_on_import() -> None:
         "assert typing.get_args(hints[0]['on_failure']) == ('skip', 'run'), hints[0]\n"
         "assert hints[3]['return'] is object, hints[3]\n"
         "assert typing.get_args(hints[5]['mode']) == ('write', 'read'), hints[5]\n"
-        "assert p.__all__ == ['DepGraph', 'cleanup_of', 'depends_on', 'output_fixture', 'resource_lock']\n"
+        "assert p.__all__ == ['DepGraph', 'cleanup_of', 'depends_on', 'output_fixture',"
+        " 'resource_lock']\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

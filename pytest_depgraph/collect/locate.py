@@ -81,10 +81,8 @@ class Locator:
                 return f"{rel}:{lines[len(own) - 1 - k]}"
         return f"{rel}:{lines[0]}"
 
-    def _marker_lines(
-        self, node: object, obj: object, filename: str, name: str = MARKER
-    ) -> list[int]:
-        """1-based lines that mention the marker ``name`` in ``obj``'s decorators or
+    def _marker_lines(self, node: object, obj: object, filename: str, name: str) -> list[int]:
+        """1-based lines that mention marker ``name`` in ``obj``'s decorators or
         ``pytestmark``."""
         key = (id(obj), name)
         if key in self._mark_lines:
