@@ -1,26 +1,37 @@
 """Benchmark of shared resources on xdist: the walk with locks against its bound and against the
 two ways users keep tests apart without it.
 
-One suite of sleeping tests (13.7 s of work) on ``-n 4``: 8 writers of ``db`` (0.5 s each,
-the bottleneck: 4 s of writes on capacity 1), 6 readers of ``db`` (0.3 s), one exclusive test
-(0.5 s), 2 tests of weight 2 (1 s), a chain of 3 tests (0.4 s each) whose middle one writes
-``net`` beside 2 more writers of ``net``, and 14 free tests (0.3 s). Written three ways:
+Six suites of sleeping tests on ``-n 4``, each one form of shared resource:
+
+* ``bottleneck``: 8 writers of ``db`` (0.5 s each: 4 s of writes on capacity 1) among 4 free
+  tests of 1 s and 14 of 0.3 s -- the lock must be fed from the start;
+* ``readers``: 6 writers of ``db`` (0.5 s), 8 readers of ``db`` (0.3 s), 14 free (0.3 s);
+* ``exclusive``: 2 exclusive tests (0.5 s) among 24 free tests (0.3 s) and 2 of 1 s;
+* ``weights``: 4 tests of weight 2 (1 s) and 2 of weight 3 (1 s) among 16 free (0.3 s);
+* ``chained``: a chain of 3 tests (0.4 s) whose middle one writes ``net`` beside 4 more
+  writers of ``net`` (0.4 s), a chain of 2 (0.6 s) after a writer of ``db``, 12 free (0.3 s);
+* ``together``: 8 writers and 6 readers of ``db``, an exclusive test, 2 tests of weight 2,
+  the ``net`` chain and 14 free tests (13.7 s of work).
+
+Each is written three ways:
 
 * **depgraph**: ``resource_lock``, ``exclusive``, ``weight`` and ``depends_on`` markers, one run
   on ``-n 4``;
 * **two runs**: every test that holds a resource or runs alone marked ``serial``; ``-m "not
   serial" -n 4``, then ``-m serial`` in one process, each with ``--depgraph-ignore-deps`` (the
   chain is cut between the runs, as without the plugin; the weights have no equivalent);
-* **xdist_group**: the tests of ``db`` (and the exclusive one, which has no equivalent) in
-  ``xdist_group("db")``, those of ``net`` in ``xdist_group("net")``, on ``--dist loadgroup``
-  (walked by the plugin, which keeps each group on one worker, in order).
+* **xdist_group**: the tests of each resource in ``xdist_group(<resource>)``, the exclusive
+  ones in ``xdist_group("alone")`` (no equivalent: they run beside others), on
+  ``--dist loadgroup`` (walked by the plugin, which keeps each group on one worker, in order).
 
 The makespan (first test start to last test end, recorded by the tests; for two runs, the sum
 of both runs' makespans) against the bound ``exclusive + max(critical path, weighted total /
-N, each resource's writers' time / capacity)``. Median of ``--repeat`` (3) interleaved runs,
+N, for each resource: writers' time / capacity + readers' turn)`` (the readers' turn: the
+longest reader, or the readers' time over N). Median of ``--repeat`` (3) interleaved runs,
 after one run of each that leaves the durations in pytest's cache (the walk's priorities).
 
-Run: ``python bench/resources_bench.py [--repeat N]`` (prints a Markdown table).
+Run: ``python bench/resources_bench.py [--repeat N] [--only SUITE ...]`` (prints a Markdown
+table).
 """
 
 from __future__ import annotations
@@ -57,23 +68,40 @@ def pytest_runtest_call(item):
 Test = tuple[str, float, str, str, int, bool, str]
 
 
-def tests() -> list[Test]:
-    made: list[Test] = []
-    made += [(f"test_write_{i}", 0.5, "db", "write", 1, False, "") for i in range(8)]
-    made += [(f"test_read_{i}", 0.3, "db", "read", 1, False, "") for i in range(6)]
-    made.append(("test_alone", 0.5, "", "", 1, True, ""))
-    made += [(f"test_heavy_{i}", 1.0, "", "", 2, False, "") for i in range(2)]
-    made += [("test_chain_0", 0.4, "", "", 1, False, ""),
-             ("test_chain_1", 0.4, "net", "write", 1, False, "test_chain_0"),
-             ("test_chain_2", 0.4, "", "", 1, False, "test_chain_1")]
-    made += [(f"test_net_{i}", 0.4, "net", "write", 1, False, "") for i in range(2)]
-    made += [(f"test_free_{i}", 0.3, "", "", 1, False, "") for i in range(14)]
-    return made
+def free(count: int, seconds: float, prefix: str = "free") -> list[Test]:
+    return [(f"test_{prefix}_{i}", seconds, "", "", 1, False, "") for i in range(count)]
 
 
-def write_suite(root: Path, style: str) -> None:
+def holders(count: int, seconds: float, resource: str, mode: str) -> list[Test]:
+    return [(f"test_{mode}_{resource}_{i}", seconds, resource, mode, 1, False, "")
+            for i in range(count)]
+
+
+NET_CHAIN: list[Test] = [("test_chain_0", 0.4, "", "", 1, False, ""),
+                         ("test_chain_1", 0.4, "net", "write", 1, False, "test_chain_0"),
+                         ("test_chain_2", 0.4, "", "", 1, False, "test_chain_1")]
+
+SUITES: dict[str, list[Test]] = {
+    "bottleneck": holders(8, 0.5, "db", "write") + free(4, 1.0, "long") + free(14, 0.3),
+    "readers": holders(6, 0.5, "db", "write") + holders(8, 0.3, "db", "read") + free(14, 0.3),
+    "exclusive": [(f"test_alone_{i}", 0.5, "", "", 1, True, "") for i in range(2)]
+    + free(24, 0.3) + free(2, 1.0, "long"),
+    "weights": [(f"test_heavy_{i}", 1.0, "", "", 2, False, "") for i in range(4)]
+    + [(f"test_heavier_{i}", 1.0, "", "", 3, False, "") for i in range(2)] + free(16, 0.3),
+    "chained": NET_CHAIN + holders(4, 0.4, "net", "write")
+    + [("test_db_write", 0.3, "db", "write", 1, False, ""),
+       ("test_after_db_0", 0.6, "", "", 1, False, "test_db_write"),
+       ("test_after_db_1", 0.6, "", "", 1, False, "test_after_db_0")] + free(12, 0.3),
+    "together": holders(8, 0.5, "db", "write") + holders(6, 0.3, "db", "read")
+    + [("test_alone", 0.5, "", "", 1, True, "")]
+    + [(f"test_heavy_{i}", 1.0, "", "", 2, False, "") for i in range(2)]
+    + NET_CHAIN + holders(2, 0.4, "net", "write") + free(14, 0.3),
+}
+
+
+def write_suite(root: Path, suite: list[Test], style: str) -> None:
     lines = ["import time", "import pytest", ""]
-    for name, seconds, resource, mode, weight, alone, after in tests():
+    for name, seconds, resource, mode, weight, alone, after in suite:
         if after:
             lines.append(f'@pytest.mark.depends_on("{after}")')
         if style == "depgraph":
@@ -86,24 +114,34 @@ def write_suite(root: Path, style: str) -> None:
         elif style == "two runs" and (resource or alone):
             lines.append("@pytest.mark.serial")
         elif style == "xdist_group" and (resource or alone):
-            lines.append(f'@pytest.mark.xdist_group("{resource or "db"}")')
+            lines.append(f'@pytest.mark.xdist_group("{resource or "alone"}")')
         lines += [f"def {name}():", f"    time.sleep({seconds})", ""]
     (root / "test_suite.py").write_text("\n".join(lines), encoding="utf-8")
     (root / "conftest.py").write_text(CONFTEST, encoding="utf-8")
     (root / "pytest.ini").write_text("[pytest]\nmarkers =\n    serial\n", encoding="utf-8")
 
 
-def bound() -> float:
-    suite = tests()
+def bound(suite: list[Test]) -> float:
+    """exclusive + max(chain, weighted work / N, per resource: writers / capacity (1) + the
+    readers' turn)."""
     seconds = {name: s for name, s, *_ in suite}
+    after = {name: a for name, _, _, _, _, _, a in suite}
+
+    def chain(name: str) -> float:
+        return seconds[name] + (chain(after[name]) if after[name] else 0.0)
+
     alone = sum(s for _, s, _, _, _, a, _ in suite if a)
-    chain = seconds["test_chain_0"] + seconds["test_chain_1"] + seconds["test_chain_2"]
     work = sum(s * w for _, s, _, _, w, a, _ in suite if not a)
     written: dict[str, float] = {}
+    read: dict[str, list[float]] = {}
     for _, s, resource, mode, _, _, _ in suite:
         if mode == "write":
             written[resource] = written.get(resource, 0.0) + s
-    return alone + max(chain, work / WORKERS, *written.values())
+        elif mode == "read":
+            read.setdefault(resource, []).append(s)
+    terms = [written.get(r, 0.0) + (max(max(read[r]), sum(read[r]) / WORKERS) if r in read else 0.0)
+             for r in {*written, *read}]
+    return alone + max(max(chain(n) for n in seconds), work / WORKERS, *terms)
 
 
 def makespan(root: Path, *args: str) -> float:
@@ -117,6 +155,8 @@ def makespan(root: Path, *args: str) -> float:
     )
     if done.returncode not in (0, 5):
         raise SystemExit(f"pytest {' '.join(args)} failed:\n{done.stdout[-3000:]}")
+    if done.returncode == 5:  # two runs of a suite without serial tests: the second is empty
+        return 0.0
     spans = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
     return max(end for _, end in spans) - min(start for start, _ in spans)
 
@@ -132,26 +172,30 @@ RUNS: dict[str, list[tuple[str, ...]]] = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
-    repeat = parser.parse_args().repeat
-    found: dict[str, list[float]] = {style: [] for style in RUNS}
+    parser.add_argument("--only", nargs="*", choices=list(SUITES), default=list(SUITES))
+    args = parser.parse_args()
+    found: dict[tuple[str, str], list[float]] = {
+        (name, style): [] for name in args.only for style in RUNS
+    }
     with tempfile.TemporaryDirectory() as scratch:
         roots = {}
-        for k, style in enumerate(RUNS):
-            roots[style] = Path(scratch) / f"s{k}"
-            roots[style].mkdir()
-            write_suite(roots[style], style)
-            for args in RUNS[style]:  # warm: the walk's priorities from the durations
-                makespan(roots[style], *args)
-        for _ in range(repeat):
-            for style, runs in RUNS.items():
-                found[style].append(sum(makespan(roots[style], *args) for args in runs))
-                print(f"{style}: {found[style][-1]:.2f} s", file=sys.stderr)
-    best = bound()
-    print(f"| -n {WORKERS}, bound {best:.2f} s | makespan (median of {repeat}) | ratio to bound |")
-    print("|---|---|---|")
-    for style, values in found.items():
-        middle = statistics.median(values)
-        print(f"| {style} | {middle:.2f} s | {middle / best:.2f} |")
+        for k, (name, style) in enumerate(found):
+            roots[name, style] = Path(scratch) / f"s{k}"
+            roots[name, style].mkdir()
+            write_suite(roots[name, style], SUITES[name], style)
+            for run_args in RUNS[style]:  # warm: the walk's priorities from the durations
+                makespan(roots[name, style], *run_args)
+        for _ in range(args.repeat):
+            for (name, style), values in found.items():
+                values.append(sum(makespan(roots[name, style], *a) for a in RUNS[style]))
+                print(f"{name}, {style}: {values[-1]:.2f} s", file=sys.stderr)
+    print(f"| -n {WORKERS}, makespan / bound (median of {args.repeat}) | bound | "
+          + " | ".join(RUNS) + " |")
+    print("|---|---:|" + "---:|" * len(RUNS))
+    for name in args.only:
+        best = bound(SUITES[name])
+        cells = [f"{statistics.median(found[name, style]) / best:.3f}" for style in RUNS]
+        print(f"| {name} | {best:.2f} s | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

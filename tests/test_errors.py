@@ -203,6 +203,48 @@ def test_mark_on_fixture_points_to_the_decorator(pytester: pytest.Pytester, run:
     result.stdout.fnmatch_lines(["*pytest_depgraph import depends_on*"])
 
 
+def test_other_marks_and_cleanup_of_on_fixtures_say_what_to_use_instead(
+    pytester: pytest.Pytester, run: Run
+) -> None:
+    """A resource lock marked on a fixture points to the decorator (pytest 8 ignores the
+    mark: the lock would silently not exist); ``@cleanup_of`` on a fixture (a cleanup is a
+    test) is an error, never a fixture that silently cleans up nothing."""
+    pytester.makepyfile(
+        test_lock="""
+        import pytest
+
+        @pytest.fixture
+        @pytest.mark.resource_lock("db")
+        def database():
+            pass
+
+        def test_uses(database): pass
+        """,
+        test_clean="""
+        import pytest
+        from pytest_depgraph import cleanup_of
+
+        def test_make(): pass
+
+        @pytest.fixture
+        @cleanup_of("test_make")
+        def remover():
+            pass
+
+        def test_other(remover): pass
+        """,
+    )
+    result = run()
+    assert result.ret != 0
+    result.stdout.fnmatch_lines_random([
+        "*pytest_depgraph import resource_lock*",
+        "depgraph: test_clean.py:*: @cleanup_of on fixture 'remover' has no effect: a cleanup "
+        "is a test.",
+        "*Put @pytest.mark.cleanup_of on the test that cleans up*",
+    ])
+    assert "Traceback" not in result.stdout.str()
+
+
 def test_strict_markers_accepts_the_marker(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         """

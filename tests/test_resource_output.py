@@ -30,7 +30,7 @@ def plan_with(
 
 def test_the_bound_adds_exclusive_time_to_every_term_and_names_the_bottleneck() -> None:
     """t0 -> t1 a chain of 3 s; t2 exclusive (2 s); t3 and t4 write db (capacity 1, 4 s each);
-    t5 reads db (9 s: readers bound nothing) and weighs 2 on a bound of 2."""
+    t5 reads db (9 s: its turn adds to the writers' time) and weighs 2 on a bound of 2."""
     resources = Resources(capacity={"db": 1},
                           claims={3: {"db": WRITE}, 4: {"db": WRITE}, 5: {"db": READ}},
                           slots={5: 3}, exclusive=[2])
@@ -39,10 +39,13 @@ def test_the_bound_adds_exclusive_time_to_every_term_and_names_the_bottleneck() 
     assert (bound.alone, bound.chain, bound.parallelism) == (2.0, 9.0, 2)
     assert bound.work == 1 + 2 + 4 + 4 + 2 * 9  # the exclusive test's seconds are apart
     assert bound.written == (("db", 8.0, 1),)
-    assert bound.value == 2.0 + max(9.0, 29 / 2, 8.0)
-    assert bound.bottleneck is None  # the work per worker is longer than db's writers
+    assert bound.read == (("db", 9.0),)  # one reader: its own seconds
+    assert bound.value == 2.0 + max(9.0, 29 / 2, 8.0 + 9.0)
+    assert bound.bottleneck == "db"  # its writers, then its reader, outlast the work per worker
     busy = resource_bound(plan_with(resources, ((1, 0),)), [1, 2, 2, 20, 20, 1], 2)
-    assert busy.bottleneck == "db" and busy.value == 2 + 40
+    assert busy.bottleneck == "db" and busy.value == 2 + 40 + 1
+    light = resource_bound(plan_with(resources, ((1, 0),)), [1, 2, 2, 1, 1, 1], 2)
+    assert light.bottleneck is None  # the chain is longer than db's writers and reader
     # a block's writers are its tests; under a joined group (a --dist unit), the group's
     blocked = Resources(capacity={"net": 2},
                         blocks=[Block((0, 1), (("net", WRITE),), "class t.py::C")])
@@ -158,13 +161,15 @@ def test_a_parallel_run_shows_each_resource_and_the_page_marks_the_waits(
         "--depgraph-parallelism",
         "parallel run: * wall time; best possible * s, * s of exclusive tests plus the longest "
         "of the critical path outside them (* s), the total test time per worker, weights "
-        "counted (* s / 2), db's writers' time (* s / 1) and net's writers' time (* s / 1)*",
+        "counted (* s / 2), db's writers' time (* s / 1) plus its readers' turn (* s) and net's "
+        "writers' time (* s / 1)*",
     ])
     page = (pytester.path / "run.html").read_text(encoding="utf-8")
     data = _page_data(page)
     assert [row[0] for row in data["resources"]] == ["db", "net"]
     assert data["stats"]["boundWords"] == (
-        "lower bound = exclusive + max(critical path, total / 2, db / 1, net / 1)"
+        "lower bound = exclusive + max(critical path, total / 2, db writers / 1 + db readers, "
+        "net writers / 1)"
     )
     waits = [wait for row in data["tests"] for wait in row[7]]
     assert waits, "something waited: two writers, a heavy and an exclusive test on two workers"

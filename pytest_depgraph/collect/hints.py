@@ -12,7 +12,7 @@ import pytest
 
 from pytest_depgraph.collect import problems, safe
 from pytest_depgraph.collect.context import function_of
-from pytest_depgraph.collect.markers import MARKER
+from pytest_depgraph.collect.readers.fixtures import FIXTURE_MARKS
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.hosts.pytest import rejects_marked_fixture
 
@@ -71,15 +71,19 @@ def _import_line(path: Path, name: str) -> int:
 
 def explain_marked_fixture(collector: pytest.Collector, report: object) -> None:
     """pytest >= 9 rejects marks on fixtures itself, at import: when a module that mentions
-    the ``depends_on`` marker fails so, say what to use instead beside pytest's error."""
-    if rejects_marked_fixture(report) and _mentions_marker(collector):
-        assert isinstance(report, pytest.CollectReport)
-        report.sections.append(("depgraph", problems.fixture_mark_hint(MARKER)))
+    one of this plugin's marks fails so, say what to use instead beside pytest's error."""
+    if rejects_marked_fixture(report):
+        marker = _mentioned_marker(collector)
+        if marker is not None:
+            assert isinstance(report, pytest.CollectReport)
+            report.sections.append(("depgraph", problems.fixture_mark_hint(marker)))
 
 
-def _mentions_marker(collector: pytest.Collector) -> bool:
+def _mentioned_marker(collector: pytest.Collector) -> str | None:
+    """The first of this plugin's marks that the collector's file mentions (None: none)."""
     path = getattr(collector, "path", None)
     try:
-        return path is not None and f"mark.{MARKER}" in path.read_text(encoding="utf-8")
+        text = "" if path is None else path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
-        return False
+        return None
+    return next((name for name in FIXTURE_MARKS if f"mark.{name}" in text), None)

@@ -313,14 +313,32 @@ def fixture_label(name: str, output: bool) -> str:
     return f"output_fixture '{name}'" if output else f"@depends_on on fixture '{name}'"
 
 
+def _instead_of_mark(marker: str) -> str:
+    """What to write instead of ``@pytest.mark.<marker>`` on a fixture."""
+    if marker in ("depends_on", "resource_lock"):
+        return (f"Use the decorator instead: `from pytest_depgraph import {marker}`, then "
+                f"`@{marker}(...)` above or below `@pytest.fixture`")
+    if marker == "cleanup_of":
+        return ("A cleanup is a test: put @pytest.mark.cleanup_of on the test that cleans up, "
+                "or clean up in the fixture's own teardown (after its `yield`)")
+    return f"Put @pytest.mark.{marker} on the tests that use the fixture"
+
+
 def marked_fixture(where: str, name: str, marker: str) -> str:
     """``@pytest.mark.<marker>`` on fixture ``name`` (defined at ``where``), which pytest
     ignores."""
     return (
         f"depgraph: {where}: @pytest.mark.{marker} on fixture '{name}' has no effect: pytest "
-        "ignores marks on fixtures.\n"
-        "  Use the decorator instead: `from pytest_depgraph import depends_on`, then "
-        f"`@depends_on(...)` above or below `@pytest.fixture` on '{name}'."
+        f"ignores marks on fixtures.\n  {_instead_of_mark(marker)} on '{name}'."
+    )
+
+
+def cleanup_fixture(where: str, name: str) -> str:
+    """``@cleanup_of`` on fixture ``name``: a cleanup is a test."""
+    return (
+        f"depgraph: {where}: @cleanup_of on fixture '{name}' has no effect: a cleanup is a "
+        "test.\n  Put @pytest.mark.cleanup_of on the test that cleans up, or clean up in the "
+        f"fixture's own teardown (after its `yield`) on '{name}'."
     )
 
 
@@ -328,9 +346,8 @@ def fixture_mark_hint(marker: str) -> str:
     """What to use instead of ``@pytest.mark.<marker>`` on a fixture, beside pytest 9's own
     error for it."""
     return (
-        f"@pytest.mark.{marker} cannot declare a fixture's dependencies: pytest does not allow "
-        "marks on fixtures.\nUse the decorator instead: `from pytest_depgraph import "
-        "depends_on`, then `@depends_on(...)` above or below `@pytest.fixture`."
+        f"@pytest.mark.{marker} has no effect on a fixture: pytest does not allow marks on "
+        f"fixtures.\n{_instead_of_mark(marker)}."
     )
 
 

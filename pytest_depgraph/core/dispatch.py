@@ -4,7 +4,9 @@ Beside the walk state (:class:`~pytest_depgraph.core.walker.Walker`: what is rea
 skips), a :class:`Dispatcher` decides which ready test goes to which worker:
 
 * **priority**: the longest remaining path to the end of the graph first, each test weighted
-  by its expected duration (:func:`priorities`); ties in node order;
+  by its expected duration (:func:`priorities`); with shared resources, a resource's queue of
+  holders counts as a chain and exclusive tests go first
+  (:mod:`~pytest_depgraph.core.urgency`); ties in node order;
 * **affinity**: a worker that finished a test takes a test that this test just made ready
   in the same group (class or module) before anything else -- it continues the chain it runs,
   so pytest keeps the class and module fixtures set up; otherwise a test of the group it ran
@@ -49,6 +51,7 @@ from pytest_depgraph.core.paths import critical_path
 from pytest_depgraph.core.queueing import MAX_HOLD, REFILL_AT, Queueing
 from pytest_depgraph.core.ready import ReadyTests
 from pytest_depgraph.core.resources import START, STOP, Books, Claims, Record
+from pytest_depgraph.core.urgency import with_resources
 from pytest_depgraph.core.walker import Skip, Step, Walker
 
 __all__ = ["MAX_HOLD", "Dispatcher", "Skip", "Step", "priorities", "weights", "width"]
@@ -117,6 +120,9 @@ class Dispatcher:
             raise ValueError(f"limit must be at least 1, not {limit}")
         if hold < 1:
             raise ValueError(f"hold must be at least 1, not {hold}")
+        if claims is not None and priority is not None and weight is not None:
+            # a resource's queue of holders is a chain of its own (urgency's docstring)
+            priority = with_resources(priority, weight, claims, pinned, limit)
         self.walk = Walker(graph, unsatisfied=unsatisfied, cleanups=cleanups, ran=ran)
         self._graph = graph
         self._width: int | None = None

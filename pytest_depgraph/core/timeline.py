@@ -16,13 +16,14 @@ test's outcome, the span its reports covered and the session's phases, it works 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.paths import critical_path
 from pytest_depgraph.core.plan import WRITE, Plan
 from pytest_depgraph.core.resources import Record, Wait
+from pytest_depgraph.core.urgency import readers_turn
 
 #: the lane of a serial run (no xdist worker)
 SERIAL_LANE = "main"
@@ -35,14 +36,17 @@ _NOT_RAN = float("-inf")
 @dataclass(frozen=True)
 class Bound:
     """No walk with shared resources, exclusive tests or weights finishes sooner than
-    ``alone + max(chain, work / N, for each resource: written / capacity)``.
+    ``alone + max(chain, work / N, for each resource: written / capacity + read)``.
 
     Nothing runs beside an exclusive test, so their seconds (``alone``) add to every term.
     ``chain``: the longest chain of dependencies, the exclusive tests weighing nothing;
     ``work``: the seconds of the other tests, each times the slots it counts toward the bound
     (its weight, at most N); ``written``: per resource, its writers' seconds outside exclusive
-    tests (a block's writers: the seconds of its tests), at most ``capacity`` of them at once.
-    Readers share a resource and bound nothing. Without any of it: ``max(chain, total / N)``.
+    tests (a block's writers: the seconds of its tests), at most ``capacity`` of them at once;
+    ``read``: per resource, its readers' turn (they never run beside a writer, so it adds to
+    the writers' time): the longest reader, or the readers' seconds over N
+    (:func:`~pytest_depgraph.core.urgency.readers_turn`). Without any of it:
+    ``max(chain, total / N)``.
     """
 
     alone: float
@@ -53,20 +57,30 @@ class Bound:
     written: tuple[tuple[str, float, int], ...] = ()
     #: whether a test weighs more than one slot
     weighted: bool = False
+    #: (resource name, readers' turn in seconds) of each resource that has readers
+    read: tuple[tuple[str, float], ...] = ()
+
+    def resource_terms(self) -> list[tuple[str, float]]:
+        """Per resource (by name), the least time it is busy: its writers' time over its
+        capacity, then its readers' turn."""
+        terms = dict(self.read)
+        for name, seconds, capacity in self.written:
+            terms[name] = seconds / capacity + terms.get(name, 0.0)
+        return sorted(terms.items())
 
     @property
     def value(self) -> float:
         """The bound, in seconds."""
         return self.alone + max(self.chain, self.work / self.parallelism,
-                                *(seconds / capacity for _, seconds, capacity in self.written))
+                                *(term for _, term in self.resource_terms()))
 
     @property
     def bottleneck(self) -> str | None:
         """The resource whose term is the largest, when it is above the chain's and the work's
         (the resource that bound the run); None otherwise."""
         floor = max(self.chain, self.work / self.parallelism)
-        best = max(self.written, key=lambda w: w[1] / w[2], default=None)
-        return best[0] if best is not None and best[1] / best[2] > floor else None
+        best = max(self.resource_terms(), key=lambda term: term[1], default=None)
+        return best[0] if best is not None and best[1] > floor else None
 
 
 def resource_bound(plan: Plan, seconds: Sequence[float], parallelism: int) -> Bound:
@@ -82,27 +96,37 @@ def resource_bound(plan: Plan, seconds: Sequence[float], parallelism: int) -> Bo
                if v not in alone)
     group_of = {v: members for members in plan.pinned for v in members}
     writers: dict[str, set[int]] = {}
+    # readers: per resource, the seconds of each holder (a test, or a block as one)
+    readers: dict[str, list[float]] = {}
+
+    def seconds_of(nodes: Iterable[int]) -> float:
+        return sum(seconds[v] for v in nodes if v not in alone and v < len(seconds))
+
     for node, claims in declared.claims.items():
         for name, mode in claims.items():
             if mode == WRITE:
                 writers.setdefault(name, set()).add(node)
+            elif node not in alone:
+                readers.setdefault(name, []).append(seconds_of([node]))
     for block in declared.blocks:
         joined = group_of.get(block.tests[0], ())
         members = joined if set(block.tests) <= set(joined) else block.tests
         for name, mode in block.claims:
             if mode == WRITE:
                 writers.setdefault(name, set()).update(members)
+            else:
+                readers.setdefault(name, []).append(seconds_of(members))
     return Bound(
         alone=sum(seconds[v] for v in alone if v < len(seconds)),
         chain=max(chain, default=0.0),
         work=work,
         parallelism=n,
         written=tuple(
-            (name, sum(seconds[v] for v in nodes if v not in alone and v < len(seconds)),
-             declared.capacity.get(name, 1))
+            (name, seconds_of(nodes), declared.capacity.get(name, 1))
             for name, nodes in sorted(writers.items())
         ),
         weighted=bool(declared.slots),
+        read=tuple((name, readers_turn(found, n)) for name, found in sorted(readers.items())),
     )
 
 

@@ -166,7 +166,12 @@ def page_data(timeline: Timeline, title: str, command: str) -> dict[str, Any]:
 def bound_formula(bound: Bound) -> str:
     """The lower bound of a run with shared resources, as the page's figure names it."""
     terms = ["critical path", f"total / {bound.parallelism}"]
-    terms += [f"{name} / {capacity}" for name, _, capacity in bound.written]
+    capacity = {name: cap for name, _, cap in bound.written}
+    turns = dict(bound.read)
+    for name, _ in bound.resource_terms():
+        parts = [f"{name} writers / {capacity[name]}"] if name in capacity else []
+        parts += [f"{name} readers"] if name in turns else []
+        terms.append(" + ".join(parts))
     alone = "exclusive + " if bound.alone else ""
     return f"lower bound = {alone}max({', '.join(terms)})"
 

@@ -338,8 +338,17 @@ def bound_words(bound: Bound) -> str:
     terms = [f"the critical path{outside} ({bound.chain:.2f} s)",
              f"the total test time per worker{weights} ({bound.work:.2f} s / "
              f"{bound.parallelism})"]
-    terms += [f"{name}'s writers' time ({seconds:.2f} s / {capacity})"
-              for name, seconds, capacity in bound.written]
+    turns = dict(bound.read)
+    written = {name: (seconds, capacity) for name, seconds, capacity in bound.written}
+    for name, _ in bound.resource_terms():
+        parts = []
+        if name in written:
+            seconds, capacity = written[name]
+            parts.append(f"{name}'s writers' time ({seconds:.2f} s / {capacity})")
+        if name in turns:
+            whose = "its" if parts else f"{name}'s"
+            parts.append(f"{whose} readers' turn ({turns[name]:.2f} s)")
+        terms.append(" plus ".join(parts))
     longest = ("the longer of " if len(terms) == 2 else "the longest of ") + (
         ", ".join(terms[:-1]) + " and " + terms[-1]
     )

@@ -1,6 +1,6 @@
 """Fixtures that declare: ``@depends_on`` on a fixture and ``output_fixture`` apply to every test
-that uses the fixture; ``@pytest.mark.depends_on`` on a fixture, which pytest ignores, is an
-error that says what to use instead."""
+that uses the fixture; one of this plugin's marks on a fixture, which pytest ignores, and
+``@cleanup_of`` on a fixture (a cleanup is a test) are errors that say what to use instead."""
 
 from __future__ import annotations
 
@@ -11,9 +11,13 @@ import pytest
 from pytest_depgraph.collect import problems, safe
 from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.locate import own_marks
+from pytest_depgraph.collect.locks import MARKERS as LOCK_MARKERS
 from pytest_depgraph.collect.markers import (
+    CLEANUP_ATTRIBUTE,
+    CLEANUP_MARKER,
     MARKER,
     RawDeclaration,
+    cleanups_made,
     declarations_made,
     declarations_of,
 )
@@ -57,12 +61,17 @@ class Fixtures(Reader):
         if definitions is None:
             return None
         decorated = declarations_made()
+        cleanups = cleanups_made()
         names: set[str] = set()
         for name, definition in definitions:
             if name in names:
                 continue
             func = fixture_function(definition)
-            if (decorated and declarations_of(func)) or _marked(func):
+            if (
+                (decorated and declarations_of(func))
+                or (cleanups and declarations_of(func, CLEANUP_ATTRIBUTE))
+                or _marked(func)
+            ):
                 names.add(name)
         return names
 
@@ -85,8 +94,12 @@ class Fixtures(Reader):
         context = self.context
         trouble: list[problems.Problem] = []
         where = context.locator.definition(func)
-        if _marked(func):
-            trouble.append(context.problem(problems.marked_fixture(where, name, MARKER),
+        marker = _marked(func)
+        if marker is not None:
+            trouble.append(context.problem(problems.marked_fixture(where, name, marker),
+                                           report_nodeid=where.rsplit(":", 1)[0]))
+        if declarations_of(func, CLEANUP_ATTRIBUTE):
+            trouble.append(context.problem(problems.cleanup_fixture(where, name),
                                            report_nodeid=where.rsplit(":", 1)[0]))
         sources: list[Source] = []
         for raw in declarations_of(func):
@@ -103,10 +116,15 @@ class Fixtures(Reader):
         return Found(sources, trouble) if sources or trouble else NOTHING
 
 
-def _marked(func: object) -> bool:
-    """Whether a fixture's function carries the ``depends_on`` marker, below or above
-    ``@pytest.fixture``."""
-    return any(m.name == MARKER for m in [*own_marks(func), *own_marks(_fixture_object(func))])
+#: this plugin's marks, which pytest ignores on a fixture
+FIXTURE_MARKS = (MARKER, CLEANUP_MARKER, *LOCK_MARKERS)
+
+
+def _marked(func: object) -> str | None:
+    """The first of this plugin's marks that a fixture's function carries, below or above
+    ``@pytest.fixture`` (None: none)."""
+    marks = [*own_marks(func), *own_marks(_fixture_object(func))]
+    return next((m.name for m in marks if m.name in FIXTURE_MARKS), None)
 
 
 def _fixture_object(func: object) -> object:

@@ -1,0 +1,113 @@
+"""How urgent tests that hold resources are: a resource's queue of holders counts as a chain, an
+exclusive test goes first; checked on the dispatcher with known durations, on a clock of its
+own (no wall time: the makespan of a simulated walk against its lower bound)."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable
+
+import pytest
+
+from pytest_depgraph.core.dispatch import Dispatcher, priorities, weights
+from pytest_depgraph.core.graph import Graph
+from pytest_depgraph.core.plan import READ, WRITE, Plan, Resources
+from pytest_depgraph.core.resources import Claims, claims_of
+from pytest_depgraph.core.timeline import resource_bound
+from pytest_depgraph.core.urgency import readers_turn, with_resources
+
+from .helpers import R, make
+
+W, RD = True, False
+
+
+def test_a_resource_queue_is_a_chain_and_an_exclusive_test_heads_everything() -> None:
+    """Writers 0, 1, 2 of db (capacity 1, 1 s each), readers 3 and 4 (1 s), a free chain
+    5 -> 6 (2 s), and exclusive 7 (1 s) on 2 workers."""
+    claims = Claims(names=["db"], capacity=[1],
+                    tests={0: [(0, W)], 1: [(0, W)], 2: [(0, W)], 3: [(0, RD)], 4: [(0, RD)]},
+                    exclusive=frozenset({7}))
+    graph = make(8, [(6, 5, R)])
+    weight = [1.0] * 8
+    plain = priorities(graph, weight)
+    assert plain == [1, 1, 1, 1, 1, 2, 1, 1]
+    urgent = with_resources(plain, weight, claims, (), 2)
+    # the readers' turn: 2 s of readers over 2 workers; the first writer heads 3 s of writers
+    assert readers_turn([1.0, 1.0], 2) == 1.0 and readers_turn([], 2) == 0.0
+    assert urgent[:5] == [4.0, 3.0, 2.0, 1.0, 1.0]
+    assert urgent[5:7] == [2.0, 1.0]  # the free chain keeps its critical path
+    assert urgent[7] > max(urgent[:7])
+    # capacity 3: the writers' queue is a third as long
+    wide = Claims(names=["db"], capacity=[3], tests=claims.tests)
+    assert with_resources(plain, weight, wide, (), 2)[:3] == pytest.approx([2.0, 5 / 3, 4 / 3])
+
+
+def simulate(plan: Plan, seconds: list[float], workers: int) -> float:
+    """The makespan of the xdist walk of ``plan`` (tests taking ``seconds``) on ``workers``
+    workers, each test handed out the moment its worker is free: a clock of events, not time."""
+    weight = weights(dict(enumerate(seconds)), len(seconds), len(seconds))
+    now = [0.0]
+    walk = Dispatcher(plan.graph, priority=priorities(plan.graph, weight), weight=weight,
+                      limit=workers, claims=claims_of(plan, workers),
+                      pinned=plan.pinned, clock=lambda: now[0])
+    names = [f"w{i}" for i in range(workers)]
+    for name in names:
+        walk.add_worker(name)
+    ends: list[tuple[float, int]] = []
+    runs_on: dict[int, Hashable] = {}
+    while not walk.done:
+        for worker, nodes in walk.assign():
+            assert len(nodes) == 1  # one test at a time: nothing is queued (hold 1)
+            heapq.heappush(ends, (now[0] + seconds[nodes[0]], nodes[0]))
+            runs_on[nodes[0]] = worker
+        assert ends, "stalled"
+        now[0], node = heapq.heappop(ends)
+        walk.complete(runs_on.pop(node), node, True, seconds[node])
+    return now[0]
+
+
+def test_a_walk_with_locks_readers_an_exclusive_test_and_weights_ends_near_its_bound() -> None:
+    """The bench's suite of shared resources on 4 workers: 8 writers of db (0.5 s), the
+    bottleneck; 6 readers of db (0.3 s); an exclusive test (0.5 s); 2 tests of weight 2 (1 s);
+    a chain of 3 (0.4 s) whose middle test writes net beside 2 more writers of net; 14 free
+    tests (0.3 s). Its walk ends within 5% of the bound (it took 1.49 times the bound when
+    the bottleneck's writers waited behind longer chains and the exclusive test came last)."""
+    seconds: list[float] = []
+    claims: dict[int, dict[str, str]] = {}
+    slots: dict[int, int] = {}
+
+    def add(duration: float, **claimed: str) -> int:
+        seconds.append(duration)
+        if claimed:
+            claims[len(seconds) - 1] = claimed
+        return len(seconds) - 1
+
+    for _ in range(14):
+        add(0.3)
+    for _ in range(8):
+        add(0.5, db=WRITE)
+    for _ in range(6):
+        add(0.3, db=READ)
+    alone = add(0.5)
+    for _ in range(2):
+        slots[add(1.0)] = 2
+    first, middle, last = add(0.4), add(0.4, net=WRITE), add(0.4)
+    for _ in range(2):
+        add(0.4, net=WRITE)
+    size = len(seconds)
+    plan = Plan(nodeids=[f"t.py::t{i}" for i in range(size)],
+                graph=make(size, [(middle, first, R), (last, middle, R)]),
+                group=[0] * size, item_count=size,
+                resources=Resources(capacity={"db": 1, "net": 1}, claims=claims, slots=slots,
+                                    exclusive=[alone]))
+    bound = resource_bound(plan, seconds, 4)
+    assert bound.bottleneck == "db"
+    assert round(bound.value, 6) == round(0.5 + 8 * 0.5 + max(0.3, 6 * 0.3 / 4), 6)
+    makespan = simulate(plan, seconds, 4)
+    assert makespan <= 1.05 * bound.value, (makespan, bound.value)
+
+
+def test_without_resources_the_priorities_are_the_critical_path() -> None:
+    graph = Graph(3)
+    plan = Plan(nodeids=["a", "b", "c"], graph=graph, group=[0] * 3, item_count=3)
+    assert simulate(plan, [1.0, 1.0, 1.0], 3) == 1.0
