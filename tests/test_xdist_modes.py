@@ -463,3 +463,40 @@ def test_bind_units_merges_pinned_groups_that_span_units_and_gates_each_unit() -
     chain = [(e.dependent, e.dependency) for e in plan.graph.edges() if e.origin.kind == "unit"]
     assert sorted(chain) == [(1, 0), (2, 1), (3, 2), (4, 0), (5, 4)]
     assert plan.edge_counts["unit"] == 5
+
+
+def test_loadgroup_keeps_its_groups_on_one_worker_without_any_edge(
+    pytester: pytest.Pytester,
+) -> None:
+    """A suite without dependencies on ``--dist loadgroup``: each ``xdist_group`` runs on one
+    worker, in order. xdist's own loadgroup lost its groups on pytest 9.2 (they spread over
+    the workers, silently): the plugin walks such a suite itself."""
+    pytester.makepyfile(
+        test_groups="""
+        import os, time
+        import pytest
+
+        @pytest.mark.xdist_group("db")
+        @pytest.mark.parametrize("i", range(4))
+        def test_db(i):
+            time.sleep(0.05)
+
+        @pytest.mark.xdist_group("net")
+        @pytest.mark.parametrize("i", range(4))
+        def test_net(i):
+            time.sleep(0.05)
+
+        @pytest.mark.parametrize("i", range(4))
+        def test_free(i):
+            time.sleep(0.05)
+        """
+    )
+    result = pytester.runpytest_subprocess("-n", "3", "-p", "xdist", "--dist", "loadgroup", "-v")
+    result.assert_outcomes(passed=12)
+    ran_on: dict[str, set[str]] = {}
+    for line in result.stdout.lines:
+        if "PASSED test_groups.py::" in line:
+            worker, nodeid = line.split()[0], line.split()[-1]
+            group = nodeid.split("::")[1].split("[")[0]
+            ran_on.setdefault(group, set()).add(worker)
+    assert len(ran_on["test_db"]) == 1 and len(ran_on["test_net"]) == 1, ran_on

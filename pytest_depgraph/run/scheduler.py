@@ -150,7 +150,12 @@ class DepGraphScheduling:
             self._abort()
             return
         dist = str(self.config.getoption("dist", "load"))
-        if not (self.explicit_limit or plan.needs_parallel_walk or self._longest_first()):
+        # xdist's own loadgroup finds its groups by a suffix it writes into the tests' ids on
+        # the workers, which pytest 9.2 no longer keeps (pytest-xdist issue 1386: the groups
+        # silently spread over the workers); the plan knows them from the marks
+        keeps_groups = dist == "loadgroup" and bool(plan.xdist_groups)
+        if not (self.explicit_limit or plan.needs_parallel_walk or self._longest_first()
+                or keeps_groups):
             self.handed_over = xdist.hand_over(
                 self.config,
                 self.log,
