@@ -7,9 +7,9 @@ Six suites of sleeping tests on ``-n 4``, each one form of shared resource:
   tests of 1 s and 14 of 0.3 s -- the lock must be fed from the start;
 * ``readers``: 6 writers of ``db`` (0.5 s), 8 readers of ``db`` (0.3 s), 14 free (0.3 s);
 * ``exclusive``: 2 exclusive tests (0.5 s) among 24 free tests (0.3 s) and 2 of 1 s;
-* ``weights``: 4 tests of weight 2 (1 s) and 2 of weight 3 (1 s) among 16 free (0.3 s);
+* ``weights``: 4 tests of weight 2 (1 s) and 2 of weight 3 (1 s) among 16 free (0.25 s);
 * ``chained``: a chain of 3 tests (0.4 s) whose middle one writes ``net`` beside 4 more
-  writers of ``net`` (0.4 s), a chain of 2 (0.6 s) after a writer of ``db``, 12 free (0.3 s);
+  writers of ``net`` (0.4 s), a chain of 2 (0.6 s) after a writer of ``db``, 8 free (0.3 s);
 * ``together``: 8 writers and 6 readers of ``db``, an exclusive test, 2 tests of weight 2,
   the ``net`` chain and 14 free tests (13.7 s of work).
 
@@ -87,11 +87,11 @@ SUITES: dict[str, list[Test]] = {
     "exclusive": [(f"test_alone_{i}", 0.5, "", "", 1, True, "") for i in range(2)]
     + free(24, 0.3) + free(2, 1.0, "long"),
     "weights": [(f"test_heavy_{i}", 1.0, "", "", 2, False, "") for i in range(4)]
-    + [(f"test_heavier_{i}", 1.0, "", "", 3, False, "") for i in range(2)] + free(16, 0.3),
+    + [(f"test_heavier_{i}", 1.0, "", "", 3, False, "") for i in range(2)] + free(16, 0.25),
     "chained": NET_CHAIN + holders(4, 0.4, "net", "write")
     + [("test_db_write", 0.3, "db", "write", 1, False, ""),
        ("test_after_db_0", 0.6, "", "", 1, False, "test_db_write"),
-       ("test_after_db_1", 0.6, "", "", 1, False, "test_after_db_0")] + free(12, 0.3),
+       ("test_after_db_1", 0.6, "", "", 1, False, "test_after_db_0")] + free(8, 0.3),
     "together": holders(8, 0.5, "db", "write") + holders(6, 0.3, "db", "read")
     + [("test_alone", 0.5, "", "", 1, True, "")]
     + [(f"test_heavy_{i}", 1.0, "", "", 2, False, "") for i in range(2)]

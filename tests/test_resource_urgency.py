@@ -9,6 +9,7 @@ from collections.abc import Hashable
 
 import pytest
 
+from pytest_depgraph.core.backfill import shadow
 from pytest_depgraph.core.dispatch import Dispatcher, priorities, weights
 from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.plan import READ, WRITE, Plan, Resources
@@ -48,8 +49,8 @@ def simulate(plan: Plan, seconds: list[float], workers: int) -> float:
     weight = weights(dict(enumerate(seconds)), len(seconds), len(seconds))
     now = [0.0]
     walk = Dispatcher(plan.graph, priority=priorities(plan.graph, weight), weight=weight,
-                      limit=workers, claims=claims_of(plan, workers),
-                      pinned=plan.pinned, clock=lambda: now[0])
+                      limit=workers, claims=claims_of(plan, workers), pinned=plan.pinned,
+                      durations=dict(enumerate(seconds)), clock=lambda: now[0])
     names = [f"w{i}" for i in range(workers)]
     for name in names:
         walk.add_worker(name)
@@ -111,3 +112,45 @@ def test_without_resources_the_priorities_are_the_critical_path() -> None:
     graph = Graph(3)
     plan = Plan(nodeids=["a", "b", "c"], graph=graph, group=[0] * 3, item_count=3)
     assert simulate(plan, [1.0, 1.0, 1.0], 3) == 1.0
+
+
+def test_the_shadow_is_when_enough_slots_are_free() -> None:
+    # 1 slot free, 3 needed: the test ending at 2.0 frees 2 more
+    assert shadow(3, 1, [(5.0, 1), (2.0, 2)]) == 2.0
+    assert shadow(3, 1, [(5.0, 1), (2.0, 1)]) == 5.0
+    assert shadow(2, 2, [(5.0, 1)]) is None  # it may start now
+    assert shadow(3, 1, [(None, 2), (5.0, 1)]) is None  # an unknown end
+
+
+def test_a_heavy_test_waiting_for_slots_lets_short_known_tests_use_the_idle_ones() -> None:
+    """On 4 slots, 0 (1 s) and 1 (weight 2, 1 s) start; 2 (weight 3) waits for three slots,
+    which are free at 1 s. Test 3 (0.5 s) ends before then: it takes the idle slot at once;
+    test 4 (2 s) would delay 2: it waits. Without known durations, nothing goes ahead."""
+    seconds = [1.0, 1.0, 1.0, 0.5, 2.0]
+    graph = Graph(5)
+    claims = Claims(names=[], capacity=[], slots={1: 2, 2: 3})
+    known = dict(enumerate(seconds))
+    for durations, started in ((known, [0, 1, 3]), (None, [0, 1])):
+        weight = weights(dict(enumerate(seconds)), 5, 5)
+        priority = [3.0, 2.9, 2.8, 1.0, 0.5]  # urgency in node order
+        walk = Dispatcher(graph, priority=priority, weight=weight, limit=4, claims=claims,
+                          durations=durations, clock=lambda: 0.0)
+        for name in ("w0", "w1", "w2", "w3"):
+            walk.add_worker(name)
+        given = sorted(v for _, nodes in walk.assign() for v in nodes)
+        assert given == started, (durations, given)
+
+
+def test_a_walk_with_weights_packs_its_slots() -> None:
+    """4 tests of weight 2 and 2 of weight 3 (1 s each) among 16 short tests (0.25 s) on 4
+    workers: the heavy tests wait for their slots without leaving the others idle (4.75 s, 1.06
+    times the bound, when the waiting test held back every less urgent one)."""
+    seconds = [1.0] * 6 + [0.25] * 16
+    size = len(seconds)
+    plan = Plan(nodeids=[f"t.py::t{i}" for i in range(size)], graph=Graph(size),
+                group=[0] * size, item_count=size,
+                resources=Resources(slots={0: 2, 1: 2, 2: 2, 3: 2, 4: 3, 5: 3}))
+    bound = resource_bound(plan, seconds, 4)
+    assert bound.value == (8 + 6 + 4) / 4
+    makespan = simulate(plan, seconds, 4)
+    assert makespan <= 1.05 * bound.value, (makespan, bound.value)

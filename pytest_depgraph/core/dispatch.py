@@ -129,7 +129,8 @@ class Dispatcher:
         self._limit = limit
         self._group = group
         self._books = None if claims is None else Books(
-            claims, limit=limit, priority=priority, pinned=pinned, clock=clock
+            claims, limit=limit, priority=priority, pinned=pinned, clock=clock,
+            expected=durations,
         )
         self._ready = ReadyTests(
             size, priority, group, pinned,

@@ -45,6 +45,7 @@ import heapq
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pytest_depgraph.core.backfill import shadow
 from pytest_depgraph.core.plan import READ, WRITE, Plan
 
 #: :meth:`Books.check`'s answers: the test may start; it waits (set aside: look further); or
@@ -177,16 +178,21 @@ class Books:
         priority: Sequence[float] | None,
         pinned: Sequence[Sequence[int]],
         clock: Callable[[], float],
+        expected: Mapping[int, float] | None = None,
     ) -> None:
         """``limit``: most slots in use at once (None: no bound); ``priority``: higher is
         more urgent (ties: the lower node); ``pinned``: the groups of the walk, the keys of
-        ``claims.blocks``. ValueError for a capacity below 1."""
+        ``claims.blocks``; ``expected``: the known seconds of tests, for backfilling
+        (:mod:`~pytest_depgraph.core.backfill`). ValueError for a capacity below 1."""
         if any(c < 1 for c in claims.capacity):
             raise ValueError(f"capacities must be at least 1: {list(claims.capacity)}")
         self._claims = claims
         self._limit = limit
         self._priority = priority
         self._clock = clock
+        self._expected = expected or {}
+        # when each running test began (on the clock), for the expected ends of backfilling
+        self._began: dict[int, float] = {}
         self._block_of = {v: g for g in claims.blocks for v in pinned[g]}
         self._block_slots = {g: max([1, *(claims.slots.get(v, 1) for v in pinned[g])])
                              for g in claims.blocks}
@@ -254,7 +260,7 @@ class Books:
             return STOP
         follower = block is not None and block in self._open
         if not follower and (self._better(self._wait_alone, node)
-                             or self._better(self._wait_slots, node)):
+                             or self._better(self._wait_slots, node)) and not self._fits(node):
             return STOP
         claims = () if follower else self._needs(node)
         for resource, writes in claims:
@@ -355,6 +361,7 @@ class Books:
     def begin(self, node: int) -> None:
         """``node``, queued until now, runs (its worker finished the test before it)."""
         self._running.add(node)
+        self._began[node] = self._clock()
         if node not in self._block_of:
             self._used += self._slots(node)
         if node in self._claims.exclusive:
@@ -366,6 +373,7 @@ class Books:
         if node not in self._running:
             return
         self._running.discard(node)
+        self._began.pop(node, None)
         now = self._clock()
         if node == self._alone:
             self._alone = None
@@ -458,6 +466,30 @@ class Books:
         while heap and heap[0][1] not in self._waiting:
             heapq.heappop(heap)
         return heap[0] if heap else None
+
+    def _fits(self, node: int) -> bool:
+        """Whether ``node`` (outside blocks, holding nothing) is expected to end before every
+        more urgent test that waits for slots or for an empty run could start anyway."""
+        seconds = self._expected.get(node)
+        if seconds is None or node in self._block_of or self._needs(node):
+            return False
+        now = self._clock()
+        ends = [(self._end(v, now), self._slots(v)) for v in self._running]
+        starts = []
+        if self._better(self._wait_alone, node):
+            starts.append(shadow(self._used, 0, ends))  # every running test ended
+        top = self._top(self._wait_slots)
+        if top is not None and top[0] < self._key(node) and self._limit is not None:
+            starts.append(shadow(self._slots(top[1]), self._limit - self._used, ends))
+        return all(start is not None and now + seconds <= start for start in starts)
+
+    def _end(self, node: int, now: float) -> float | None:
+        """When running ``node`` is expected to end (None: unknown; a block's test keeps its
+        block's slots past its end)."""
+        seconds = self._expected.get(node)
+        if seconds is None or node in self._block_of:
+            return None
+        return max(now, self._began[node] + seconds)
 
     def _better(self, heap: list[_Entry], node: int) -> bool:
         """Whether a test more urgent than ``node`` waits in ``heap``."""
