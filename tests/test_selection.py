@@ -83,6 +83,29 @@ def test_after_edges_do_not_pull_in(pytester: pytest.Pytester, run: Run) -> None
     assert names(result) == ["test_after_only"]
 
 
+def test_after_edges_order_a_test_that_another_selected_test_pulls_in(
+    pytester: pytest.Pytester, run: Run
+) -> None:
+    """test_b only orders itself after test_a (it does not pull it in); test_c's dependency
+    does pull it in: then test_b runs after it (it ran first: its edge was dropped)."""
+    pytester.makepyfile(
+        test_p="""
+        import pytest
+
+        @pytest.mark.depends_on("test_a", on_failure="run")
+        def test_b(): pass
+
+        @pytest.mark.depends_on("test_a")
+        def test_c(): pass
+
+        def test_a(): pass
+        """
+    )
+    result = run("-k", "test_b or test_c")
+    result.assert_outcomes(passed=3)
+    assert names(result) == ["test_a", "test_b", "test_c"]
+
+
 def test_dependency_in_another_file_named_on_the_command_line(
     pytester: pytest.Pytester, run: Run
 ) -> None:

@@ -78,6 +78,9 @@ def resolve(
     # parametrized instances is resolved once
     scope = ""
     in_scope: dict[int, tuple[int, int, list[tuple[object, Sequence[int]]]]] = {}
+    # ordering edges to a test outside the run so far: it may still be pulled in (as another
+    # test's dependency), and then they order it as any other
+    waiting: dict[int, list[tuple[int, int, int]]] = {}
     while queue:
         position = queue.popleft()
         sources = declarations.sources(position)
@@ -102,8 +105,10 @@ def resolve(
                     for match in matches:
                         if match in found.in_run:
                             add_edge(found, position, match, kind, origin)
-                        elif kind == Kind.AFTER or ignore_unselected:
+                        elif ignore_unselected:
                             continue  # ordering against a test that does not run: nothing
+                        elif kind == Kind.AFTER:
+                            waiting.setdefault(match, []).append((position, kind, origin))
                         elif pull_dependencies:
                             found.in_run.add(match)
                             found.added.append(match)
@@ -114,6 +119,10 @@ def resolve(
                         else:
                             found.external.append(match)
                             add_edge(found, position, match, kind, origin)
+    for match, edges in waiting.items():
+        if match in found.in_run:
+            for position, kind, origin in edges:
+                add_edge(found, position, match, kind, origin)
     return found
 
 
