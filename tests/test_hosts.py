@@ -306,6 +306,48 @@ def test_a_held_tests_fixtures_teardown_and_capture(pytester: pytest.Pytester) -
     assert "captured-bye" in result.stdout.str()
 
 
+def test_what_is_left_to_tear_down_is_read_from_the_setup_stack(
+    pytester: pytest.Pytester,
+) -> None:
+    """A test torn down towards the next one leaves nothing to tear down when no fixture of a
+    wider scope is set up; a module fixture's finaliser is something. The door says False
+    when it cannot read pytest's stack: this checks it still reads it."""
+    pytester.makeconftest(
+        """
+        import pytest
+        from pytest_depgraph.hosts import pytest as host
+
+        FOUND = {}
+
+        @pytest.hookimpl(wrapper=True)
+        def pytest_runtest_teardown(item, nextitem):
+            yield
+            FOUND[item.name] = host.nothing_to_tear_down(item.session)
+
+        def pytest_sessionfinish(session):
+            print("found", sorted(FOUND.items()))
+        """
+    )
+    pytester.makepyfile(
+        test_a="""
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def res():
+            yield 1
+
+        def test_plain(): pass
+        def test_uses(res): pass
+        def test_after(): pass
+        """,
+    )
+    result = pytester.runpytest("-p", "no:randomly", "-s")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines([
+        "*found [[]('test_after', True), ('test_plain', True), ('test_uses', False)[]]",
+    ])
+
+
 def test_last_failed_collects_everything_and_reruns_what_we_keep(
     pytester: pytest.Pytester,
 ) -> None:

@@ -34,6 +34,30 @@ def teardown_towards(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     item.session._setupstate.teardown_exact(nextitem)
 
 
+def nothing_to_tear_down(session: pytest.Session) -> bool:
+    """Whether tearing down what the session's setup stack holds would run nothing: no node
+    on it has a finalizer but its own ``teardown``, which pytest's nodes leave empty, nor a
+    setup error kept (``SetupState.stack``, ``runner.py``: node -> (finalizers, error);
+    ``setup`` pushes ``[node.teardown]``, a fixture of the node's scope adds its own). False
+    when the stack does not read so (a future pytest, a collector with a teardown)."""
+    stack = getattr(getattr(session, "_setupstate", None), "stack", None)
+    if not isinstance(stack, dict):
+        return False
+    for node, entry in stack.items():
+        if not (isinstance(entry, tuple) and len(entry) == 2):
+            return False
+        finalizers, error = entry
+        if error is not None or not isinstance(finalizers, list) or len(finalizers) != 1:
+            return False
+        if getattr(type(node), "teardown", None) is not _NODE_TEARDOWN:
+            return False
+    return True
+
+
+#: ``Node.teardown``, which no node of pytest's own overrides: it does nothing
+_NODE_TEARDOWN = pytest.Collector.teardown
+
+
 def capture(
     config: pytest.Config, when: str, item: pytest.Item
 ) -> contextlib.AbstractContextManager[Any]:

@@ -49,7 +49,10 @@ controller that a test is held (``depgraph_held``, before xdist's ``runtest_prot
 and when its deferred teardown was reported (``depgraph_settled``); the controller starts the
 test's dependents only then. A worker that gets nothing else to run is told to finish the held
 test's teardown towards the dependent that waits for it (``depgraph_teardown``); the scopes both
-share stay set up, and anything left is torn down towards the worker's next test later.
+share stay set up, and anything left is torn down towards the worker's next test later. A test
+that leaves nothing of a wider scope to tear down (no class, module or session fixture, no
+setup error kept) is not held: its deferred teardown would run nothing, and its dependents
+would wait for a round trip to the worker for no reason.
 
 pytest drops a test's ``funcargs`` and ``_request`` at the end of its run protocol, but plugins
 read them when they make a report (pytest-benchmark does). So the held test gets them back
@@ -215,10 +218,15 @@ class OneAtATime:
             loop.send("runtest_protocol_complete", item_index=index, duration=duration)
             loop.set_next_index(following)
             return
-        self.held, self.settled = index, False
+        # nothing of a wider scope set up: the teardown towards the next test will run
+        # nothing, so the test is done as if its next test had been known (its dependents
+        # need not wait for it)
+        done = host.nothing_to_tear_down(session)
+        self.held, self.settled = index, done
         host.give_back_request(item, self._request_state)
         self._request_state = None
-        loop.send(HELD_EVENT, item_index=index)
+        if not done:
+            loop.send(HELD_EVENT, item_index=index)
         loop.send("runtest_protocol_complete", item_index=index, duration=duration)
         if session.shouldfail or session.shouldstop:
             # xdist's loop ends right after this call: finish the teardown now
