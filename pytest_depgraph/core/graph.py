@@ -312,6 +312,11 @@ class Graph:
         node, after the graph was made or compacted)."""
         return self._lists()[0][node]
 
+    def dependency_counts(self) -> list[int]:
+        """How many nodes each node depends on (its in-degree, in Kahn's terms), by node: one
+        call where the orders would ask :meth:`dependencies_of` of every node. O(V)."""
+        return list(map(len, self._lists()[0]))
+
     def dependents_of(self, node: int) -> Sequence[int]:
         """The nodes that depend on ``node``, in declaration order. O(1) (O(V + E) once, for
         every node, after the graph was made or compacted)."""
