@@ -112,6 +112,7 @@ def _check_adjacency(graph: Graph) -> None:
     assert [graph.dependents_of(v) for v in range(graph.size)] == [
         [e.dependent for e in es] for es in into
     ]
+    assert graph.dependency_counts() == [len(es) for es in out]
     assert list(graph.triples()) == [(e.dependent, e.dependency, e.kind) for e in edges]
     assert list(graph.origins()) == [e.origin for e in edges]
     assert graph.edge_count == len(edges)

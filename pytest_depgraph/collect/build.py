@@ -349,11 +349,12 @@ def _scopes_of(
     its packages, its module, its classes; not a plain folder (a ``package`` fixture outside a
     package is a session one) nor the session. One tuple per innermost collector, shared by
     its tests; O(depth) for the first of them."""
-    known: dict[object, tuple[str, ...]] = {}
+    # by id: a node's own __hash__ (of its node id) is Python code, run at every look-up
+    known: dict[int, tuple[str, ...]] = {}
 
     def scopes(node: int) -> tuple[str, ...]:
         parent = collected[numbered[node]].parent
-        chain = known.get(parent)
+        chain = known.get(id(parent))
         if chain is None:
             found = []
             collector = parent
@@ -361,7 +362,7 @@ def _scopes_of(
                 if not isinstance(collector, pytest.Dir):
                     found.append(collector.nodeid)
                 collector = collector.parent
-            chain = known[parent] = tuple(reversed(found))
+            chain = known[id(parent)] = tuple(reversed(found))
         return chain
 
     return scopes

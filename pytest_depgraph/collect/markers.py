@@ -173,13 +173,18 @@ def validate(raw: RawDeclaration) -> Declaration:
     Arguments are user objects of any type: they are read only through :mod:`safe`, and a
     message describes them without ``repr`` (an address would differ between xdist workers).
     """
-    unknown = sorted(str(name) for name in raw.kwargs if name != "on_failure")
-    if unknown:
-        raise DeclarationError(problems.unknown_keywords([safe.shorten(n) for n in unknown]))
-    on_failure = raw.kwargs.get("on_failure", "skip")
-    kind = _ON_FAILURE.get(safe.exact_str(on_failure)) if safe.is_str(on_failure) else None
-    if kind is None:
-        raise DeclarationError(problems.bad_on_failure(safe.describe(on_failure)))
+    kind = Kind.REQUIRES  # the usual declaration: targets only
+    if raw.kwargs:
+        unknown = sorted(str(name) for name in raw.kwargs if name != "on_failure")
+        if unknown:
+            raise DeclarationError(
+                problems.unknown_keywords([safe.shorten(n) for n in unknown])
+            )
+        on_failure = raw.kwargs.get("on_failure", "skip")
+        chosen = _ON_FAILURE.get(safe.exact_str(on_failure)) if safe.is_str(on_failure) else None
+        if chosen is None:
+            raise DeclarationError(problems.bad_on_failure(safe.describe(on_failure)))
+        kind = chosen
     if not raw.args:
         raise DeclarationError(problems.NO_TARGET)
     return Declaration(targets=_targets(raw.args), kind=kind, where=raw.where)

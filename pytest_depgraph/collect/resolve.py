@@ -162,6 +162,9 @@ class TargetIndex:
             found: Sequence[int]
             if text and not scopes and not is_path_qualified(text):
                 found = self._prefixes(f"{module}::{text}") or ()
+            elif text:
+                # the other usual target, a node id, skips resolve()'s checks of the type
+                found = self._resolve_string(text, nodeid)
             else:
                 found = self.resolve(target, nodeid)
             resolved.append((target, found))

@@ -29,7 +29,7 @@ def kahn_order(graph: Graph) -> tuple[list[int], list[int]]:
 
     Nodes left unplaced are on a cycle or depend on one. A self loop leaves its node unplaced.
     """
-    waiting = [len(graph.dependencies_of(v)) for v in range(graph.size)]
+    waiting = graph.dependency_counts()
     ready = deque(v for v in range(graph.size) if not waiting[v])
     order = []
     while ready:
@@ -74,7 +74,7 @@ def stable_topological_order(
     size = graph.size
     if not graph.edge_count:
         return list(range(size))
-    waiting = [len(graph.dependencies_of(v)) for v in range(size)]
+    waiting = graph.dependency_counts()
     if scopes is not None:
         order = _keeping_scopes(graph.dependents_of, waiting, scopes)
     else:
