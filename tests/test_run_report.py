@@ -208,9 +208,10 @@ def test_base():
 
 @pytest.mark.depends_on("test_base")
 def test_mid():
-    # the longest chain, the critical path: longer than the failure of test_broken takes to
-    # report, which the bars count too (pytest makes its traceback before its teardown)
-    time.sleep(0.2)
+    # the longest chain, the critical path: longer than the failure of test_broken or of
+    # test_xfail takes to report, which the bars count too (pytest makes its traceback before
+    # its teardown), even on a machine so loaded that a traceback takes half a second
+    time.sleep(1.0)
 
 @pytest.mark.depends_on("test_mid")
 def test_top():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Callable, Literal, NamedTuple, TypeVar
+from typing import Any, Callable, Literal, NamedTuple, Optional, TypeVar
 
 from pytest_depgraph.collect import problems, safe
 from pytest_depgraph.collect.markers import wrapped_chain
@@ -67,7 +67,8 @@ class LockError(Exception):
 def resource_lock(
     name: str,
     mode: Literal["write", "read"] = "write",
-    scope: Literal["test", "class", "module", "package", "session"] | None = None,
+    # Optional, not ``| None``: typing.get_type_hints evaluates it, and Python 3.9 cannot
+    scope: Optional[Literal["test", "class", "module", "package", "session"]] = None,  # noqa: UP045
     **unknown: object,
 ) -> Callable[[F], F]:
     """Declare a shared resource on a fixture: every test that uses the fixture (directly,
