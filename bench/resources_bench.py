@@ -44,25 +44,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+# the conftest that records each test's start and end (nodeid|start|end in times.log)
+from xdist_bench import CONFTEST
+
 PYTHON = sys.executable
 WORKERS = 4
-
-CONFTEST = '''
-import os, time
-import pytest
-
-LOG = os.path.join(os.path.dirname(__file__), "times.log")
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item):
-    start = time.time()
-    try:
-        return (yield)
-    finally:
-        with open(LOG, "a") as f:
-            f.write(f"{start} {time.time()}\\n")
-'''
 
 #: (name, seconds, resource, mode, weight, exclusive, depends on)
 Test = tuple[str, float, str, str, int, bool, str]
@@ -157,7 +143,7 @@ def makespan(root: Path, *args: str) -> float:
         raise SystemExit(f"pytest {' '.join(args)} failed:\n{done.stdout[-3000:]}")
     if done.returncode == 5:  # two runs of a suite without serial tests: the second is empty
         return 0.0
-    spans = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
+    spans = [tuple(map(float, line.rsplit("|", 2)[1:])) for line in log.read_text().splitlines()]
     return max(end for _, end in spans) - min(start for start, _ in spans)
 
 

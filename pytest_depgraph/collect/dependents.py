@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from pytest_depgraph.collect import problems
 from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.declarations import Declarations
-from pytest_depgraph.collect.edges import Resolved, add_edge, unresolved
-from pytest_depgraph.collect.markers import describe_target
+from pytest_depgraph.collect.edges import Resolved, add_edge, self_reference, unresolved
 from pytest_depgraph.core.graph import Graph, Kind
 from pytest_depgraph.core.paths import reachable
 
@@ -93,7 +92,8 @@ def follow(context: Context, reaching: Reaching, resolved: Resolved) -> Followed
                 if not matches:
                     unresolved(context, source, target, position)
                 elif position in matches:
-                    _self_reference(context, source, target, position)
+                    self_reference(context, source, target, position,
+                                   advice=problems.CLEANUP_SELF_ADVICE)
                 mine += [m for m in matches if m in in_run and m != position]
                 absent += [context.nodeids[m] for m in matches if m not in in_run]
             resolved.table.append(source.origin)
@@ -114,14 +114,3 @@ def follow(context: Context, reaching: Reaching, resolved: Resolved) -> Followed
         for user in sorted(reachable(graph, targets, "dependents", blocked={position})):
             add_edge(resolved, position, user, Kind.AFTER, origin)
     return followed
-
-
-def _self_reference(context: Context, source: Source, target: object, position: int) -> None:
-    """A target of the declaration ``source`` holds the declaring test at ``position``."""
-    text = describe_target(target)
-    context.problems.grouped(
-        ("self", text, str(id(source.origin))),
-        (source.label, source.origin, source.written, text),
-        context.nodeids[position], position, kind="self",
-        advice=problems.CLEANUP_SELF_ADVICE,
-    )

@@ -190,14 +190,18 @@ def unresolved(context: Context, source: Source, target: object, position: int) 
     )
 
 
-def self_reference(context: Context, source: Source, target: object, position: int) -> None:
-    """A target of ``source`` contains the test at ``position`` itself."""
+def self_reference(
+    context: Context, source: Source, target: object, position: int, advice: str = ""
+) -> None:
+    """A target of ``source`` contains the test at ``position`` itself; ``advice``: what to
+    do (default: a dependency's)."""
     text = describe_target(target)
+    if not advice:
+        advice = problems.SELF_ADVICE_INHERITED if source.inherited else problems.SELF_ADVICE
     context.problems.grouped(
         ("self", text, str(id(source.origin))),
         (source.label, source.origin, source.written, text),
-        context.nodeids[position], position, kind="self",
-        advice=problems.SELF_ADVICE_INHERITED if source.inherited else problems.SELF_ADVICE,
+        context.nodeids[position], position, kind="self", advice=advice,
     )
 
 

@@ -45,9 +45,9 @@ def with_resources(
     # per resource: the holders (a test or a block: its nodes, its seconds), as writer or reader
     writers: list[list[tuple[list[int], float]]] = [[] for _ in claims.names]
     readers: list[list[tuple[list[int], float]]] = [[] for _ in claims.names]
-    holders = [([node], [node], found) for node, found in claims.tests.items()]
-    holders += [(list(pinned[g]), list(pinned[g]), found) for g, found in claims.blocks.items()]
-    for nodes, _, found in holders:
+    holders = [([node], found) for node, found in claims.tests.items()]
+    holders += [(list(pinned[g]), found) for g, found in claims.blocks.items()]
+    for nodes, found in holders:
         seconds = sum(weight[v] for v in nodes)
         for resource, writes in found:
             (writers if writes else readers)[resource].append((nodes, seconds))
