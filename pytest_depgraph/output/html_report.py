@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
+from pytest_depgraph import words
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.timeline import Bound, Timeline
-from pytest_depgraph.output import dot
+from pytest_depgraph.output import dot, drawing
 from pytest_depgraph.run.outcomes import (
     ERROR,
     FAILED,
@@ -76,7 +77,7 @@ def graph_svg(
     if not plan.graph.edge_count:
         return "", "This run has no dependencies between its tests: there is no graph to draw."
     if plan.item_count > GRAPH_LIMIT:
-        return "", (f"The graph has {plan.item_count} tests, too many to draw here (at most "
+        return "", (f"The graph has {words.tests(plan.item_count)}, too many to draw here (at most "
                     f"{GRAPH_LIMIT}). Write it with --depgraph-dot and open it in a viewer "
                     "that can pan and search.")
     program = shutil.which("dot")
@@ -86,7 +87,10 @@ def graph_svg(
                     "write the graph with --depgraph-dot.")
     try:
         done = subprocess.run(
-            [program, "-Tsvg"], input=dot.render(plan, recorder, skips),
+            # newrank: layers by depth across the files' boxes (without it, a box with no
+            # dependency inside it is drawn as one row, however deep the graph through it)
+            [program, "-Tsvg", "-Gnewrank=true"],
+            input=dot.render(plan, recorder, skips, rankdir=drawing.direction(plan)),
             capture_output=True, text=True, timeout=GRAPH_TIMEOUT,
         )
     except subprocess.TimeoutExpired:
