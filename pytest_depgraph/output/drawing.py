@@ -1,77 +1,63 @@
-"""Which way the run report draws the graph: the narrower way, so that its labels stay legible.
+"""The run report's drawing of the graph: upright, or sideways when that is narrower.
 
 Graphviz draws the graph in layers by depth, the dependencies above (``rankdir = "BT"``, as
 ``--depgraph-dot`` writes it): a layer is a row, and each file a box beside the others. A suite
 of hundreds of tests with few dependencies between them makes one row of hundreds of labels,
-and the page, which shrinks the drawing to its width, shows them a few pixels high. Drawn
-sideways (``"RL"``, the dependencies on the left), a layer is a column and the files are
-stacked downwards: the drawing is as wide as the graph is deep, and grows down the page, which
-scrolls. The page keeps the upright drawing while it is narrow enough to read at a laptop's
-width, and otherwise takes the narrower of the two, estimated from the labels before
-Graphviz runs.
+and the page, which shrinks the drawing to its width, showed them a pixel high. Drawn sideways
+(``"RL"``, the dependencies on the left), a layer is a column and the files' boxes are stacked
+downwards: the drawing is as wide as the graph is deep and grows down the page, which scrolls.
+The page keeps the upright drawing while it is narrow enough to read at a laptop's width;
+otherwise Graphviz draws it sideways too, and the narrower of the two is kept. (Estimates
+from the labels chose wrongly: edge labels widen a sideways drawing, and Graphviz packs an
+upright one tighter than its layers suggest.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+import subprocess
+from collections.abc import Mapping
 
-from pytest_depgraph.core.graph import Graph
-from pytest_depgraph.core.order import kahn_order
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.output import dot
+from pytest_depgraph.run.outcomes import OutcomeRecorder
 
-#: Graphviz's node labels (Helvetica, 14 points): points per character of a test's name, and
-#: the box's margins (Graphviz 2.42's drawings of test names, 10 to 40 characters)
-CHAR_PT = 7.8
-MARGIN_PT = 22.0
-#: Graphviz's defaults: between the nodes of a layer, between layers; a file's box's margins
-NODE_SEP_PT = 18.0
-RANK_SEP_PT = 36.0
-CLUSTER_PT = 16.0
-#: an upright drawing at most this wide stays upright: a 1,400-pixel window shrinks it to no
-#: less than about three quarters, where its labels are 13 pixels high
+#: an upright drawing at most this wide (points) stays upright: a 1,400-pixel window shrinks
+#: it to no less than about three quarters, where its labels are 13 pixels high
 UPRIGHT_PT = 1000.0
+_WIDTH = re.compile(r'<svg width="([0-9.]+)pt"')
 
 
-def direction(plan: Plan) -> str:
-    """``"BT"`` (upright) or ``"RL"`` (sideways) for the page's drawing. O(V + E)."""
-    levels = layers(plan.graph)
-    widths = [label_width(nodeid) for nodeid in plan.nodeids]
-    upright = upright_width(plan.nodeids, levels, widths)
-    if upright <= UPRIGHT_PT:
-        return "BT"
-    return "RL" if sideways_width(levels, widths) < upright else "BT"
+class DrawingError(Exception):
+    """Graphviz failed; the message is its own."""
 
 
-def layers(graph: Graph) -> list[int]:
-    """Each node's layer: 0 without dependencies, else one more than its deepest
-    dependency's (nodes on a cycle: 0). O(V + E)."""
-    level = [0] * graph.size
-    order, _ = kahn_order(graph)
-    for node in order:
-        for dependency in graph.dependencies_of(node):
-            level[node] = max(level[node], level[dependency] + 1)
-    return level
+def draw(
+    program: str, plan: Plan, recorder: OutcomeRecorder, skips: Mapping[str, str],
+    timeout: float,
+) -> str:
+    """The graph as SVG text, upright or sideways (at most two runs of Graphviz's ``program``,
+    each within ``timeout`` seconds: subprocess.TimeoutExpired, OSError, DrawingError)."""
+    upright = _run(program, dot.render(plan, recorder, skips, rankdir="BT"), timeout)
+    if width(upright) <= UPRIGHT_PT:
+        return upright
+    sideways = _run(program, dot.render(plan, recorder, skips, rankdir="RL"), timeout)
+    return sideways if width(sideways) < width(upright) else upright
 
 
-def label_width(nodeid: str) -> float:
-    """The points a node's box takes across: its label is the node id without its file."""
-    label = nodeid.split("::", 1)[1] if "::" in nodeid else nodeid
-    return len(label) * CHAR_PT + MARGIN_PT
+def width(svg: str) -> float:
+    """The drawing's width in points, as Graphviz wrote it (0.0 when it did not say)."""
+    found = _WIDTH.search(svg)
+    return float(found.group(1)) if found else 0.0
 
 
-def upright_width(nodeids: Sequence[str], levels: Sequence[int], widths: Sequence[float]
-                  ) -> float:
-    """Layers as rows: each file's box is as wide as its widest row, the boxes side by side."""
-    rows: dict[str, dict[int, float]] = {}
-    for node, nodeid in enumerate(nodeids):
-        row = rows.setdefault(nodeid.split("::", 1)[0], {})
-        row[levels[node]] = row.get(levels[node], -NODE_SEP_PT) + widths[node] + NODE_SEP_PT
-    return sum(max(row.values()) + CLUSTER_PT for row in rows.values())
-
-
-def sideways_width(levels: Sequence[int], widths: Sequence[float]) -> float:
-    """Layers as columns, each as wide as its widest label; the files' boxes stacked."""
-    columns: dict[int, float] = {}
-    for node, level in enumerate(levels):
-        columns[level] = max(columns.get(level, 0.0), widths[node])
-    return sum(columns.values()) + RANK_SEP_PT * max(len(columns) - 1, 0) + CLUSTER_PT
+def _run(program: str, text: str, timeout: float) -> str:
+    done = subprocess.run(
+        # newrank: layers by depth across the files' boxes (without it, a box with no
+        # dependency inside it is drawn as one row, however deep the graph through it)
+        [program, "-Tsvg", "-Gnewrank=true"],
+        input=text, capture_output=True, text=True, timeout=timeout,
+    )
+    if done.returncode != 0:
+        raise DrawingError(done.stderr.strip())
+    return done.stdout
