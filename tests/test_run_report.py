@@ -699,7 +699,9 @@ def wide_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_graph_of_300_tests_is_legible_at_fit(wide_page: Path, tmp_path: Path) -> None:
     """Its labels are read at the page's width, as a person reads a page: Graphviz's upright
-    drawing was one row of 300 labels, shrunk to 2 to 5 pixels high."""
+    drawing was one row of 300 labels, shrunk to a pixel high."""
+    if shutil.which("dot") is None and os.environ.get("CI") != "true":
+        pytest.skip("Graphviz is not installed (apt-get install graphviz): no graph to read")
     read = _read(wide_page, tmp_path)
     assert len(read["labels"]) >= 302  # every test (and the legend's boxes)
     assert min(read["labels"]) >= 12, sorted(read["labels"])[:5]
