@@ -175,6 +175,8 @@ def test_timings_switch_prints_each_phase(pytester: pytest.Pytester) -> None:
          "depgraph timings (CPU): resolve * ms, validate * ms, order * ms, reduce * ms; "
          "total * ms"]
     )
+    one = pytester.runpytest("--collect-only", "-q", "--depgraph-timings", "-k", "test_create")
+    one.stdout.fnmatch_lines(["depgraph timings: 1 test, 0 edges after reduction: *"])
 
 
 # -- the path, checked before the run ------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -600,6 +601,177 @@ def test_selected_test_shows_what_held_it_back(parallel_page: Path) -> None:
     assert "finished last: held it back" in details
     assert "sel" in found.bars[index["test_suite.py::test_mid"]][0]
     assert "held" in found.bars[index["test_suite.py::test_base"]][0]
+
+
+#: a module of a larger suite: a test that makes something, tests that read it, one that
+#: changes it after two of them, one that removes it, and four tests on their own
+AREA = """
+import pytest
+
+def test_create_record_{k}():
+    pass
+""" + "".join(f"""
+@pytest.mark.depends_on("test_create_record_{{k}}")
+def test_read_record_{{k}}_{j}():
+    pass
+""" for j in range(3)) + """
+@pytest.mark.depends_on("test_read_record_{k}_0", "test_read_record_{k}_1")
+def test_update_record_{k}():
+    pass
+
+@pytest.mark.depends_on("test_update_record_{k}")
+def test_delete_record_{k}():
+    pass
+""" + "".join(f"""
+def test_plain_check_{{k}}_{j}():
+    pass
+""" for j in range(4))
+
+#: a failure with one dependent, which it skips
+LONE_FAILURE = """
+import pytest
+
+def test_fails_alone():
+    assert 0
+
+@pytest.mark.depends_on("test_fails_alone")
+def test_after_lone_failure():
+    pass
+"""
+
+#: run after the page's own script: the graph's labels at fit, the timeline's words
+READ_PROBE = """<script>
+(function () {
+  var texts = document.querySelectorAll("#graph g.node text"), heights = [];
+  for (var i = 0; i < texts.length; i++) heights.push(texts[i].getBoundingClientRect().height);
+  var graph = document.getElementById("graph"), names = [], bars = {};
+  var svgTexts = document.querySelectorAll("#timeline text");
+  for (var j = 0; j < svgTexts.length; j++) {
+    if (+svgTexts[j].getAttribute("x") < 20) names.push(svgTexts[j].textContent);
+  }
+  var rects = document.querySelectorAll("#timeline rect.bar");
+  for (var k = 0; k < rects.length; k++) {
+    bars[rects[k].getAttribute("data-n")] = rects[k].getBoundingClientRect().width;
+  }
+  document.body.setAttribute("data-read", JSON.stringify({
+    labels: heights, graphBox: graph.clientWidth, graphContent: graph.scrollWidth,
+    laneColumn: names, bars: bars, figures: document.getElementById("figures").textContent,
+    shown: document.getElementById("shown").textContent,
+    details: document.getElementById("details").textContent
+  }));
+})();
+</script>
+</body>"""
+
+
+def _read(page: Path, tmp_path: Path, fragment: str = "") -> dict[str, Any]:
+    """What READ_PROBE saw of ``page`` in a 1400-pixel window."""
+    probed = tmp_path / ("read-" + page.name)
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", READ_PROBE),
+                      encoding="utf-8")
+    dom, console = _browse(probed, "--dump-dom", "--window-size=1400,1000", fragment=fragment)
+    assert console == [], console
+    found = re.search(r'data-read="([^"]*)"', dom)
+    assert found, "the probe did not run"
+    read: dict[str, Any] = json.loads(html.unescape(found.group(1)))
+    return read
+
+
+@pytest.fixture(scope="module")
+def wide_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page of a serial run of 300 tests in 30 modules, one of them failing with one
+    dependent."""
+    where = tmp_path_factory.mktemp("wide")
+    for k in range(30):
+        (where / f"test_area_{k:02d}.py").write_text(AREA.format(k=k), encoding="utf-8")
+    (where / "test_lone.py").write_text(LONE_FAILURE, encoding="utf-8")
+    (where / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "depgraph", "-p", "no:cacheprovider",
+         "-p", "no:randomly", "--depgraph-report", "run.html"],
+        cwd=where, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTEST_ADDOPTS": "-p no:hypothesispytest"},
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "300 passed" in done.stdout, done.stdout
+    return where / "run.html"
+
+
+def test_a_graph_of_300_tests_is_legible_at_fit(wide_page: Path, tmp_path: Path) -> None:
+    """Its labels are read at the page's width, as a person reads a page: Graphviz's upright
+    drawing was one row of 300 labels, shrunk to a pixel high."""
+    if shutil.which("dot") is None and os.environ.get("CI") != "true":
+        pytest.skip("Graphviz is not installed (apt-get install graphviz): no graph to read")
+    read = _read(wide_page, tmp_path)
+    assert len(read["labels"]) >= 302  # every test (and the legend's boxes)
+    assert min(read["labels"]) >= 12, sorted(read["labels"])[:5]
+    assert read["graphContent"] <= read["graphBox"], read  # and no sideways scrolling
+
+
+def test_counts_meet_nouns_in_a_users_words(wide_page: Path, tmp_path: Path) -> None:
+    """"1 dependent test was skipped", not "1 dependent tests were skipped"; and the strip of
+    tests at once does not read as a lane named "1"."""
+    read = _read(wide_page, tmp_path, fragment="#test=test_lone.py::test_fails_alone")
+    details = " ".join(read["details"].split())
+    assert "1 dependent test was skipped because of it" in details, details
+    assert "302tests (301 ran)" in read["figures"], read["figures"]  # <b>302</b>tests (...)
+    assert read["shown"] == "302 tests"
+    lane_column = read["laneColumn"]
+    assert lane_column[-2:] == ["at once", "up to 1"], lane_column
+    assert not [name for name in lane_column if name.strip().isdigit()], lane_column
+
+
+def test_page_counts_of_one(tmp_path: Path) -> None:
+    """A run of one test: "1 test (1 ran)", "critical path (1 test)", "on 1 worker"."""
+    plan = _plan(["t.py::test_one"], [])
+    run = timeline.build(plan, _outcomes({"t.py::test_one": PASSED}),
+                         {"t.py::test_one": Span(0, 1)}, {}, _ran({"t.py::test_one": PASSED}))
+    page = tmp_path / "one.html"
+    page.write_text(html_report.render(run, "", "no graph", title="t", command="pytest"),
+                    encoding="utf-8")
+    read = _read(page, tmp_path)
+    figures = read["figures"]
+    assert "1test (1 ran)" in figures and "critical path (1 test)" in figures, figures
+    assert "total test time on 1 worker" in figures and read["shown"] == "1 test", read
+
+
+#: a test that kills its worker after 0.2 s, as a segfault or the OOM killer would
+CRASH = """
+import os
+import signal
+import time
+
+import pytest
+
+def test_base():
+    pass
+
+@pytest.mark.depends_on("test_base")
+def test_kills_its_worker():
+    time.sleep(0.2)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_test_that_crashed_its_worker_has_its_real_bar(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """From its start to the crash, on its worker's lane (it was drawn 0.0001 s long, the
+    crash report folded away as another worker's run of the same test)."""
+    pytester.makepyfile(test_crash=CRASH)
+    result = pytester.runpytest_subprocess(
+        "-p", "depgraph", "-p", "xdist", "-n", "2", "--depgraph-report", "crash.html"
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    page = pytester.path / "crash.html"
+    data = _page_data(page.read_text(encoding="utf-8"))
+    index = {row[0]: n for n, row in enumerate(data["tests"])}
+    crashed = data["tests"][index["test_crash.py::test_kills_its_worker"]]
+    assert crashed[3] - crashed[2] >= 0.2, crashed
+    assert data["lanes"][crashed[4]].startswith("gw"), (data["lanes"], crashed)
+    widths = _read(page, tmp_path)["bars"]
+    assert widths[str(index["test_crash.py::test_kills_its_worker"])] >= 3, widths
+    assert min(widths.values()) >= 3, widths  # the shortest bar is still seen
 
 
 def test_browser_checks_fail_on_ci_without_chromium(monkeypatch: pytest.MonkeyPatch) -> None:

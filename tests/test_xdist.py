@@ -484,6 +484,8 @@ def test_unhonoured_message_only_for_modes_the_scheduler_does_not_run() -> None:
     # every worker runs every test in plan order: each honours all of them itself
     assert unhonoured_message(plan, "each") == ""
     assert "cannot honour 3 of 3" in unhonoured_message(plan, "someplugin")
+    one = _plan(["a.py::t1", "a.py::t2"], [(1, 0)])
+    assert "cannot honour 1 of 1 dependency:" in unhonoured_message(one, "someplugin")
     assert unhonoured_message(_plan(["a.py::t"], []), "someplugin") == ""
 
 

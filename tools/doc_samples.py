@@ -1,7 +1,8 @@
 """Re-run the suites behind the docs' error and warning samples; name each that differs.
 
 Each sample below is a small suite (its files, with code at the line numbers the sample
-names), the pytest arguments, and the start of the docs' code block that shows its output. The
+names, or a suite a page shows whole, read from the page by :func:`source`), the pytest
+arguments, and the start of the docs' code block that shows its output. The
 script runs each suite in a fresh folder and checks that every line of the block is a line of
 the run's output, with the folder written as ``/tmp/demo/NAME`` as the docs show it. Samples of
 the example suite (``examples/``) and of timings, whose seconds vary from run to run, are not
@@ -32,20 +33,34 @@ def text(layout: Layout | str) -> str:
     return "\n".join(layout.get(n, "") for n in range(1, max(layout) + 1)) + "\n"
 
 
-def block(doc: str, start: str) -> list[str]:
-    """The lines of the first code block of ``doc`` that starts with ``start``."""
-    blocks: list[list[str]] = []
+def blocks(doc: str) -> list[list[str]]:
+    """The lines of each code block of ``doc``."""
+    found: list[list[str]] = []
     current: list[str] | None = None
     for line in (ROOT / doc).read_text(encoding="utf-8").splitlines():
         if line.startswith("```"):
             if current is None:
                 current = []
             else:
-                blocks.append(current)
+                found.append(current)
                 current = None
         elif current is not None:
             current.append(line)
-    return next(b for b in blocks if b and b[0].startswith(start))
+    return found
+
+
+def block(doc: str, start: str) -> list[str]:
+    """The lines of the first code block of ``doc`` that starts with ``start``."""
+    return next(b for b in blocks(doc) if b and b[0].startswith(start))
+
+
+def source(doc: str, line: str) -> str:
+    """The first code block of ``doc`` with ``line`` in it, as a file: a suite the page shows
+    whole is run as the page shows it."""
+    for lines in blocks(doc):
+        if line in lines:
+            return "\n".join(lines) + "\n"
+    raise LookupError(f"{doc}: no code block has the line {line!r}")
 
 
 def run(name: str, files: dict[str, Layout | str], args: list[str]) -> list[str]:
@@ -176,6 +191,10 @@ SAMPLES: list[tuple[str, str, str, dict[str, Layout | str], list[str]]] = [
         "test_login.py": {1: IMPORT, 3: "from .test_users import test_create_user",
                           5: "@pytest.mark.depends_on(test_create_user)",
                           6: "def test_login(): pass"}}, []),
+    ("docs/markers.md", "2 dependencies and 1 cleanup pulled in by selection:", "subset",
+     {"test_db.py": source("docs/markers.md", "def test_insert_rows():")}, ["-k", "query", "-v"]),
+    ("docs/markers.md", "SKIPPED [1] test_db.py:4: depgraph: nothing to clean up", "alone",
+     {"test_db.py": source("docs/markers.md", "def test_insert_rows():")}, ["-k", "drop", "-rs"]),
     (ERRORS, "_____________________ ERROR collecting tests/test_shop.py", "lockerr",
      {"tests/test_shop.py": _lock_mistakes(True)}, ["tests"]),
     (ERRORS, "depgraph: these tests cannot hold their resources", "lockblocks",

@@ -193,13 +193,21 @@ def _edge_attrs(edge: Edge) -> list[str]:
 
 
 def render(
-    plan: Plan, recorder: OutcomeRecorder | None, skips: Mapping[str, str] | None = None
+    plan: Plan,
+    recorder: OutcomeRecorder | None,
+    skips: Mapping[str, str] | None = None,
+    *,
+    rankdir: str = "BT",
 ) -> str:
-    """The DOT text. Without a recorder (``--collect-only``) nodes carry no outcome."""
+    """The DOT text. Without a recorder (``--collect-only``) nodes carry no outcome.
+
+    ``rankdir``: where the dependencies are drawn, ``"BT"`` above their dependents, ``"RL"``
+    to their left (the run report's choice for a wide graph, :mod:`.drawing`).
+    """
     skips = skips or {}
     lines = [
         "digraph depgraph {",
-        '  rankdir = "BT";',
+        f"  rankdir = {_quote(rankdir)};",
         '  fontname = "Helvetica";',
         '  node [shape = "box", style = "rounded,filled", fillcolor = "white", '
         'fontname = "Helvetica"];',
@@ -209,7 +217,10 @@ def render(
     for node, nodeid in enumerate(plan.nodeids):
         files.setdefault(nodeid.split("::", 1)[0], []).append(node)
     outcomes: set[str] = set()
-    for cluster, (path, nodes) in enumerate(files.items()):
+    clusters = list(enumerate(files.items()))
+    if rankdir in ("LR", "RL"):
+        clusters.reverse()  # drawn sideways, dot stacks the files last-written on top
+    for cluster, (path, nodes) in clusters:
         lines.append(f"  subgraph {_quote(f'cluster_{cluster}')} {{")
         lines.append(f"    label = {_quote(path)};")
         for node in nodes:

@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
+from pytest_depgraph import words
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.timeline import Bound, Timeline
-from pytest_depgraph.output import dot
+from pytest_depgraph.output import dot, drawing
 from pytest_depgraph.run.outcomes import (
     ERROR,
     FAILED,
@@ -76,27 +77,23 @@ def graph_svg(
     if not plan.graph.edge_count:
         return "", "This run has no dependencies between its tests: there is no graph to draw."
     if plan.item_count > GRAPH_LIMIT:
-        return "", (f"The graph has {plan.item_count} tests, too many to draw here (at most "
-                    f"{GRAPH_LIMIT}). Write it with --depgraph-dot and open it in a viewer "
-                    "that can pan and search.")
+        return "", (f"The graph has {words.tests(plan.item_count)}, too many to draw here "
+                    f"(at most {GRAPH_LIMIT}). Write it with --depgraph-dot and open it in a "
+                    "viewer that can pan and search.")
     program = shutil.which("dot")
     if program is None:
         return "", ("Graphviz is not installed (no 'dot' program on PATH), so the graph is not "
                     "drawn. Install it (e.g. apt-get install graphviz) and run again, or "
                     "write the graph with --depgraph-dot.")
     try:
-        done = subprocess.run(
-            [program, "-Tsvg"], input=dot.render(plan, recorder, skips),
-            capture_output=True, text=True, timeout=GRAPH_TIMEOUT,
-        )
+        svg = drawing.draw(program, plan, recorder, skips, GRAPH_TIMEOUT)
     except subprocess.TimeoutExpired:
         return "", (f"Graphviz took more than {GRAPH_TIMEOUT:.0f} s to lay the graph out; "
                     "write it with --depgraph-dot instead.")
     except OSError as error:
         return "", f"Graphviz could not be run: {error}"
-    if done.returncode != 0:
-        return "", f"Graphviz failed to draw the graph: {done.stderr.strip()}"
-    svg = done.stdout
+    except drawing.DrawingError as error:
+        return "", f"Graphviz failed to draw the graph: {error}"
     # inline SVG: no XML declaration or doctype, which are not allowed inside HTML
     return svg[svg.find("<svg"):], ""
 

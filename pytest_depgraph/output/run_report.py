@@ -49,6 +49,9 @@ class RunReport(WrittenFile):
         #: the session around the tests; ``started``: the process's start, or this moment
         self.session_log = SessionLog(started)
 
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.log.started(nodeid)
+
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.log.record(report)

@@ -34,6 +34,12 @@ class SpanLog:
         self.spans: dict[str, Span] = {}
         #: per worker: (controller clock at arrival, report's stop on the worker's clock)
         self._arrivals: dict[str, list[tuple[float, float]]] = {}
+        #: per node id: this process's clock when the test was said to start
+        self._started: dict[str, float] = {}
+
+    def started(self, nodeid: str) -> None:
+        """The test started now (``pytest_runtest_logstart``, forwarded by xdist's workers)."""
+        self._started.setdefault(nodeid, time.time())
 
     def record(self, report: pytest.TestReport) -> None:
         """Take one phase report (any process)."""
@@ -42,10 +48,14 @@ class SpanLog:
         arrived = time.time()
         stop = float(getattr(report, "stop", 0.0) or 0.0)
         start = float(getattr(report, "start", 0.0) or 0.0)
-        worker = getattr(report, "worker_id", None)
+        worker = getattr(report, "worker_id", None) or _crashed_on(report)
         if not stop:
-            # a report made without timestamps (a crashed worker's test): it ended just now
-            stop, start = arrived, arrived - report.duration
+            # a report made without timestamps: xdist's, for the test a crashed worker was
+            # running. The test ran from its start until now, when the crash was seen: on the
+            # worker's clock, as its other reports (the ones that arrived before the crash)
+            skew = clock_offset(self._arrivals.get(worker, [])) if worker else 0.0
+            stop = arrived - skew
+            start = self._started.get(report.nodeid, arrived - report.duration) - skew
         elif worker is not None:
             self._arrivals.setdefault(worker, []).append((arrived, stop))
         seen = self.spans.get(report.nodeid)
@@ -122,6 +132,15 @@ class SessionLog:
             _add(out, worker, "waiting", marks.get("collected"), first or down)
             _add(out, worker, "finish", final, down)
         return out
+
+
+def _crashed_on(report: pytest.TestReport) -> str | None:
+    """The worker of xdist's report for a test whose worker crashed: that report has no
+    ``worker_id``, but the controller's node of the worker (``node``, with its ``gateway.id``),
+    as xdist's worker reports on the controller do."""
+    gateway = getattr(getattr(report, "node", None), "gateway", None)
+    found = getattr(gateway, "id", None)
+    return found if isinstance(found, str) else None
 
 
 def _add(out: list[Phase], lane: str, name: str, start: float | None,

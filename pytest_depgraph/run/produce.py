@@ -22,6 +22,7 @@ from pytest_depgraph.hosts import pytest as host
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
 from pytest_depgraph.run.units import block_cycles
+from pytest_depgraph.words import plural, tests
 
 
 def widen(config: pytest.Config) -> None:
@@ -141,8 +142,8 @@ def _print_timings(config: pytest.Config, result: Result) -> None:
         return
     plan = result.plan
     terminal.write_line(
-        f"depgraph timings: {plan.item_count} tests, {plan.graph.edge_count} edges after "
-        f"reduction: {_phases(result.timings)}"
+        f"depgraph timings: {tests(plan.item_count)}, {plural(plan.graph.edge_count, 'edge')} "
+        f"after reduction: {_phases(result.timings)}"
     )
     # CPU time as well: on a loaded machine wall time says more about the others than us
     terminal.write_line(f"depgraph timings (CPU): {_phases(result.cpu_timings)}")

@@ -239,7 +239,8 @@ def unhonoured_message(plan: Plan, dist: str) -> str:
     ]
     more = f"\n  ... and {len(edges) - 5} more" if len(edges) > 5 else ""
     return (
-        f"depgraph: --dist {dist} cannot honour {len(edges)} of {len(edges)} dependencies: "
+        f"depgraph: --dist {dist} cannot honour {len(edges)} of "
+        f"{plural(len(edges), 'dependency')}: "
         "their tests may run on different workers, in any order, and a failure does not skip "
         "its dependents:\n" + "\n".join(shown) + more + "\n"
         "Use --dist load (the default of -n), loadfile, loadscope or loadgroup to run them in "
