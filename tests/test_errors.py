@@ -182,6 +182,67 @@ def test_continue_on_collection_errors_runs_the_rest(pytester: pytest.Pytester, 
     )
 
 
+#: four tests each after the three others: one component of many loops
+CLIQUE = """
+import pytest
+
+@pytest.mark.depends_on("test_b", "test_c", "test_d", on_failure="run")
+def test_a(): pass
+
+@pytest.mark.depends_on("test_a", "test_c", "test_d", on_failure="run")
+def test_b(): pass
+
+@pytest.mark.depends_on("test_a", "test_b", "test_d", on_failure="run")
+def test_c(): pass
+
+@pytest.mark.depends_on("test_a", "test_b", "test_c", on_failure="run")
+def test_d(): pass
+
+def test_free(): pass
+"""
+
+
+def test_a_cycle_of_many_loops_stops_each_of_its_tests(
+    pytester: pytest.Pytester, run: Run
+) -> None:
+    """Every test of a component with more than one loop is in the cycle reported, not only
+    those of the loop shown (the others were left in the graph: an INTERNALERROR)."""
+    pytester.makepyfile(test_c=CLIQUE)
+    result = run("--continue-on-collection-errors")
+    _assert_clean(result)
+    result.assert_outcomes(passed=1, errors=5)
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_d*", "depgraph: dependency cycle*"])
+
+
+def test_an_inconsistency_of_the_build_is_a_collection_error_that_says_what_to_report(
+    pytester: pytest.Pytester, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A graph left cyclic after validation (a bug of ours: here validation is made to find
+    no cycle) is a collection error naming the tests and what to report, not a traceback;
+    with ``--continue-on-collection-errors`` the other tests run."""
+    from pytest_depgraph.collect import build
+
+    monkeypatch.setattr(build, "find_cycles", lambda graph, kahn=None: [])
+    pytester.makepyfile(test_c=CLIQUE)
+    result = run()
+    _assert_clean(result)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([
+        "depgraph: internal error: the order of these tests could not be found after the",
+        "dependency cycles were checked (an inconsistency of pytest-depgraph, not of your",
+        "declarations); they and the tests that require them do not run:",
+        "  test_c.py::test_a",
+        "  test_c.py::test_b",
+        "  test_c.py::test_c",
+        "  test_c.py::test_d",
+        "  Please report it to the pytest-depgraph maintainers with the declarations of these",
+        "*Interrupted: 1 error during collection*",
+    ])
+    result = run("--continue-on-collection-errors")
+    _assert_clean(result)
+    result.assert_outcomes(passed=1, errors=5)
+
+
 def test_mark_on_fixture_points_to_the_decorator(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_f="""

@@ -404,6 +404,21 @@ def broken_dependent(dependent: str, broken: str) -> str:
             "dependency error reported above")
 
 
+def inconsistency(stuck: Sequence[str]) -> str:
+    """The graph left after validation still has a cycle through the tests ``stuck``: a bug
+    of ours, which the user can only report."""
+    shown = "\n".join(f"  {nodeid}" for nodeid in stuck[:CYCLE_SHOW])
+    more = f"\n  … {len(stuck) - CYCLE_SHOW:,} more" if len(stuck) > CYCLE_SHOW else ""
+    return (
+        "depgraph: internal error: the order of these tests could not be found after the\n"
+        "dependency cycles were checked (an inconsistency of pytest-depgraph, not of your\n"
+        f"declarations); they and the tests that require them do not run:\n{shown}{more}\n"
+        "  Please report it to the pytest-depgraph maintainers with the declarations of these\n"
+        "  tests and the pytest-depgraph version; the other tests still run with\n"
+        "  --continue-on-collection-errors."
+    )
+
+
 # -- the peer plugins' markers ---------------------------------------------------------------
 
 
