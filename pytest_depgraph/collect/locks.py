@@ -1,5 +1,6 @@
 """Shared resources as declared: the ``resource_lock``, ``exclusive`` and ``weight`` markers, the
-``resource_lock`` decorator for fixtures, and their arguments validated.
+``resource_lock`` decorator (for fixtures, tests, classes and modules), and their arguments
+validated.
 
 As with ``depends_on``, validation happens when the plan is built: a bad argument is a
 collection error that names the test, not an import-time traceback. What the tests hold is
@@ -20,7 +21,8 @@ EXCLUSIVE = "exclusive"
 WEIGHT = "weight"
 #: every marker of shared resources
 MARKERS = (LOCK, EXCLUSIVE, WEIGHT)
-#: attribute holding the locks made with :func:`resource_lock` on a fixture
+#: attribute holding the locks made with :func:`resource_lock` on a fixture, a test, a class
+#: or a module
 ATTRIBUTE = "_depgraph_resource_lock"
 MARKER_HELP = (
     "resource_lock(name, mode='write', scope='test'): on -n, never run this test beside "
@@ -72,12 +74,13 @@ def resource_lock(
     **unknown: object,
 ) -> Callable[[F], F]:
     """Declare a shared resource on a fixture: every test that uses the fixture (directly,
-    through other fixtures, autouse) holds it while it runs.
+    through other fixtures, autouse) holds it while it runs. On a test function, a test
+    class or a module object, it works as ``@pytest.mark.resource_lock`` there.
 
-    Takes the arguments of ``@pytest.mark.resource_lock``; the scope defaults to the
-    fixture's (a module-scoped fixture's users hold the lock as one block, back to back on
-    one worker). Works above or below ``@pytest.fixture``. Bad arguments are reported at
-    collection, naming the fixture.
+    Takes the arguments of ``@pytest.mark.resource_lock``; on a fixture the scope defaults to
+    the fixture's (a module-scoped fixture's users hold the lock as one block, back to back
+    on one worker). Works above or below ``@pytest.fixture``. Bad arguments are reported at
+    collection, naming the test or the fixture.
     """
     frame = sys._getframe(1)
     kwargs: dict[str, Any] = {"mode": mode, **unknown}

@@ -1,7 +1,8 @@
 """Shared resources: the ``resource_lock``, ``exclusive`` and ``weight`` marks of a test and of its
-classes and modules (:class:`ResourceMarks`), and ``@resource_lock`` on the fixtures it uses
-(:class:`FixtureLocks`). What they declare are claims, not edges
-(:mod:`pytest_depgraph.collect.resources` makes them the plan's resources).
+classes and modules (:class:`ResourceMarks`), ``@resource_lock`` on its function, class or
+module (:class:`DecoratedLocks`) and on the fixtures it uses (:class:`FixtureLocks`). What they
+declare are claims, not edges (:mod:`pytest_depgraph.collect.resources` makes them the plan's
+resources).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_depgraph.collect import problems, safe
-from pytest_depgraph.collect.context import Context, function_of
+from pytest_depgraph.collect.context import Context, class_of, function_of
 from pytest_depgraph.collect.locks import (
     EXCLUSIVE,
     LOCK,
@@ -43,6 +44,9 @@ from pytest_depgraph.hosts.pytest import (
     fixture_info,
     fixtures_by_name,
 )
+
+#: what an error calls the decorator on a test, its class or module
+DECORATOR_LABEL = f"@{LOCK}"
 
 #: a lock's scope on a fixture, by the fixture's scope
 _FIXTURE_SCOPES = {"function": "test", "class": "class", "module": "module",
@@ -138,3 +142,41 @@ class FixtureLocks(Reader):
                 continue
             claims.append(Claim(ClaimKind.LOCK, Held(*lock, where, fixture)))
         return Found(problems=trouble, claims=claims) if claims or trouble else NOTHING
+
+
+class DecoratedLocks(Reader):
+    """``@resource_lock`` on a test's function (or what it wraps), on its class and on its
+    module object: as the marker there, every test below it holds the lock (scope ``"test"``
+    unless it says otherwise)."""
+
+    sharing = Sharing.DEFINITION
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+
+    def declares(self, marks: Marks) -> bool:
+        # a lock exists only on objects it was attached to in this process
+        return fixture_locks_made()
+
+    def places(self, item: pytest.Item, position: int) -> Sequence[Place]:
+        owners = (function_of(item), class_of(item), safe.attr(item, "module"))
+        return [Place(id(owner), owner, None) for owner in owners if owner is not None]
+
+    def read(self, place: Place, position: int) -> Found:
+        declared = fixture_locks(place.node)
+        if not declared:
+            return NOTHING  # the usual test function
+        context = self.context
+        claims: list[Claim] = []
+        trouble: list[problems.Problem] = []
+        for raw in declared:
+            where = context.relative(raw.where)
+            try:
+                lock = validate_lock(raw.args, raw.kwargs, "test", context.capacity)
+            except LockError as error:
+                message = problems.declaration_error(where, error, DECORATOR_LABEL,
+                                                     context.nodeids[position])
+                trouble.append(context.problem(message, where.rsplit(":", 1)[0]))
+                continue
+            claims.append(Claim(ClaimKind.LOCK, Held(*lock, where)))
+        return Found(problems=trouble, claims=claims)
