@@ -53,6 +53,14 @@ class Held(NamedTuple):
     fixture: str = ""
 
 
+class Weight(NamedTuple):
+    """One ``weight(k)`` mark as declared."""
+
+    k: int
+    #: ``file:line`` of the mark
+    where: str
+
+
 class RawLock(NamedTuple):
     """A :func:`resource_lock` call on a fixture, before validation."""
 

@@ -602,6 +602,20 @@ def lock_label(marker: str, fixture: str = "") -> str:
     return f"@resource_lock on fixture '{fixture}'" if fixture else f"@pytest.mark.{marker}"
 
 
+def second_weight(nodeid: str, k: int, first: int, first_where: str) -> str:
+    """A second ``weight`` mark applies to a test."""
+    return (f"weight({k}) is a second weight mark on {nodeid}, which weight({first}) at "
+            f"{first_where} already weighs; keep one weight mark for the test (on the test, "
+            "or on its class or module for all of their tests).")
+
+
+def class_lock_outside_class(nodeid: str) -> str:
+    """A lock of class scope on a test outside any class."""
+    return (f"scope='class' on {nodeid}, which is not in a class: a class block holds the "
+            "tests of one class. Write scope='module' for the module's tests as one block, "
+            "or leave scope out for each test on its own.")
+
+
 def lone_resource(name: str, test: str, close: str, holders: int) -> str:
     """Resource ``name``, held by ``test`` alone, is close to ``close``, which ``holders``
     tests hold: a typo would be a second lock."""

@@ -21,6 +21,7 @@ from pytest_depgraph.collect.locks import (
     WEIGHT,
     Held,
     LockError,
+    Weight,
     fixture_locks,
     fixture_locks_made,
     validate_exclusive,
@@ -98,7 +99,7 @@ def _claim(name: str, args: Any, kwargs: Any, where: str, context: Context) -> C
         validate_exclusive(args, kwargs)
         return Claim(ClaimKind.EXCLUSIVE, None)
     assert name == WEIGHT
-    return Claim(ClaimKind.WEIGHT, validate_weight(args, kwargs))
+    return Claim(ClaimKind.WEIGHT, Weight(validate_weight(args, kwargs), where))
 
 
 class FixtureLocks(Reader):
