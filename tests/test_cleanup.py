@@ -3,6 +3,7 @@ whatever their outcomes, and is skipped when none of its targets ran."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterable
 from pathlib import Path
@@ -507,3 +508,42 @@ def test_random_cleanups_of_random_targets_never_make_a_cycle(
                 # through a third test it may (one waits for a cleanup of a user that cleans
                 # up the other too), directly never
                 assert plan.graph.edge(node[one], node[other]) is None, text
+
+
+IDLE = """
+import pytest
+
+@pytest.mark.skip(reason="not here")
+def test_make():
+    pass
+
+@pytest.mark.cleanup_of("test_make")
+def test_clean():
+    pass
+
+def test_fail():
+    assert 0
+"""
+
+
+@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
+def test_a_cleanup_that_nothing_needed_is_not_a_failure_to_run_again(
+    pytester: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
+    """A cleanup whose only target is skip-marked does not run; it is not kept for ``--lf``
+    (it was, for ever: ``--lf`` ran it alone, with nothing to clean up again) and the summary
+    says why it did not run, not "skipped because of 1 upstream test"."""
+    pytester.makepyfile(test_idle=IDLE)
+    first = pytester.runpytest("-p", "no:randomly", *workers)
+    first.assert_outcomes(failed=1, skipped=2)
+    first.stdout.fnmatch_lines([
+        "1 cleanup did not run, with nothing to clean up (none of its targets ran):",
+        "  test_idle.py::test_clean",
+    ])
+    assert "upstream" not in first.stdout.str()
+    lastfailed = pytester.path / ".pytest_cache" / "v" / "cache" / "lastfailed"
+    assert json.loads(lastfailed.read_text()) == {"test_idle.py::test_fail": True}
+    again = pytester.runpytest("-p", "no:randomly", "--lf", "-q", *workers)
+    # the workers deselect: the xdist controller's summary does not count them
+    again.assert_outcomes(failed=1, deselected=None if workers else 2)
+    assert json.loads(lastfailed.read_text()) == {"test_idle.py::test_fail": True}
