@@ -686,7 +686,8 @@ def test_loose_settings_are_usage_errors_or_warnings_at_their_place(
     infinite = run()
     assert infinite.ret == pytest.ExitCode.USAGE_ERROR
     infinite.stderr.fnmatch_lines([
-        "ERROR: --depgraph-durations */durations.json: the entry 'test_a.py::test_a': inf is "
+        "ERROR: depgraph_durations = durations.json in tox.ini:2: the entry "
+        "'test_a.py::test_a': inf is "
         "not a node id and a number of seconds (0 or more), and no test lasts for ever*",
     ])
     pytester.path.joinpath("durations.json").unlink()

@@ -66,19 +66,20 @@ def read_given(config: pytest.Config, path: str, shards: bool) -> dict[str, floa
     """The durations in the file ``--depgraph-durations`` names (``path``), read once at
     configure time: a usage error naming it when it cannot be read; none, with a warning, when
     it does not exist yet. ``shards``: the run is split into shards (said in the warning)."""
+    given, file, line = durations_option(config)
     try:
         found = read_file(path)
     except FileError as error:
+        what = str(error).removeprefix(f"{path}: ")
         raise pytest.UsageError(
-            f"--depgraph-durations {error}. Give a file written by "
-            "--depgraph-store-durations or pytest-split's --store-durations."
+            f"{given}: {what}. Give a file written by --depgraph-store-durations or "
+            "pytest-split's --store-durations."
         ) from None
     if found is None:
         meaning = (
             "every test weighs 1 s in the shard split" if shards
             else "the walk weighs the tests by pytest's cache alone"
         )
-        given, file, line = durations_option(config)
         message = (f"depgraph: {given} does not exist: {meaning}. Write it with "
                    f"--depgraph-store-durations {path}.")
         _warn_at(config, pytest.PytestWarning(message), file or "<command line>", line or 1)
