@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_depgraph.collect import problems
+from pytest_depgraph.collect import problems, resource_problems
 from pytest_depgraph.collect.locks import Held, Weight
 from pytest_depgraph.collect.readers.base import Claim, ClaimKind
 from pytest_depgraph.collect.readers.peer import warn_at
@@ -62,15 +62,16 @@ def resources(
                 if first_weight is weight:
                     slots[node] = weight.k
                 else:
-                    _mistake(mistakes, weight.where, problems.second_weight(
+                    _mistake(mistakes, weight.where, resource_problems.second_weight(
                         collected[position].nodeid, weight.k, first_weight.k,
                         first_weight.where))
             elif claim.kind is ClaimKind.LOCK:
                 lock: Held = claim.value
                 if (lock.scope == "class" and not lock.fixture
                         and collected[position].getparent(pytest.Class) is None):
-                    _mistake(mistakes, lock.where,
-                             problems.class_lock_outside_class(collected[position].nodeid))
+                    outside = resource_problems.class_lock_outside_class(
+                        collected[position].nodeid)
+                    _mistake(mistakes, lock.where, outside)
                     continue
                 holders.setdefault(lock.name, set()).add(node)
                 first.setdefault(lock.name, (lock.where, position))
@@ -146,7 +147,7 @@ def _lone_names(
         if not close:
             continue
         where, position = first[name]
-        message = problems.lone_resource(name, collected[position].nodeid, close[0],
+        message = resource_problems.lone_resource(name, collected[position].nodeid, close[0],
                                          len(holders[close[0]]))
         try:
             warn_at(message, rootpath, where)

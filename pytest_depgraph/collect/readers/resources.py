@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_depgraph.collect import problems, safe
+from pytest_depgraph.collect import problems, resource_problems, safe
 from pytest_depgraph.collect.context import Context, class_of, function_of
 from pytest_depgraph.collect.locks import (
     EXCLUSIVE,
@@ -85,8 +85,8 @@ class ResourceMarks(Reader):
             claim = _claim(mark.name, mark.args, mark.kwargs, where, self.context)
         except LockError as error:
             nodeid = self.context.nodeids[position]
-            message = problems.declaration_error(where, error, problems.lock_label(mark.name),
-                                                 nodeid)
+            label = resource_problems.lock_label(mark.name)
+            message = problems.declaration_error(where, error, label, nodeid)
             return Found(problems=[self.context.problem(message, nodeid.split("::", 1)[0])])
         return Found(claims=[claim])
 
@@ -137,7 +137,7 @@ class FixtureLocks(Reader):
                 lock = validate_lock(raw.args, raw.kwargs, scope, context.capacity)
             except LockError as error:
                 message = problems.declaration_error(where, error,
-                                                     problems.lock_label(LOCK, fixture),
+                                                     resource_problems.lock_label(LOCK, fixture),
                                                      context.nodeids[position])
                 trouble.append(context.problem(message, where.rsplit(":", 1)[0]))
                 continue
