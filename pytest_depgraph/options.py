@@ -230,6 +230,13 @@ def _resources(config: pytest.Config) -> dict[str, int] | None:
                 "write its name, or 'name: N' with N a whole number of at least 1 (the most "
                 "tests that write it at once)"
             )
+        if not colon and len(name.split()) > 1:
+            joined = "_".join(name.split())
+            raise pytest.UsageError(
+                f"depgraph_resources{_ini_line(config, line)}: {line!r} is not a resource name: "
+                f"a name has no spaces, one a line. Write {joined!r} (and the same name in its "
+                "resource_lock marks), or 'name: N' for a capacity"
+            )
         if name in capacity:
             raise pytest.UsageError(
                 f"depgraph_resources{_ini_line(config, line)}: {name!r} is listed twice"
@@ -251,6 +258,29 @@ def _ini_line(config: pytest.Config, line: str) -> str:
         if found.strip() == line or found.strip().strip("\"'") == line:
             return f" in {inipath.name}:{number}"
     return f" in {inipath.name}"
+
+
+def durations_option(config: pytest.Config) -> tuple[str, str, int]:
+    """Where ``--depgraph-durations``' path came from: (words for a message, the file and the
+    line a warning about it is shown at). The option: its words, and no file (line 0); the
+    ini key: its words, the ini file and the key's line in it."""
+    given = config.getoption("depgraph_durations")
+    if given:
+        return f"--depgraph-durations {given}", "", 0
+    raw = str(config.getini("depgraph_durations")).strip()
+    inipath = config.inipath
+    if inipath is None:  # pragma: no cover - an ini value comes from an ini file
+        return f"depgraph_durations = {raw}", "", 0
+    line = 0
+    try:
+        for number, text in enumerate(inipath.read_text(encoding="utf-8").splitlines(), 1):
+            if text.strip().startswith("depgraph_durations"):
+                line = number
+                break
+    except (OSError, UnicodeDecodeError):
+        pass
+    where = f"{inipath.name}:{line}" if line else inipath.name
+    return f"depgraph_durations = {raw} in {where}", str(inipath), line
 
 
 def dot_option(config: pytest.Config, path: str) -> str:

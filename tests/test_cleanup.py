@@ -3,12 +3,22 @@ whatever their outcomes, and is skipped when none of its targets ran."""
 
 from __future__ import annotations
 
+import json
+import random
+from collections.abc import Iterable
+from pathlib import Path
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_depgraph.core.graph import Graph
+from pytest_depgraph.core.paths import reachable
 from pytest_depgraph.core.plan import Cleanup, Plan
 
 from .conftest import Run, names, skip_reasons
+from .fake_workers import collected_plan
+from .graph_strategies import PROPERTIES
 from .helpers import RAN_CONFTEST, ran
 
 WORKERS = [(), ("-n", "2")]
@@ -221,3 +231,319 @@ def test_the_plan_carries_the_cleanups_to_the_controller() -> None:
     plan = Plan(["a", "b", "c"], Graph(3), [0, 0, 0], 2,
                 cleanups={1: Cleanup((0,), ("c",))})
     assert Plan.from_json(plan.to_json()).cleanups == {1: Cleanup((0,), ("c",))}
+
+
+#: each test's setup start and teardown end, one line each, appended in the order they happen
+#: on every worker (an append of one line is atomic): ``start|node id`` and ``end|node id``
+SPAN_CONFTEST = """
+import os
+import pytest
+
+LOG = os.path.join(os.path.dirname(__file__), "spans.log")
+
+def _write(what, item):
+    with open(LOG, "a") as f:
+        f.write(f"{what}|{item.nodeid}\\n")
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _write("start", item)
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item):
+    try:
+        return (yield)
+    finally:
+        _write("end", item)
+"""
+
+
+def spans(folder: Path) -> list[tuple[str, str]]:
+    """The log of :data:`SPAN_CONFTEST` in ``folder``: (``start`` or ``end``, node id), in
+    the order it happened."""
+    lines = (folder / "spans.log").read_text().splitlines()
+    return [(what, nodeid) for what, nodeid in (line.split("|", 1) for line in lines)]
+
+
+def assert_after(log: list[tuple[str, str]], later: str, earlier: Iterable[str]) -> None:
+    """The test ``later`` started after each of ``earlier`` ended (node ids)."""
+    started = log.index(("start", later))
+    for nodeid in earlier:
+        assert log.index(("end", nodeid)) < started, f"{later} started before {nodeid} ended"
+
+
+MANY = """
+import pytest
+import pytest_depgraph
+
+def test_create():
+    pass
+
+@pytest.mark.depends_on("test_create")
+def test_use():
+    pass
+
+@pytest.mark.cleanup_of("test_create")
+def test_clean_one():
+    pass
+
+@pytest.mark.cleanup_of("test_create")
+def test_clean_two():
+    pass
+
+@pytest.mark.cleanup_of("test_create")
+@pytest.mark.parametrize("n", [1, 2])
+def test_clean_each(n):
+    pass
+
+@pytest.mark.cleanup_of("test_create")
+class TestCleanups:
+    def test_a(self):
+        pass
+
+    def test_b(self):
+        pass
+
+@pytest_depgraph.cleanup_of("test_create")
+class TestDecorated:
+    def test_c(self):
+        pass
+
+    def test_d(self):
+        pass
+
+# a chain: this cleanup waits for another because an edge says so
+@pytest.mark.cleanup_of("test_create")
+@pytest.mark.depends_on("test_clean_two", on_failure="run")
+def test_clean_after_two():
+    pass
+
+# a cleanup of a cleanup
+@pytest.mark.cleanup_of("test_clean_one")
+def test_clean_the_cleanup():
+    pass
+"""
+
+MANY_MODULE = """
+import pytest
+
+pytestmark = pytest.mark.cleanup_of("test_many.py::test_create")
+
+def test_module_a():
+    pass
+
+def test_module_b():
+    pass
+"""
+
+
+@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
+def test_a_target_may_have_many_cleanups_in_every_form(
+    pytester: pytest.Pytester, run: Run, workers: tuple[str, ...]
+) -> None:
+    """Functions, a parametrized one, a class of them (marker and decorator), a module's
+    ``pytestmark``, a chain and a cleanup of a cleanup, all of one target that has a
+    dependent: no cycle and no internal error (both were, before), each runs after the
+    target and its dependent ended, and only an edge orders them among themselves."""
+    pytester.makeconftest(SPAN_CONFTEST)
+    pytester.makepyfile(test_many=MANY, test_many_module=MANY_MODULE)
+    result = run(*workers)
+    result.assert_outcomes(passed=14)
+    log = spans(pytester.path)
+    file = "test_many.py"
+    target, user = f"{file}::test_create", f"{file}::test_use"
+    cleanups = [
+        f"{file}::{name}" for name in [
+            "test_clean_one", "test_clean_two", "test_clean_each[1]", "test_clean_each[2]",
+            "TestCleanups::test_a", "TestCleanups::test_b", "TestDecorated::test_c",
+            "TestDecorated::test_d", "test_clean_after_two",
+        ]
+    ] + ["test_many_module.py::test_module_a", "test_many_module.py::test_module_b"]
+    for cleanup in cleanups:
+        assert_after(log, cleanup, [target, user])
+    assert_after(log, f"{file}::test_clean_after_two", [f"{file}::test_clean_two"])
+    assert_after(log, f"{file}::test_clean_the_cleanup", [f"{file}::test_clean_one"])
+    plan = collected_plan(pytester)
+    siblings = [plan.nodeids.index(cleanup) for cleanup in cleanups]
+    waits = {
+        (plan.nodeids[cleanup], plan.nodeids[other])
+        for cleanup in siblings
+        for other in reachable(plan.graph, [cleanup], "dependencies")
+        if other in siblings
+    }
+    assert waits == {(f"{file}::test_clean_after_two", f"{file}::test_clean_two")}
+
+
+REPEAT_CONFTEST = SPAN_CONFTEST + """
+# what pytest-repeat's --count 3 does: every test parametrized three times
+def pytest_generate_tests(metafunc):
+    metafunc.fixturenames.append("repeat")
+    metafunc.parametrize("repeat", [1, 2, 3], indirect=True, ids=lambda n: f"{n}-3")
+
+@pytest.fixture
+def repeat(request):
+    return request.param
+"""
+
+
+@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
+def test_a_repeated_file_with_a_cleanup_runs(
+    pytester: pytest.Pytester, run: Run, workers: tuple[str, ...]
+) -> None:
+    """Every test of a file with a cleanup repeated three times, as pytest-repeat's
+    ``--count 3`` does: each instance of the cleanup runs after every instance of its target
+    and of the target's dependent (it was a cycle)."""
+    pytester.makeconftest(REPEAT_CONFTEST)
+    pytester.makepyfile(test_shop=SHOP)
+    result = run(*workers)
+    result.assert_outcomes(passed=15)
+    log = spans(pytester.path)
+    file = "test_shop.py"
+    used = [f"{file}::{name}[{n}-3]" for name in ["test_login", "test_cart", "test_checkout"]
+            for n in (1, 2, 3)]
+    for n in (1, 2, 3):
+        assert_after(log, f"{file}::test_logout[{n}-3]", used)
+
+
+def _random_suite(seed: int, size: int) -> tuple[str, dict[str, set[str]], dict[str, set[str]],
+                                                  set[str]]:
+    """A file of ``size`` tests drawn with ``seed``, each depending only on tests before it:
+    plain tests (``depends_on`` of plain tests, either kind), cleanups (``cleanup_of`` tests
+    or cleanups before them; some with ``depends_on`` a plain test that depends on nothing and
+    that no cleanup before cleans up, some chained after an earlier cleanup of the same
+    targets), and tests that depend on one cleanup without ``depends_on``. Returns the file,
+    each cleanup's targets, the ``depends_on`` targets of each test, and the cleanups without
+    ``depends_on``."""
+    rng = random.Random(seed)
+    lines = ["import pytest", ""]
+    plain: list[str] = []
+    roots: list[str] = []
+    cleanups: dict[str, set[str]] = {}
+    depends: dict[str, set[str]] = {}
+    loose: set[str] = set()
+    for n in range(size):
+        name = f"test_{n}"
+        kind = rng.choice(["plain", "plain", "cleanup", "cleanup", "reader"]) if n else "plain"
+        if kind == "reader" and not loose:
+            kind = "plain"
+        marks: list[str] = []
+        after: set[str] = set()
+        if kind == "plain":
+            after = set(rng.sample(plain, rng.randint(0, min(2, len(plain)))))
+            if not after:
+                roots.append(name)
+            plain.append(name)
+        elif kind == "reader":
+            # one cleanup without depends_on: a test that depends on a cleanup and on what the
+            # cleanup waits for (or on a cleanup that does) uses it after its cleanup, a
+            # true cycle
+            after = {rng.choice(sorted(loose))}
+        else:
+            earlier = [f"test_{k}" for k in range(n)]
+            # a cleanup that uses a test an earlier cleanup cleans up would use it after
+            # its cleanup when it cleans that cleanup up as well: a true cycle
+            cleaned = set().union(*cleanups.values())
+            fresh = [root for root in roots if root not in cleaned]
+            targets = set(rng.sample(earlier, rng.randint(1, min(3, n))))
+            marks.append(f"@pytest.mark.cleanup_of({', '.join(map(repr, sorted(targets)))})")
+            twins = [c for c, t in cleanups.items() if t == targets]
+            if twins and rng.random() < 0.5:
+                after = {rng.choice(twins)}
+            elif fresh and rng.random() < 0.3:
+                after = {rng.choice(fresh)}
+            else:
+                loose.add(name)
+            cleanups[name] = targets
+        if after:
+            kind_word = rng.choice(['"skip"', '"run"'])
+            marks.append(f"@pytest.mark.depends_on({', '.join(map(repr, sorted(after)))}, "
+                         f"on_failure={kind_word})")
+        depends[name] = after
+        lines += [*marks, f"def {name}():", "    pass", ""]
+    return "\n".join(lines), cleanups, depends, loose
+
+
+@settings(PROPERTIES, max_examples=max(10, (PROPERTIES.max_examples or 200) // 10),
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.integers(0, 2**32), st.integers(3, 24))
+def test_random_cleanups_of_random_targets_never_make_a_cycle(
+    pytester: pytest.Pytester, seed: int, size: int
+) -> None:
+    """Random suites of targets, their dependents, many cleanups of one target, cleanups of
+    cleanups, chains of cleanups and tests that depend on cleanups: never a cycle, each
+    cleanup after its targets and every test that depends on one (not through the cleanup
+    itself, nor another cleanup of the target only because it depends on it), and two
+    cleanups of the same targets that declare nothing else never waiting for each other
+    directly."""
+    text, cleanups, depends, loose = _random_suite(seed, size)
+    module = f"test_random_{seed}_{size}"
+    for old in pytester.path.glob("test_random_*.py"):
+        old.unlink()
+    pytester.makepyfile(**{module: text})
+    plan = collected_plan(pytester)
+    assert plan.errors == []
+    node = {nodeid.rsplit("::", 1)[-1]: n for n, nodeid in enumerate(plan.nodeids)}
+    normal: dict[str, set[str]] = {}  # test -> the tests that depend on it by depends_on
+    for name, targets in depends.items():
+        for target in targets:
+            normal.setdefault(target, set()).add(name)
+    for cleanup, targets in cleanups.items():
+        waits = set(reachable(plan.graph, [node[cleanup]], "dependencies"))
+        # a cleanup of one of these targets that depends on it is no user of it
+        siblings = {other for other, cleaned in cleanups.items() if cleaned & targets}
+        users = set(targets)
+        stack = list(targets)
+        while stack:
+            used = stack.pop()
+            for user in normal.get(used, ()):
+                if used in targets and user in siblings:
+                    continue
+                if user != cleanup and user not in users:
+                    users.add(user)
+                    stack.append(user)
+        assert {node[user] for user in users - {cleanup}} <= waits, text
+    for one in loose:
+        for other in loose:
+            if one != other and cleanups[one] == cleanups[other]:
+                # through a third test it may (one waits for a cleanup of a user that cleans
+                # up the other too), directly never
+                assert plan.graph.edge(node[one], node[other]) is None, text
+
+
+IDLE = """
+import pytest
+
+@pytest.mark.skip(reason="not here")
+def test_make():
+    pass
+
+@pytest.mark.cleanup_of("test_make")
+def test_clean():
+    pass
+
+def test_fail():
+    assert 0
+"""
+
+
+@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
+def test_a_cleanup_that_nothing_needed_is_not_a_failure_to_run_again(
+    pytester: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
+    """A cleanup whose only target is skip-marked does not run; it is not kept for ``--lf``
+    (it was, for ever: ``--lf`` ran it alone, with nothing to clean up again) and the summary
+    says why it did not run, not "skipped because of 1 upstream test"."""
+    pytester.makepyfile(test_idle=IDLE)
+    first = pytester.runpytest("-p", "no:randomly", *workers)
+    first.assert_outcomes(failed=1, skipped=2)
+    first.stdout.fnmatch_lines([
+        "1 cleanup did not run, with nothing to clean up (none of its targets ran):",
+        "  test_idle.py::test_clean",
+    ])
+    assert "upstream" not in first.stdout.str()
+    lastfailed = pytester.path / ".pytest_cache" / "v" / "cache" / "lastfailed"
+    assert json.loads(lastfailed.read_text()) == {"test_idle.py::test_fail": True}
+    again = pytester.runpytest("-p", "no:randomly", "--lf", "-q", *workers)
+    # the workers deselect: the xdist controller's summary does not count them
+    again.assert_outcomes(failed=1, deselected=None if workers else 2)
+    assert json.loads(lastfailed.read_text()) == {"test_idle.py::test_fail": True}

@@ -182,6 +182,67 @@ def test_continue_on_collection_errors_runs_the_rest(pytester: pytest.Pytester, 
     )
 
 
+#: four tests each after the three others: one component of many loops
+CLIQUE = """
+import pytest
+
+@pytest.mark.depends_on("test_b", "test_c", "test_d", on_failure="run")
+def test_a(): pass
+
+@pytest.mark.depends_on("test_a", "test_c", "test_d", on_failure="run")
+def test_b(): pass
+
+@pytest.mark.depends_on("test_a", "test_b", "test_d", on_failure="run")
+def test_c(): pass
+
+@pytest.mark.depends_on("test_a", "test_b", "test_c", on_failure="run")
+def test_d(): pass
+
+def test_free(): pass
+"""
+
+
+def test_a_cycle_of_many_loops_stops_each_of_its_tests(
+    pytester: pytest.Pytester, run: Run
+) -> None:
+    """Every test of a component with more than one loop is in the cycle reported, not only
+    those of the loop shown (the others were left in the graph: an INTERNALERROR)."""
+    pytester.makepyfile(test_c=CLIQUE)
+    result = run("--continue-on-collection-errors")
+    _assert_clean(result)
+    result.assert_outcomes(passed=1, errors=5)
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_d*", "depgraph: dependency cycle*"])
+
+
+def test_an_inconsistency_of_the_build_is_a_collection_error_that_says_what_to_report(
+    pytester: pytest.Pytester, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A graph left cyclic after validation (a bug of ours: here validation is made to find
+    no cycle) is a collection error naming the tests and what to report, not a traceback;
+    with ``--continue-on-collection-errors`` the other tests run."""
+    from pytest_depgraph.collect import build
+
+    monkeypatch.setattr(build, "find_cycles", lambda graph, kahn=None: [])
+    pytester.makepyfile(test_c=CLIQUE)
+    result = run()
+    _assert_clean(result)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([
+        "depgraph: internal error: the order of these tests could not be found after the",
+        "dependency cycles were checked (an inconsistency of pytest-depgraph, not of your",
+        "declarations); they and the tests that require them do not run:",
+        "  test_c.py::test_a",
+        "  test_c.py::test_b",
+        "  test_c.py::test_c",
+        "  test_c.py::test_d",
+        "  Please report it to the pytest-depgraph maintainers with the declarations of these",
+        "*Interrupted: 1 error during collection*",
+    ])
+    result = run("--continue-on-collection-errors")
+    _assert_clean(result)
+    result.assert_outcomes(passed=1, errors=5)
+
+
 def test_mark_on_fixture_points_to_the_decorator(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         test_f="""
@@ -557,3 +618,90 @@ def test_markers_of_inherited_and_imported_classes_name_the_file_they_are_writte
         ]
     )
     _assert_clean(result)
+
+
+def test_loose_declarations_of_shared_resources_are_errors_naming_what_to_write(
+    pytester: pytest.Pytester, run: Run
+) -> None:
+    """Two ``weight`` marks on one test (the closest won silently) and ``scope="class"`` on a
+    test outside a class (it was taken as the module) are collection errors at the mark's
+    line; a class of them is fine."""
+    pytester.makepyfile(
+        test_res="""
+        import pytest
+
+        @pytest.mark.weight(2)
+        @pytest.mark.weight(3)
+        def test_two(): pass
+
+        @pytest.mark.weight(2)
+        class TestHeavy:
+            @pytest.mark.weight(4)
+            def test_heavier(self): pass
+
+            def test_as_its_class(self): pass
+
+        @pytest.mark.resource_lock("db", scope="class")
+        def test_loose(): pass
+
+        @pytest.mark.resource_lock("db", scope="class")
+        class TestBlock:
+            def test_in_class(self): pass
+        """
+    )
+    result = run("-p", "no:xdist")
+    _assert_clean(result)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([
+        "depgraph: test_res.py:3: weight(2) is a second weight mark on test_res.py::test_two, "
+        "which weight(3) at test_res.py:4 already weighs; keep one weight mark for the test "
+        "(on the test, or on its class or module for all of their tests).",
+        "depgraph: test_res.py:7: weight(2) is a second weight mark on "
+        "test_res.py::TestHeavy::test_heavier, which weight(4) at test_res.py:9 already *",
+        "depgraph: test_res.py:14: scope='class' on test_res.py::test_loose, which is not in a "
+        "class: a class block holds the tests of one class. Write scope='module' for the "
+        "module's tests as one block, or leave scope out for each test on its own.",
+        "*Interrupted: 3 errors during collection*",
+    ])
+
+
+def test_loose_settings_are_usage_errors_or_warnings_at_their_place(
+    pytester: pytest.Pytester, run: Run
+) -> None:
+    """A ``depgraph_resources`` line that is a name with a space, and a durations file entry of
+    ``1e999`` (infinity), are usage errors naming what to write; a missing durations file is a
+    warning shown at the ini line that names it (it was shown at our own code), and a usage
+    error under ``-W error``, not a traceback."""
+    pytester.makepyfile(test_a="def test_a(): pass")
+    pytester.makeini("[pytest]\ndepgraph_resources =\n    my db\n")
+    spaced = run()
+    assert spaced.ret == pytest.ExitCode.USAGE_ERROR
+    spaced.stderr.fnmatch_lines([
+        "ERROR: depgraph_resources in tox.ini:3: 'my db' is not a resource name: a name has no "
+        "spaces, one a line. Write 'my_db' (and the same name in its resource_lock marks), or "
+        "'name: N' for a capacity",
+    ])
+    pytester.makeini("[pytest]\ndepgraph_durations = durations.json\n")
+    pytester.path.joinpath("durations.json").write_text('{"test_a.py::test_a": 1e999}')
+    infinite = run()
+    assert infinite.ret == pytest.ExitCode.USAGE_ERROR
+    infinite.stderr.fnmatch_lines([
+        "ERROR: depgraph_durations = durations.json in tox.ini:2: the entry "
+        "'test_a.py::test_a': inf is "
+        "not a node id and a number of seconds (0 or more), and no test lasts for ever*",
+    ])
+    pytester.path.joinpath("durations.json").unlink()
+    missing = run()
+    missing.assert_outcomes(passed=1, warnings=1)
+    missing.stdout.fnmatch_lines([
+        "tox.ini:2",
+        "  */tox.ini:2: PytestWarning: depgraph: depgraph_durations = durations.json in "
+        "tox.ini:2 does not exist: the walk weighs the tests by pytest's cache alone. Write it "
+        "with --depgraph-store-durations */durations.json.",
+    ])
+    assert "durations.py" not in missing.stdout.str()
+    strict = run("-W", "error::pytest.PytestWarning")
+    assert strict.ret == pytest.ExitCode.USAGE_ERROR
+    strict.stderr.fnmatch_lines(["ERROR: depgraph: depgraph_durations = durations.json in *"])
+    for result in (spaced, infinite, missing, strict):
+        _assert_clean(result)

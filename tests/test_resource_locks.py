@@ -253,3 +253,87 @@ def test_on_three_workers_each_lock_holds(pytester: pytest.Pytester) -> None:
         "resource net (capacity 1): held * s; *",
         "resource port (capacity 1): held * s; *",
     ])
+
+
+#: ``@resource_lock`` on a test function, a class and a module object, as spans of WALKED
+DECORATED = """
+import os
+import sys
+import time
+
+import pytest
+from pytest_depgraph import resource_lock
+
+HERE = os.path.dirname(__file__)
+
+
+@pytest.fixture(autouse=True)
+def record(request):
+    start = time.monotonic()
+    yield
+    time.sleep(0.2)
+    end = time.monotonic()
+    with open(os.path.join(HERE, "spans.log"), "a") as f:
+        f.write(f"{request.node.name} {start} {end}\\n")
+
+
+@resource_lock("db")
+def test_function(): pass
+
+
+@resource_lock("db")
+class TestClass:
+    def test_one(self): pass
+    def test_two(self): pass
+
+
+def test_free(): pass
+"""
+
+DECORATED_MODULE = """
+import sys
+
+from pytest_depgraph import resource_lock
+
+from test_decorated import record
+
+resource_lock("db")(sys.modules[__name__])
+
+def test_in_module(): pass
+"""
+
+
+def test_the_decorator_on_tests_classes_and_modules_holds_as_the_marker(
+    pytester: pytest.Pytester,
+) -> None:
+    """``@resource_lock`` on a test function, a test class and a module object holds the lock
+    for each test below it, as the marker does (it was ignored: two such tests started at
+    once on ``-n 2``): no two of them overlap, from the times they logged. A bad argument is
+    an error at the decorator's line."""
+    pytester.makepyfile(test_decorated=DECORATED, test_decorated_module=DECORATED_MODULE)
+    result = pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", "-n", "2",
+                                           "-p", "no:randomly", timeout=120)
+    result.assert_outcomes(passed=5)
+    spans: dict[str, tuple[float, float]] = {}
+    for line in (pytester.path / "spans.log").read_text().splitlines():
+        name, start, end = line.split()
+        spans[name] = (float(start), float(end))
+    holders = ["test_function", "test_one", "test_two", "test_in_module"]
+    for k, a in enumerate(holders):
+        for b in holders[k + 1:]:
+            assert not _overlap(spans[a], spans[b]), (a, b, spans)
+    result.stdout.fnmatch_lines(["resource db (capacity 1): held * s; *"])
+    pytester.makepyfile(test_decorated_module="""
+        from pytest_depgraph import resource_lock
+
+        @resource_lock("db", mode="wirte")
+        def test_bad(): pass
+        """)
+    bad = pytester.runpytest("-p", "no:randomly", "-p", "no:xdist")
+    assert bad.ret == pytest.ExitCode.INTERRUPTED
+    bad.stdout.fnmatch_lines([
+        "depgraph: test_decorated_module.py:3: mode='wirte' is not valid; *. "
+        "Did you mean 'write'?",
+        "  (@resource_lock, declared for test_decorated_module.py::test_bad)",
+    ])
+    _assert_clean(bad)

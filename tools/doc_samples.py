@@ -211,6 +211,21 @@ SAMPLES: list[tuple[str, str, str, dict[str, Layout | str], list[str]]] = [
         8: '@pytest.mark.resource_lock("orders_db")', 9: "def test_cancel(): pass",
         12: '@pytest.mark.resource_lock("order_db")', 13: "def test_refund(): pass"}},
      ["tests"]),
+    (ERRORS, "depgraph: tests/test_shop.py:4: weight(2)", "lockloose", {"tests/test_shop.py": {
+        1: IMPORT, 4: "@pytest.mark.weight(2)", 5: "@pytest.mark.weight(4)",
+        6: "def test_build_index(): pass",
+        9: '@pytest.mark.resource_lock("db", scope="class")', 10: "def test_migrate(): pass"}},
+     ["tests"]),
+    (ERRORS, "ERROR: depgraph_resources in pytest.ini:3", "lockspace", {
+        "pytest.ini": "[pytest]\ndepgraph_resources =\n    my db\n",
+        "tests/test_shop.py": {1: "def test_a(): pass"}}, ["tests"]),
+    ("docs/options.md", "ERROR: depgraph_durations = durations.json", "durinf", {
+        "pytest.ini": "[pytest]\ndepgraph_durations = durations.json\n",
+        "durations.json": '{"tests/test_shop.py::test_a": 1e999}',
+        "tests/test_shop.py": {1: "def test_a(): pass"}}, ["tests"]),
+    ("docs/options.md", "pytest.ini:2", "durmissing", {
+        "pytest.ini": "[pytest]\ndepgraph_durations = durations.json\n",
+        "tests/test_shop.py": {1: "def test_a(): pass"}}, ["tests"]),
 ]
 
 

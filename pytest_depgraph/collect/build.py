@@ -53,7 +53,7 @@ from pytest_depgraph.core.order import positions_in, stable_topological_order
 from pytest_depgraph.core.paths import reachable
 from pytest_depgraph.core.plan import Cleanup, Plan, graph_edges_by_origin
 from pytest_depgraph.core.reduction import transitive_reduction
-from pytest_depgraph.core.tarjan import find_cycles
+from pytest_depgraph.core.tarjan import find_cycles, strongly_connected_components
 
 if TYPE_CHECKING:
     from pytest_depgraph.collect.pinning import Pins
@@ -144,7 +144,11 @@ def _build(
     clock.lap("resolve")
     validated = validate(context, numbered, verbosity)
     clock.lap("validate")
-    ordered = order(context, declarations, numbered, validated)
+    try:
+        ordered = order(context, declarations, numbered, validated)
+    except Inconsistent:
+        validated = inconsistent(numbered, validated)
+        ordered = order(context, declarations, numbered, validated)
     clock.lap("order")
     reduced = reduce(declarations, numbered, validated, ordered)
     clock.lap("reduce")
@@ -285,12 +289,17 @@ def validate(context: Context, numbered: Numbered, verbosity: int) -> Validated:
             if number[position] >= 0:
                 broken.setdefault(number[position], problem.message)
     kahn: list[int] = []
-    for cycle in find_cycles(graph, kahn):
+    cycles = find_cycles(graph, kahn)
+    for cycle in cycles:
         first = nodeids[cycle[0].dependent]
         problem = Problem(cycle_message(cycle, nodeids, verbosity), first.split("::", 1)[0])
         problems.append(problem)
         for edge in cycle:
             broken.setdefault(edge.dependent, problem.message)
+    if cycles:  # a component of several loops: its other tests are in the one reported
+        for component in strongly_connected_components(graph):
+            for node in component[1:]:
+                broken.setdefault(node, broken[component[0]])
     # tests that require a broken test cannot run either: say which one
     for dependent, node in reachable(graph, list(broken), "dependents", (Kind.REQUIRES,)).items():
         broken[dependent] = wording.broken_dependent(nodeids[dependent], nodeids[node])
@@ -327,8 +336,11 @@ def order(
     from pytest_depgraph.collect import pinning  # a session without declarations never pins
 
     run, numbered_positions = numbered.run, numbered.numbered
-    serial = stable_topological_order(validated.acyclic,
-                                      _scopes_of(context.collected, numbered_positions))
+    try:
+        serial = stable_topological_order(validated.acyclic,
+                                          _scopes_of(context.collected, numbered_positions))
+    except ValueError as error:
+        raise Inconsistent(error) from error
     computed = {
         position: [claim.value for claim in claims if claim.kind is ClaimKind.COMPUTED_NAMES]
         for position, claims in declarations.claims.items()
@@ -339,6 +351,29 @@ def order(
     # external nodes go last: they never run, and nothing in the run waits on their position
     final = [*run_order, *range(len(run), len(numbered_positions))]
     return Serial(serial, run_order, positions_in(final), final, pins)
+
+
+class Inconsistent(Exception):
+    """The graph :func:`validate` left is not acyclic: a bug of ours, never the user's."""
+
+
+def inconsistent(numbered: Numbered, validated: Validated) -> Validated:
+    """:func:`validate`'s result, when the graph it left still has a cycle, with the tests of
+    every such cycle and those that require them broken by one internal-error problem that
+    says what to report: a collection error, as a cycle is, rather than a traceback."""
+    nodeids, acyclic = numbered.nodeids, validated.acyclic
+    stuck = sorted(node for component in strongly_connected_components(acyclic)
+                   for node in component
+                   if len(component) > 1 or acyclic.edge(node, node) is not None)
+    message = wording.inconsistency([nodeids[node] for node in stuck])
+    broken = dict(validated.broken)
+    for node in stuck:
+        broken[node] = message
+    for dependent, node in reachable(acyclic, stuck, "dependents", (Kind.REQUIRES,)).items():
+        broken.setdefault(dependent, wording.broken_dependent(nodeids[dependent], nodeids[node]))
+    problem = Problem(message, nodeids[stuck[0]].split("::", 1)[0])
+    return Validated([*validated.problems, problem], broken,
+                     numbered.graph.subgraph_without(set(broken)), [])
 
 
 def _scopes_of(

@@ -1,5 +1,6 @@
 """Shared resources as declared: the ``resource_lock``, ``exclusive`` and ``weight`` markers, the
-``resource_lock`` decorator for fixtures, and their arguments validated.
+``resource_lock`` decorator (for fixtures, tests, classes and modules), and their arguments
+validated.
 
 As with ``depends_on``, validation happens when the plan is built: a bad argument is a
 collection error that names the test, not an import-time traceback. What the tests hold is
@@ -12,7 +13,7 @@ import sys
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Callable, Literal, NamedTuple, Optional, TypeVar
 
-from pytest_depgraph.collect import problems, safe
+from pytest_depgraph.collect import resource_problems, safe
 from pytest_depgraph.collect.markers import wrapped_chain
 
 LOCK = "resource_lock"
@@ -20,7 +21,8 @@ EXCLUSIVE = "exclusive"
 WEIGHT = "weight"
 #: every marker of shared resources
 MARKERS = (LOCK, EXCLUSIVE, WEIGHT)
-#: attribute holding the locks made with :func:`resource_lock` on a fixture
+#: attribute holding the locks made with :func:`resource_lock` on a fixture, a test, a class
+#: or a module
 ATTRIBUTE = "_depgraph_resource_lock"
 MARKER_HELP = (
     "resource_lock(name, mode='write', scope='test'): on -n, never run this test beside "
@@ -51,6 +53,14 @@ class Held(NamedTuple):
     fixture: str = ""
 
 
+class Weight(NamedTuple):
+    """One ``weight(k)`` mark as declared."""
+
+    k: int
+    #: ``file:line`` of the mark
+    where: str
+
+
 class RawLock(NamedTuple):
     """A :func:`resource_lock` call on a fixture, before validation."""
 
@@ -72,12 +82,13 @@ def resource_lock(
     **unknown: object,
 ) -> Callable[[F], F]:
     """Declare a shared resource on a fixture: every test that uses the fixture (directly,
-    through other fixtures, autouse) holds it while it runs.
+    through other fixtures, autouse) holds it while it runs. On a test function, a test
+    class or a module object, it works as ``@pytest.mark.resource_lock`` there.
 
-    Takes the arguments of ``@pytest.mark.resource_lock``; the scope defaults to the
-    fixture's (a module-scoped fixture's users hold the lock as one block, back to back on
-    one worker). Works above or below ``@pytest.fixture``. Bad arguments are reported at
-    collection, naming the fixture.
+    Takes the arguments of ``@pytest.mark.resource_lock``; on a fixture the scope defaults to
+    the fixture's (a module-scoped fixture's users hold the lock as one block, back to back
+    on one worker). Works above or below ``@pytest.fixture``. Bad arguments are reported at
+    collection, naming the test or the fixture.
     """
     frame = sys._getframe(1)
     kwargs: dict[str, Any] = {"mode": mode, **unknown}
@@ -125,23 +136,23 @@ def validate_lock(
     is wrong and what to do."""
     unknown = sorted(str(k) for k in kwargs if k not in ("name", "mode", "scope"))
     if unknown:
-        raise LockError(problems.lock_keywords([safe.shorten(k) for k in unknown]))
+        raise LockError(resource_problems.lock_keywords([safe.shorten(k) for k in unknown]))
     fields = ["name", "mode", "scope"]
     if len(args) > len(fields):
-        raise LockError(problems.lock_arguments(len(args)))
+        raise LockError(resource_problems.lock_arguments(len(args)))
     given = dict(zip(fields, args))
     for key, value in kwargs.items():
         if key in given:
-            raise LockError(problems.lock_twice(str(key)))
+            raise LockError(resource_problems.lock_twice(str(key)))
         given[str(key)] = value
     if "name" not in given:
-        raise LockError(problems.lock_name(None))
+        raise LockError(resource_problems.lock_name(None))
     name = given["name"]
     if not safe.is_str(name) or not safe.exact_str(name).strip():
-        raise LockError(problems.lock_name(safe.describe(name)))
+        raise LockError(resource_problems.lock_name(safe.describe(name)))
     name = safe.exact_str(name)
     if known is not None and name not in known:
-        raise LockError(problems.unlisted_resource(name, sorted(known)))
+        raise LockError(resource_problems.unlisted_resource(name, sorted(known)))
     mode = _one_of(given.get("mode", "write"), MODES, "mode")
     scope = _one_of(given.get("scope", default_scope), SCOPES, "scope")
     return name, mode, scope
@@ -150,21 +161,21 @@ def validate_lock(
 def _one_of(value: object, allowed: Sequence[str], what: str) -> str:
     if safe.is_str(value) and safe.exact_str(value) in allowed:
         return safe.exact_str(value)
-    raise LockError(problems.not_one_of(what, safe.describe(value), allowed,
+    raise LockError(resource_problems.not_one_of(what, safe.describe(value), allowed,
                                         safe.exact_str(value) if safe.is_str(value) else ""))
 
 
 def validate_exclusive(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
     """``exclusive`` takes no argument."""
     if args or kwargs:
-        raise LockError(problems.EXCLUSIVE_ARGUMENTS)
+        raise LockError(resource_problems.EXCLUSIVE_ARGUMENTS)
 
 
 def validate_weight(args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
     """The ``k`` of ``weight(k)``: a whole number of at least 1."""
     if kwargs or len(args) != 1:
-        raise LockError(problems.bad_weight(None))
+        raise LockError(resource_problems.bad_weight(None))
     k = args[0]
     if type(k) is not int or k < 1:
-        raise LockError(problems.bad_weight(safe.describe(k)))
+        raise LockError(resource_problems.bad_weight(safe.describe(k)))
     return k

@@ -404,6 +404,21 @@ def broken_dependent(dependent: str, broken: str) -> str:
             "dependency error reported above")
 
 
+def inconsistency(stuck: Sequence[str]) -> str:
+    """The graph left after validation still has a cycle through the tests ``stuck``: a bug
+    of ours, which the user can only report."""
+    shown = "\n".join(f"  {nodeid}" for nodeid in stuck[:CYCLE_SHOW])
+    more = f"\n  … {len(stuck) - CYCLE_SHOW:,} more" if len(stuck) > CYCLE_SHOW else ""
+    return (
+        "depgraph: internal error: the order of these tests could not be found after the\n"
+        "dependency cycles were checked (an inconsistency of pytest-depgraph, not of your\n"
+        f"declarations); they and the tests that require them do not run:\n{shown}{more}\n"
+        "  Please report it to the pytest-depgraph maintainers with the declarations of these\n"
+        "  tests and the pytest-depgraph version; the other tests still run with\n"
+        "  --continue-on-collection-errors."
+    )
+
+
 # -- the peer plugins' markers ---------------------------------------------------------------
 
 
@@ -511,89 +526,4 @@ def imported_target(name: str, defined_in: str, module: str, nodeid: str, origin
         f"depgraph: {name} is a test of {defined_in} imported into {module}, so pytest "
         f"collects it here too ({nodeid}) and runs it twice. Name it with a node "
         f"id instead ({original!r}), or import its module."
-    )
-
-
-# -- shared resources: resource_lock, exclusive, weight --------------------------------------
-
-_LOCK_USAGE = ("resource_lock takes a name, mode='write' or 'read' and scope='test', 'class', "
-               "'module', 'package' or 'session'")
-
-
-def _close(text: str, names: Sequence[str]) -> str:
-    """" Did you mean 'x'?" for the names close to ``text`` ("" for none)."""
-    import difflib  # only for an error
-
-    close = difflib.get_close_matches(text, names, n=3, cutoff=0.6)
-    return " Did you mean " + " or ".join(map(repr, close)) + "?" if close else ""
-
-
-def lock_keywords(names: Sequence[str]) -> str:
-    """``resource_lock`` given keywords it does not take (``names``, shortened, sorted)."""
-    written = ", ".join(f"{name}=" for name in names)
-    return f"unknown keyword {noun(len(names), 'argument')} {written}; {_LOCK_USAGE}"
-
-
-def lock_arguments(count: int) -> str:
-    """``resource_lock`` given more positional arguments than name, mode and scope."""
-    return f"{count} arguments given; {_LOCK_USAGE}"
-
-
-def lock_twice(name: str) -> str:
-    """``resource_lock``'s ``name`` given both by position and by keyword."""
-    return f"{name} given twice, by position and by keyword; {_LOCK_USAGE}"
-
-
-def lock_name(value: str | None) -> str:
-    """A lock without a name, or whose name (``value``: how it reads) is not a non-empty
-    string."""
-    if value is None:
-        return "resource_lock() names no resource; give its name, a string such as 'db'"
-    return (f"the resource name {value} is not a non-empty string; name the resource with a "
-            "string such as 'db'")
-
-
-def unlisted_resource(name: str, known: Sequence[str]) -> str:
-    """A lock's ``name`` is not among the resources ``depgraph_resources`` lists."""
-    listed = ", ".join(map(repr, known)) if known else "none"
-    return (f"resource {name!r} is not in depgraph_resources (it lists {listed}): add it there "
-            f"or correct the name.{_close(name, known)}")
-
-
-def not_one_of(what: str, value: str, allowed: Sequence[str], text: str) -> str:
-    """``{what}=`` (``value``: how it reads; ``text``: the string, "" for another type) is
-    none of ``allowed``."""
-    choices = [f"{what}={a!r}" for a in allowed]
-    written = ", ".join(choices[:-1]) + " or " + choices[-1]
-    return f"{what}={value} is not valid; use {written}.{_close(text, allowed)}"
-
-
-EXCLUSIVE_ARGUMENTS = (
-    "exclusive takes no argument; write @pytest.mark.exclusive (the test runs with no other "
-    "test running), or @pytest.mark.resource_lock(name) for a named resource"
-)
-
-
-def bad_weight(value: str | None) -> str:
-    """``weight`` not given one whole number of at least 1 (``value``: how it reads; None:
-    not one argument)."""
-    got = "" if value is None else f", not {value}"
-    return ("weight takes one whole number of at least 1, the slots of --depgraph-parallelism "
-            f"the test counts, e.g. @pytest.mark.weight(2){got}")
-
-
-def lock_label(marker: str, fixture: str = "") -> str:
-    """What an error calls a marker of shared resources, or the decorator on ``fixture``."""
-    return f"@resource_lock on fixture '{fixture}'" if fixture else f"@pytest.mark.{marker}"
-
-
-def lone_resource(name: str, test: str, close: str, holders: int) -> str:
-    """Resource ``name``, held by ``test`` alone, is close to ``close``, which ``holders``
-    tests hold: a typo would be a second lock."""
-    verb = "holds" if holders == 1 else "hold"
-    return (
-        f"depgraph: resource {name!r} is held by {test} alone, and its name is close to "
-        f"{close!r}, which {holders:,} {noun(holders, 'test')} {verb}: if it is a typo, the test "
-        f"does not wait for {close!r}. Correct the name, or list the resources in the ini "
-        "option depgraph_resources (then any other name is an error)."
     )

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_depgraph.collect import problems
-from pytest_depgraph.collect.locks import Held
+from pytest_depgraph.collect import problems, resource_problems
+from pytest_depgraph.collect.locks import Held, Weight
 from pytest_depgraph.collect.readers.base import Claim, ClaimKind
 from pytest_depgraph.collect.readers.peer import warn_at
 from pytest_depgraph.core.plan import READ, WRITE, Block, Resources
@@ -43,6 +43,8 @@ def resources(
     made errors. O(claims)."""
     held: dict[int, dict[str, str]] = {}
     slots: dict[int, int] = {}
+    weighed: dict[int, Weight] = {}
+    mistakes: dict[str, problems.Problem] = {}  # by message: one for all a mark applies to
     exclusive: list[int] = []
     blocks: dict[tuple[str, str], _Block] = {}
     holders: dict[str, set[int]] = {}
@@ -55,9 +57,22 @@ def resources(
             if claim.kind is ClaimKind.EXCLUSIVE:
                 exclusive.append(node)
             elif claim.kind is ClaimKind.WEIGHT:
-                slots.setdefault(node, claim.value)  # the closest mark wins
+                weight: Weight = claim.value
+                first_weight = weighed.setdefault(node, weight)
+                if first_weight is weight:
+                    slots[node] = weight.k
+                else:
+                    _mistake(mistakes, weight.where, resource_problems.second_weight(
+                        collected[position].nodeid, weight.k, first_weight.k,
+                        first_weight.where))
             elif claim.kind is ClaimKind.LOCK:
                 lock: Held = claim.value
+                if (lock.scope == "class" and not lock.fixture
+                        and collected[position].getparent(pytest.Class) is None):
+                    outside = resource_problems.class_lock_outside_class(
+                        collected[position].nodeid)
+                    _mistake(mistakes, lock.where, outside)
+                    continue
                 holders.setdefault(lock.name, set()).add(node)
                 first.setdefault(lock.name, (lock.where, position))
                 if lock.scope == "test":
@@ -81,7 +96,13 @@ def resources(
                       b.where) for b in blocks.values()],
     )
     errors = [] if capacity is not None else _lone_names(holders, first, collected, rootpath)
-    return made, errors
+    return made, [*mistakes.values(), *errors]
+
+
+def _mistake(found: dict[str, problems.Problem], where: str, what: str) -> None:
+    """A declaration at ``where`` that cannot be what its writer meant, once per message."""
+    message = f"depgraph: {where}: {what}"
+    found.setdefault(message, problems.Problem(message, where.rsplit(":", 1)[0]))
 
 
 def _hold(claims: dict[str, str], lock: Held) -> None:
@@ -126,7 +147,7 @@ def _lone_names(
         if not close:
             continue
         where, position = first[name]
-        message = problems.lone_resource(name, collected[position].nodeid, close[0],
+        message = resource_problems.lone_resource(name, collected[position].nodeid, close[0],
                                          len(holders[close[0]]))
         try:
             warn_at(message, rootpath, where)

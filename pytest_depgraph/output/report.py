@@ -9,7 +9,7 @@ prints nothing (its graph was never walked: the errors say it all).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +25,7 @@ from pytest_depgraph.run.outcomes import (
     XFAILED,
     OutcomeRecorder,
     describe,
+    idle_cleanups,
 )
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
@@ -63,15 +64,18 @@ def summary(
     if _stopped_by_collection_errors(terminal) or _listing_fixtures(config):
         return
     walk = session_state(config).walk
+    idle = idle_cleanups(plan, recorder, skips)
+    upstream = {nodeid: root for nodeid, root in skips.items() if nodeid not in idle} if idle \
+        else skips
     if view.verbosity == -1:
-        terminal.write_line(one_line(plan, skips, view))
+        terminal.write_line(one_line(plan, upstream, view, len(idle)))
         return
     terminal.write_sep("=", "depgraph")
     # one chain for the critical path line and the parallel run's bound: one figure, on the
     # clock of the run report's bars
     seconds = seconds_per_test(terminal)
     chain = critical_chain(plan, recorder, skips, seconds)
-    for line in lines(plan, recorder, skips, view, chain):
+    for line in lines(plan, recorder, upstream, view, chain, idle):
         terminal.write_line(line)
     if walk is not None:
         items = plan.nodeids[: plan.item_count]
@@ -139,8 +143,8 @@ def _pulled_in(plan: Plan) -> str:
     return f"{' and '.join(parts)} pulled in by selection"
 
 
-def one_line(plan: Plan, skips: Mapping[str, str], view: View) -> str:
-    """The ``-q`` summary: counts only."""
+def one_line(plan: Plan, skips: Mapping[str, str], view: View, idle: int = 0) -> str:
+    """The ``-q`` summary: counts only (``idle``: the cleanups that nothing needed)."""
     total, _ = _edges(plan, view)
     parts = [plural(plan.item_count, "test"), plural(total, "edge")]
     if plan.shard is not None:
@@ -151,6 +155,8 @@ def one_line(plan: Plan, skips: Mapping[str, str], view: View) -> str:
         causes = len(set(skips.values()))
         parts.append(f"{plural(len(skips), 'test')} skipped because of "
                      f"{plural(causes, 'upstream test')}")
+    if idle:
+        parts.append(f"{plural(idle, 'cleanup')} with nothing to clean up")
     return "depgraph: " + ", ".join(parts)
 
 
@@ -160,12 +166,14 @@ def lines(
     skips: Mapping[str, str],
     view: View,
     chain: tuple[list[int], float],
+    idle: Sequence[str] = (),
 ) -> list[str]:
     """The summary as text lines (without the wall-time line of a parallel walk); ``chain``:
-    the run's :func:`critical_chain`."""
+    the run's :func:`critical_chain`; ``idle``: the cleanups that did not run because none of
+    their targets ran (not in ``skips``)."""
     verbose = view.verbosity > 0
     out = [] if plan.shard is None else shard_lines(plan.shard)
-    if not (plan.graph.edge_count or plan.errors or skips):
+    if not (plan.graph.edge_count or plan.errors or skips or idle):
         return out  # a sharded run without dependencies: the shard is all there is to say
     total, parts = _edges(plan, view)
     out.append(
@@ -198,6 +206,14 @@ def lines(
             out.extend(f"    {nodeid}" for nodeid in shown)
             if len(shown) < len(skipped):
                 out.append(f"    … and {len(skipped) - len(shown)} more (-v lists them all)")
+    if idle:
+        their = "its" if len(idle) == 1 else "their"
+        out.append(f"{plural(len(idle), 'cleanup')} did not run, with nothing to clean up "
+                   f"(none of {their} targets ran):")
+        listed = idle if verbose or len(idle) <= SHOWN_PER_CAUSE else idle[:SHOWN_PER_CAUSE]
+        out.extend(f"  {nodeid}" for nodeid in listed)
+        if len(listed) < len(idle):
+            out.append(f"  … and {len(idle) - len(listed)} more (-v lists them all)")
     return out
 
 

@@ -11,13 +11,15 @@ fresh CI machine has no cache, but the file it checked out. The same file balanc
 from __future__ import annotations
 
 import json
+import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from pytest_depgraph.options import durations_option
 from pytest_depgraph.run.outcomes import OutcomeRecorder
 from pytest_depgraph.run.role import role
 from pytest_depgraph.run.state import session_state
@@ -64,27 +66,40 @@ def read_given(config: pytest.Config, path: str, shards: bool) -> dict[str, floa
     """The durations in the file ``--depgraph-durations`` names (``path``), read once at
     configure time: a usage error naming it when it cannot be read; none, with a warning, when
     it does not exist yet. ``shards``: the run is split into shards (said in the warning)."""
+    given, file, line = durations_option(config)
     try:
         found = read_file(path)
     except FileError as error:
+        what = str(error).removeprefix(f"{path}: ")
         raise pytest.UsageError(
-            f"--depgraph-durations {error}. Give a file written by "
-            "--depgraph-store-durations or pytest-split's --store-durations."
+            f"{given}: {what}. Give a file written by --depgraph-store-durations or "
+            "pytest-split's --store-durations."
         ) from None
     if found is None:
         meaning = (
             "every test weighs 1 s in the shard split" if shards
             else "the walk weighs the tests by pytest's cache alone"
         )
-        config.issue_config_time_warning(
-            pytest.PytestWarning(
-                f"depgraph: --depgraph-durations {path} does not exist: {meaning}. Write it "
-                f"with --depgraph-store-durations {path}."
-            ),
-            stacklevel=2,
-        )
+        message = (f"depgraph: {given} does not exist: {meaning}. Write it with "
+                   f"--depgraph-store-durations {path}.")
+        _warn_at(config, pytest.PytestWarning(message), file or "<command line>", line or 1)
         return {}
     return found
+
+
+def _warn_at(config: pytest.Config, warning: Warning, file: str, line: int) -> None:
+    """``config.issue_config_time_warning(warning)``, shown at ``file:line`` (a usage error when
+    the warnings filters make it an error): pytest takes a
+    configure-time warning's place from the frame that issues it, which would be ours, so the
+    call is made from a function compiled as if written at that line of that file."""
+    code = compile("\n" * (line - 1) + "def at(c, w): c.issue_config_time_warning(w, 2)\n",
+                   file, "exec")
+    scope: dict[str, Callable[[pytest.Config, Warning], None]] = {}
+    exec(code, scope)  # our own one line, compiled to carry the place
+    try:
+        scope["at"](config, warning)
+    except Warning as error:  # -W error: a usage error, not a traceback
+        raise pytest.UsageError(str(error)) from None
 
 
 def cached_durations(config: pytest.Config) -> dict[str, float]:
@@ -132,11 +147,12 @@ def read_file(path: str) -> dict[str, float] | None:
             not isinstance(nodeid, str)
             or isinstance(seconds, bool)
             or not isinstance(seconds, (int, float))
-            or not seconds >= 0
+            or not 0 <= seconds < math.inf
         ):
+            endless = seconds == math.inf
             raise FileError(
                 f"{path}: the entry {nodeid!r}: {seconds!r} is not a node id and a number of "
-                "seconds (0 or more)"
+                f"seconds (0 or more){', and no test lasts for ever' if endless else ''}"
             )
         durations[nodeid] = float(seconds)
     return durations

@@ -9,6 +9,7 @@ ran it, into one outcome per node id.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import pytest
@@ -196,6 +197,20 @@ def cleanup_reason(plan: Plan, recorder: OutcomeRecorder, node: int) -> str:
     if len(named) > _SHOWN_MISSING:
         shown += f" and {len(named) - _SHOWN_MISSING} more"
     return f"depgraph: nothing to clean up: no target of this cleanup ran ({shown})"
+
+
+def idle_cleanups(plan: Plan, recorder: OutcomeRecorder, skipped: Iterable[str]) -> list[str]:
+    """The node ids among ``skipped`` of cleanups that did not run because none of their
+    targets ran: nothing needed them, so they are neither a failure to run again (``--lf``)
+    nor skipped because of an upstream test. In the plan's order. O(cleanups)."""
+    if not plan.cleanups:
+        return []
+    among = set(skipped)
+    return [
+        plan.nodeids[node] for node, cleanup in sorted(plan.cleanups.items())
+        if plan.nodeids[node] in among
+        and not any(recorder.ran(plan.nodeids[target]) for target in cleanup.targets)
+    ]
 
 
 def _unselected_requirements(plan: Plan, node: int) -> list[str]:

@@ -13,6 +13,7 @@ from collections.abc import Generator
 import pytest
 
 from pytest_depgraph.hosts.pytest import keep_last_failed
+from pytest_depgraph.run.outcomes import idle_cleanups
 from pytest_depgraph.run.state import SessionState
 
 
@@ -37,6 +38,9 @@ class Recording:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         state = self.state
         state.recorder.record(report)
-        if report.nodeid in state.skips:
+        if report.nodeid in state.skips and not (
+            state.plan is not None and idle_cleanups(state.plan, state.recorder, [report.nodeid])
+        ):
             # skipped because of an upstream failure: not passed, so --lf must run it again
+            # (not a cleanup that nothing needed: none of its targets ran)
             keep_last_failed(self.config, report.nodeid)

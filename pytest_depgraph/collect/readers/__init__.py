@@ -14,7 +14,7 @@ from pytest_depgraph.collect.readers.dependency import DependencyReader
 from pytest_depgraph.collect.readers.fixtures import Fixtures
 from pytest_depgraph.collect.readers.marks import OwnMarks, ParentMarks
 from pytest_depgraph.collect.readers.order import OrderReader
-from pytest_depgraph.collect.readers.resources import FixtureLocks, ResourceMarks
+from pytest_depgraph.collect.readers.resources import DecoratedLocks, FixtureLocks, ResourceMarks
 
 #: the readers, in the order their declarations apply to a test: the first edge declared
 #: between two tests keeps its origin, and problems are reported in the order found
@@ -27,5 +27,6 @@ READERS: tuple[type[Reader], ...] = (
     OrderReader,  # pytest-order's marker
     Cleanups,  # cleanup_of: read for every collected test, resolved by a phase of its own
     ResourceMarks,  # resource_lock, exclusive and weight marks (claims, not edges)
+    DecoratedLocks,  # @resource_lock on its function, class and module
     FixtureLocks,  # @resource_lock on the fixtures it uses
 )

@@ -1,7 +1,8 @@
 """Shared resources: the ``resource_lock``, ``exclusive`` and ``weight`` marks of a test and of its
-classes and modules (:class:`ResourceMarks`), and ``@resource_lock`` on the fixtures it uses
-(:class:`FixtureLocks`). What they declare are claims, not edges
-(:mod:`pytest_depgraph.collect.resources` makes them the plan's resources).
+classes and modules (:class:`ResourceMarks`), ``@resource_lock`` on its function, class or
+module (:class:`DecoratedLocks`) and on the fixtures it uses (:class:`FixtureLocks`). What they
+declare are claims, not edges (:mod:`pytest_depgraph.collect.resources` makes them the plan's
+resources).
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_depgraph.collect import problems, safe
-from pytest_depgraph.collect.context import Context, function_of
+from pytest_depgraph.collect import problems, resource_problems, safe
+from pytest_depgraph.collect.context import Context, class_of, function_of
 from pytest_depgraph.collect.locks import (
     EXCLUSIVE,
     LOCK,
@@ -20,6 +21,7 @@ from pytest_depgraph.collect.locks import (
     WEIGHT,
     Held,
     LockError,
+    Weight,
     fixture_locks,
     fixture_locks_made,
     validate_exclusive,
@@ -43,6 +45,9 @@ from pytest_depgraph.hosts.pytest import (
     fixture_info,
     fixtures_by_name,
 )
+
+#: what an error calls the decorator on a test, its class or module
+DECORATOR_LABEL = f"@{LOCK}"
 
 #: a lock's scope on a fixture, by the fixture's scope
 _FIXTURE_SCOPES = {"function": "test", "class": "class", "module": "module",
@@ -80,8 +85,8 @@ class ResourceMarks(Reader):
             claim = _claim(mark.name, mark.args, mark.kwargs, where, self.context)
         except LockError as error:
             nodeid = self.context.nodeids[position]
-            message = problems.declaration_error(where, error, problems.lock_label(mark.name),
-                                                 nodeid)
+            label = resource_problems.lock_label(mark.name)
+            message = problems.declaration_error(where, error, label, nodeid)
             return Found(problems=[self.context.problem(message, nodeid.split("::", 1)[0])])
         return Found(claims=[claim])
 
@@ -94,7 +99,7 @@ def _claim(name: str, args: Any, kwargs: Any, where: str, context: Context) -> C
         validate_exclusive(args, kwargs)
         return Claim(ClaimKind.EXCLUSIVE, None)
     assert name == WEIGHT
-    return Claim(ClaimKind.WEIGHT, validate_weight(args, kwargs))
+    return Claim(ClaimKind.WEIGHT, Weight(validate_weight(args, kwargs), where))
 
 
 class FixtureLocks(Reader):
@@ -132,9 +137,47 @@ class FixtureLocks(Reader):
                 lock = validate_lock(raw.args, raw.kwargs, scope, context.capacity)
             except LockError as error:
                 message = problems.declaration_error(where, error,
-                                                     problems.lock_label(LOCK, fixture),
+                                                     resource_problems.lock_label(LOCK, fixture),
                                                      context.nodeids[position])
                 trouble.append(context.problem(message, where.rsplit(":", 1)[0]))
                 continue
             claims.append(Claim(ClaimKind.LOCK, Held(*lock, where, fixture)))
         return Found(problems=trouble, claims=claims) if claims or trouble else NOTHING
+
+
+class DecoratedLocks(Reader):
+    """``@resource_lock`` on a test's function (or what it wraps), on its class and on its
+    module object: as the marker there, every test below it holds the lock (scope ``"test"``
+    unless it says otherwise)."""
+
+    sharing = Sharing.DEFINITION
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+
+    def declares(self, marks: Marks) -> bool:
+        # a lock exists only on objects it was attached to in this process
+        return fixture_locks_made()
+
+    def places(self, item: pytest.Item, position: int) -> Sequence[Place]:
+        owners = (function_of(item), class_of(item), safe.attr(item, "module"))
+        return [Place(id(owner), owner, None) for owner in owners if owner is not None]
+
+    def read(self, place: Place, position: int) -> Found:
+        declared = fixture_locks(place.node)
+        if not declared:
+            return NOTHING  # the usual test function
+        context = self.context
+        claims: list[Claim] = []
+        trouble: list[problems.Problem] = []
+        for raw in declared:
+            where = context.relative(raw.where)
+            try:
+                lock = validate_lock(raw.args, raw.kwargs, "test", context.capacity)
+            except LockError as error:
+                message = problems.declaration_error(where, error, DECORATOR_LABEL,
+                                                     context.nodeids[position])
+                trouble.append(context.problem(message, where.rsplit(":", 1)[0]))
+                continue
+            claims.append(Claim(ClaimKind.LOCK, Held(*lock, where)))
+        return Found(problems=trouble, claims=claims)
