@@ -32,12 +32,20 @@ skips), a :class:`Dispatcher` decides which ready test goes to which worker:
   runs next). Such a test is *held*: its worker is free, but its dependents start only once
   that teardown was reported (:meth:`Dispatcher.settle`), as serially; a worker that gets
   nothing else is asked to finish it towards the dependent that waits
-  (:meth:`Dispatcher.teardowns`).
+  (:meth:`Dispatcher.teardowns`);
+* **scopes torn down**: a block of tests that hold a lock as one keeps it until its worker
+  tore the block's class, module or package down (:meth:`Dispatcher.torn`), which it does
+  when it moves on to a test outside it; a worker that gets nothing else while another test
+  waits for the lock is asked to tear that scope down (:meth:`Dispatcher.scope_teardowns`). A
+  block of the session keeps its lock until its worker ends, and the worker runs the other
+  tests that hold it.
 
 One API drives it: :meth:`~Dispatcher.assign` hands out tests, :meth:`~Dispatcher.complete`
 and :meth:`~Dispatcher.settle` say how they went, :meth:`~Dispatcher.teardowns` names the held
-tests to settle now, :meth:`~Dispatcher.remove_worker` (then :meth:`~Dispatcher.finish` for the
-test it ran) says a worker left. Pure: no pytest; workers are any hashable values but None.
+tests to settle now, :meth:`~Dispatcher.torn` says which scopes a worker tore down and
+:meth:`~Dispatcher.scope_teardowns` names the ones to tear down now,
+:meth:`~Dispatcher.remove_worker` (then :meth:`~Dispatcher.finish` for the test it ran) says a
+worker left. Pure: no pytest; workers are any hashable values but None.
 """
 
 from __future__ import annotations
@@ -155,6 +163,9 @@ class Dispatcher:
         self._unsettled: dict[int, Hashable] = {}
         #: held tests whose worker was asked to finish their teardown
         self._asked: set[int] = set()
+        #: kept blocks whose worker was asked to tear their scopes down, by worker (until it
+        #: takes another test)
+        self._asked_scopes: dict[Hashable, set[int]] = {}
 
         initial = self.walk.initial
         for v in [*self.walk.unsatisfied, *(skip.node for skip in initial.skipped)]:
@@ -360,6 +371,49 @@ class Dispatcher:
                 asked.append((worker, node, min(waiting, key=self._ready.order_key)))
         return asked
 
+    def torn(self, worker: Hashable, scopes: Sequence[str], by: int) -> None:
+        """``worker`` tore down the scopes (node ids of classes, modules, packages, "" for the
+        session) in the teardown of test ``by`` (its own, or one it deferred): the blocks it
+        kept for them give their resources back. The next :meth:`assign` hands out what
+        that woke."""
+        if self._books is not None:
+            self._books.torn(worker, scopes, by)
+
+    def scope_teardowns(self) -> list[tuple[Hashable, int, tuple[str, ...]]]:
+        """The scopes to tear down now: ``(worker, towards, scopes)`` for each worker that
+        holds nothing and keeps a block whose resources a test waits for; ``towards`` is the
+        most urgent such test (the teardown goes towards it and beyond ``scopes``). A worker
+        asked to settle its held test first (:meth:`teardowns`) is asked this after. Each kept
+        block is named once until its worker takes another test."""
+        if self._books is None:
+            return []
+        asked = []
+        for worker, block, waiter, scopes in self._books.kept_awaited():
+            if self._workers.get(worker) or worker in self._retired:
+                continue  # its next test, or its shutdown, tears the scopes down or keeps them
+            held = self.unsettled_on(worker)
+            mine = self._asked_scopes.setdefault(worker, set())
+            if (held is not None and held in self._asked) or block in mine:
+                continue
+            mine.add(block)
+            asked.append((worker, waiter, tuple(sorted(scopes))))
+        return asked
+
+    def ends(self) -> list[Hashable]:
+        """The worker to shut down now, retired (a list of at most one): nothing runs, no
+        teardown was asked for, and a test waits for what a block of the session keeps on that
+        worker and cannot run there (a writer beside the worker's reader that another worker's
+        reader keeps too): only the worker's end gives it back. Never the last worker."""
+        books = self._books
+        if books is None or self._busy or any(n in self._asked for n in self._unsettled):
+            return []
+        left = [w for w in self._workers if w not in self._retired]
+        for worker, _block, _waiter, _scopes in books.kept_awaited(session=True):
+            if worker in left and len(left) > 1 and not self._asked_scopes.get(worker):
+                self._retired.add(worker)
+                return [worker]
+        return []
+
     def _continues_held(self, worker: Hashable) -> bool:
         """Whether ``worker``'s held test, once settled, makes a test of its own group ready:
         then the worker waits for that chain (it is asked to settle, :meth:`teardowns`) rather
@@ -455,6 +509,8 @@ class Dispatcher:
             return None
         books = self._books
         block = None if books is None else books.dedicated(worker)
+        if books is not None and block is None:
+            books.wake_lent(worker)
         plain = False
         while True:
             self._place_woken()
@@ -538,6 +594,7 @@ class Dispatcher:
     def _hand(self, node: int, worker: Hashable) -> None:
         """``worker`` holds the started ``node`` last."""
         self._owner[node] = worker
+        self._asked_scopes.pop(worker, None)
         held = self._workers.setdefault(worker, deque())
         if self._books is not None:
             self._books.start(node, worker, running=not held)
