@@ -89,14 +89,15 @@ def apart(instances: list[Span], others: list[Span]) -> None:
             assert not a.overlaps(b), (a, b)
 
 
+@pytest.mark.parametrize("dist", ["load", "loadfile", "loadscope"])
 def test_a_module_fixtures_lock_lasts_until_its_teardown_on_its_worker(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, dist: str
 ) -> None:
     """The issue's suite: a module-scoped ``server`` locks ``port``; three modules use it in
     their first two tests, then run tests that do not (a chain after them: the worker stays in
     the module). A worker tears ``server`` down only when it leaves the module, so another
     module's ``server`` starts only after that teardown; a test that holds ``port`` itself
-    never runs while a ``server`` lives."""
+    never runs while a ``server`` lives. Under ``--dist loadfile`` and ``loadscope`` too."""
     pytester.makeconftest(LOGGING + """
 from pytest_depgraph import resource_lock
 
@@ -127,7 +128,7 @@ import pytest
 def test_binds_port(): pass
 def test_other(): pass
 """)
-    result = run(pytester, 2)
+    result = run(pytester, 2, "--dist", dist)
     result.assert_outcomes(passed=17)
     fixtures, tests = spans(pytester)
     assert len(fixtures["server"]) == 3
@@ -253,3 +254,47 @@ def test_m3(): pass
     for name in ("test_m1", "test_m2", "test_m3"):
         marked = tests[name]
         assert marked.worker == device.worker or not marked.overlaps(device), (marked, device)
+
+
+def test_a_writer_kept_out_by_two_workers_session_readers_runs_once_one_worker_ended(
+    pytester: pytest.Pytester,
+) -> None:
+    """Two session-scoped fixtures read ``db``, each used by its own tests (so each may live
+    on its own worker); a test that depends on both writes ``db``. It never runs beside a
+    reader instance of another worker: it runs on a reader's worker once the other one ended
+    (shut down when nothing else could run), and the run ends."""
+    pytester.makeconftest(LOGGING + """
+from pytest_depgraph import resource_lock
+
+
+@pytest.fixture(scope="session")
+@resource_lock("db", mode="read")
+def first():
+    yield from lived("first")
+
+
+@pytest.fixture(scope="session")
+@resource_lock("db", mode="read")
+def second():
+    yield from lived("second")
+""")
+    pytester.makepyfile(test_db="""
+import time
+
+import pytest
+
+
+def test_a1(first): time.sleep(0.3)
+def test_a2(first): time.sleep(0.3)
+def test_b1(second): time.sleep(0.3)
+def test_b2(second): time.sleep(0.3)
+@pytest.mark.resource_lock("db")
+@pytest.mark.depends_on("test_a2", "test_b2")
+def test_writes(): pass
+""")
+    result = run(pytester, 2)
+    result.assert_outcomes(passed=5)
+    fixtures, tests = spans(pytester)
+    writer = tests["test_writes"]
+    for reader in fixtures["first"] + fixtures["second"]:
+        assert reader.worker == writer.worker or not reader.overlaps(writer), (reader, writer)
