@@ -33,12 +33,10 @@ skips), a :class:`Dispatcher` decides which ready test goes to which worker:
   that teardown was reported (:meth:`Dispatcher.settle`), as serially; a worker that gets
   nothing else is asked to finish it towards the dependent that waits
   (:meth:`Dispatcher.teardowns`);
-* **scopes torn down**: a block of tests that hold a lock as one keeps it until its worker
-  tore the block's class, module or package down (:meth:`Dispatcher.torn`), which it does
-  when it moves on to a test outside it; a worker that gets nothing else while another test
-  waits for the lock is asked to tear that scope down (:meth:`Dispatcher.scope_teardowns`). A
-  block of the session keeps its lock until its worker ends, and the worker runs the other
-  tests that hold it.
+* **scopes torn down**: a block keeps its lock until its worker tore its class, module or
+  package down (:meth:`Dispatcher.torn`); an idle worker is asked to when a test waits for
+  it (:meth:`Dispatcher.scope_teardowns`); a block of the session keeps it until its worker
+  ends (:meth:`Dispatcher.ends`) and that worker runs the lock's other holders.
 
 One API drives it: :meth:`~Dispatcher.assign` hands out tests, :meth:`~Dispatcher.complete`
 and :meth:`~Dispatcher.settle` say how they went, :meth:`~Dispatcher.teardowns` names the held
@@ -53,12 +51,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
+from pytest_depgraph.core.claims import Claims
+from pytest_depgraph.core.cost import Record
 from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.order import chain_cover
 from pytest_depgraph.core.paths import critical_path
 from pytest_depgraph.core.queueing import MAX_HOLD, REFILL_AT, Queueing
 from pytest_depgraph.core.ready import ReadyTests
-from pytest_depgraph.core.resources import START, STOP, Books, Claims, Record
+from pytest_depgraph.core.resources import START, STOP, Books
 from pytest_depgraph.core.urgency import with_resources
 from pytest_depgraph.core.walker import Skip, Step, Walker
 
@@ -372,38 +372,31 @@ class Dispatcher:
         return asked
 
     def torn(self, worker: Hashable, scopes: Sequence[str], by: int) -> None:
-        """``worker`` tore down the scopes (node ids of classes, modules, packages, "" for the
-        session) in the teardown of test ``by`` (its own, or one it deferred): the blocks it
-        kept for them give their resources back. The next :meth:`assign` hands out what
-        that woke."""
+        """``worker`` tore down ``scopes`` (node ids; "" the session) in the teardown of test
+        ``by`` (its own or a deferred one): the blocks kept for them give their resources
+        back, and the next :meth:`assign` hands out what that woke."""
         if self._books is not None:
             self._books.torn(worker, scopes, by)
 
     def scope_teardowns(self) -> list[tuple[Hashable, int, tuple[str, ...]]]:
-        """The scopes to tear down now: ``(worker, towards, scopes)`` for each worker that
-        holds nothing and keeps a block whose resources a test waits for; ``towards`` is the
-        most urgent such test (the teardown goes towards it and beyond ``scopes``). A worker
-        asked to settle its held test first (:meth:`teardowns`) is asked this after. Each kept
-        block is named once until its worker takes another test."""
-        if self._books is None:
-            return []
-        asked = []
-        for worker, block, waiter, scopes in self._books.kept_awaited():
-            if self._workers.get(worker) or worker in self._retired:
-                continue  # its next test, or its shutdown, tears the scopes down or keeps them
-            held = self.unsettled_on(worker)
+        """``(worker, towards, scopes)`` for each worker that holds nothing and keeps a block
+        whose resources the waiting test ``towards`` needs (the most urgent): tear ``scopes``
+        down now, towards it. After a :meth:`teardowns` request; once per kept block until
+        its worker takes another test."""
+        asked: list[tuple[Hashable, int, tuple[str, ...]]] = []
+        for worker, block, waiter, scopes in self._books.kept_awaited() if self._books else ():
             mine = self._asked_scopes.setdefault(worker, set())
-            if (held is not None and held in self._asked) or block in mine:
-                continue
+            if (self._workers.get(worker) or worker in self._retired or block in mine
+                    or self.unsettled_on(worker) in self._asked):
+                continue  # its next test or shutdown goes first, or it was asked
             mine.add(block)
             asked.append((worker, waiter, tuple(sorted(scopes))))
         return asked
 
     def ends(self) -> list[Hashable]:
-        """The worker to shut down now, retired (a list of at most one): nothing runs, no
-        teardown was asked for, and a test waits for what a block of the session keeps on that
-        worker and cannot run there (a writer beside the worker's reader that another worker's
-        reader keeps too): only the worker's end gives it back. Never the last worker."""
+        """The worker to shut down now, retired (at most one; never the last): nothing runs, no
+        teardown is asked, and a test waits for what a block of the session keeps there but
+        cannot run there (a writer, readers of the session on two workers)."""
         books = self._books
         if books is None or self._busy or any(n in self._asked for n in self._unsettled):
             return []

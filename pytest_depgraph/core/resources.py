@@ -1,9 +1,9 @@
 """The books of a parallel walk's shared resources: who holds what, who waits for what, the cost.
 
-Beside its dependencies, a test may need (:class:`Claims`, from the plan's
-:class:`~pytest_depgraph.core.plan.Resources`): named resources, each as a *writer* (one unit
-of the resource's capacity: at most that many writers at once) or a *reader* (shared with
-other readers, never beside a writer); more than one *slot* of the bound
+Beside its dependencies, a test may need (:class:`~pytest_depgraph.core.claims.Claims`, from
+the plan's :class:`~pytest_depgraph.core.plan.Resources`): named resources, each as a
+*writer* (one unit of the resource's capacity: at most that many writers at once) or a
+*reader* (shared with other readers, never beside a writer); more than one *slot* of the bound
 (``--depgraph-parallelism``, the dispatcher's ``limit``); or the whole run (*exclusive*:
 nothing else runs meanwhile). A *block* -- a pinned group that holds resources as one, back to
 back on one worker -- takes its resources and its slots when its first test starts, keeps the
@@ -40,17 +40,17 @@ ready test may start, and says when tests start, stop running and are resolved. 
 
 Pure: no pytest; workers are any hashable values. The clock only feeds the figures
 (:class:`Record`): how long each resource was held and waited for, and what each test
-waited for.
+waited for (:mod:`pytest_depgraph.core.cost`).
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from pytest_depgraph.core.backfill import shadow
-from pytest_depgraph.core.plan import READ, WRITE, Plan
+from pytest_depgraph.core.claims import SESSION, Claim, Claims
+from pytest_depgraph.core.cost import Record, Use, Wait
 
 #: :meth:`Books.check`'s answers: the test may start; it waits (set aside: look further); or
 #: nothing more may start on this worker now
@@ -60,126 +60,7 @@ SLOTS = "slots"
 ALONE = "alone"
 LOCK = "lock"
 
-#: a claim: (resource index, whether it writes)
-Claim = tuple[int, bool]
 _Entry = tuple[tuple[float, int], int]
-
-
-@dataclass(frozen=True)
-class Claims:
-    """What the tests of one walk need besides their dependencies, by resource index."""
-
-    #: per resource: its name and its capacity (most writers at once)
-    names: Sequence[str] = ()
-    capacity: Sequence[int] = ()
-    #: node -> what it holds while it runs (the tests outside blocks)
-    tests: Mapping[int, Sequence[Claim]] = field(default_factory=dict)
-    #: pinned group -> what the group holds as one block
-    blocks: Mapping[int, Sequence[Claim]] = field(default_factory=dict)
-    #: node -> the slots of the bound it takes (absent: 1), at most the bound
-    slots: Mapping[int, int] = field(default_factory=dict)
-    #: nodes that run with nothing beside them
-    exclusive: frozenset[int] = frozenset()
-    #: (node, the weight it declared) of each test that counts as the bound, being heavier
-    clamped: tuple[tuple[int, int], ...] = ()
-    #: pinned group -> the node ids of the scopes its blocks cover (:data:`SESSION`: the
-    #: session's); a group absent here gives its resources back once its tests are resolved
-    scopes: Mapping[int, frozenset[str]] = field(default_factory=dict)
-
-
-#: the scope of a block of the session (its node id): it lasts as long as its worker
-SESSION = ""
-
-
-def claims_of(plan: Plan, limit: int | None) -> Claims:
-    """The claims of a plan whose blocks are pinned groups already
-    (:func:`~pytest_depgraph.run.units.bind_units`): a group that holds a block holds, as one,
-    its blocks' resources and those of each of its tests, and the most slots any of its tests
-    takes. A weight above ``limit`` counts as ``limit``. O(declarations)."""
-    declared = plan.resources
-    names = sorted(declared.capacity)
-    index = {name: i for i, name in enumerate(names)}
-    group_of = {v: g for g, members in enumerate(plan.pinned) for v in members}
-
-    def claim(node: int, name: str, mode: str) -> Claim:
-        if name not in index or mode not in (WRITE, READ):
-            raise ValueError(f"node {node}: resource {name!r} has no capacity, or mode "
-                             f"{mode!r} is neither {WRITE!r} nor {READ!r}")
-        return index[name], mode == WRITE
-
-    held: dict[int, dict[int, bool]] = {}
-    scopes: dict[int, set[str]] = {}
-    for block in declared.blocks:
-        group = group_of.get(block.tests[0])
-        if group is None or not set(block.tests) <= set(plan.pinned[group]):
-            raise ValueError(f"{block.name}: not bound to a pinned group (bind_units)")
-        scopes.setdefault(group, set()).add(block.scope)
-        mine = held.setdefault(group, {})
-        for resource, writes in (claim(block.tests[0], *c) for c in block.claims):
-            mine[resource] = mine.get(resource, False) or writes
-    slots = {v: k if limit is None else min(k, limit) for v, k in declared.slots.items()}
-    tests: dict[int, list[Claim]] = {}
-    for node, claims in declared.claims.items():
-        found = [claim(node, name, mode) for name, mode in sorted(claims.items())]
-        joined = held.get(group_of.get(node, -1))
-        if joined is None:
-            tests[node] = found
-        else:
-            for resource, writes in found:
-                joined[resource] = joined.get(resource, False) or writes
-    return Claims(
-        names=names,
-        capacity=[declared.capacity[name] for name in names],
-        tests=tests,
-        blocks={g: sorted(claims.items()) for g, claims in held.items()},
-        slots=slots,
-        exclusive=frozenset(declared.exclusive),
-        clamped=tuple((v, k) for v, k in sorted(declared.slots.items()) if slots[v] < k),
-        scopes={g: frozenset(found) for g, found in scopes.items()},
-    )
-
-
-@dataclass(frozen=True)
-class Use:
-    """What one resource cost a walk."""
-
-    name: str
-    capacity: int
-    #: seconds during which at least one test or block held it
-    held: float
-    #: seconds its writers held it, added up (a block: from its first start to its release)
-    written: float
-    #: seconds tests waited for it, added up, and how many tests waited
-    waited: float
-    waiters: int
-
-
-@dataclass(frozen=True)
-class Wait:
-    """A stretch of time a ready test spent set aside."""
-
-    #: :data:`LOCK` (``name``: the resource), :data:`SLOTS` or :data:`ALONE` (an empty run,
-    #: for an exclusive test)
-    kind: str
-    name: str
-    since: float
-    until: float
-
-
-@dataclass(frozen=True)
-class Record:
-    """What the shared resources cost a walk, on the books' clock."""
-
-    uses: tuple[Use, ...] = ()
-    #: node -> what it waited for, in order
-    waits: Mapping[int, tuple[Wait, ...]] = field(default_factory=dict)
-    #: seconds exclusive tests ran, added up
-    alone: float = 0.0
-    #: the bound (None: none), and (node, the weight it declared) of each test that counted
-    #: as the bound, being heavier
-    limit: int | None = None
-    clamped: tuple[tuple[int, int], ...] = ()
-
 
 class Books:
     """Grants, releases and reservations of one walk's :class:`Claims`."""

@@ -409,7 +409,7 @@ def _dispatcher(
     previous run's seconds, at most ``limit`` tests running, each worker holding a few, the
     tests' resources granted by the books (on this process's clock, the run report's); a
     cleanup runs if one of its targets ran (as ``recorder`` says)."""
-    from pytest_depgraph.core import dispatch, resources
+    from pytest_depgraph.core import claims, dispatch
 
     size = len(plan.nodeids)
     nodeids = plan.nodeids
@@ -427,7 +427,7 @@ def _dispatcher(
         pinned=plan.pinned,
         hold=dispatch.MAX_HOLD,
         durations=durations,
-        claims=resources.claims_of(plan, limit) if plan.resources else None,
+        claims=claims.claims_of(plan, limit) if plan.resources else None,
         clock=time.time,
         cleanups={n: cleanup.targets for n, cleanup in plan.cleanups.items()},
         ran=lambda node: recorder.ran(nodeids[node]),
