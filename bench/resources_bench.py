@@ -11,7 +11,12 @@ Six suites of sleeping tests on ``-n 4``, each one form of shared resource:
 * ``chained``: a chain of 3 tests (0.4 s) whose middle one writes ``net`` beside 4 more
   writers of ``net`` (0.4 s), a chain of 2 (0.6 s) after a writer of ``db``, 8 free (0.3 s);
 * ``together``: 8 writers and 6 readers of ``db``, an exclusive test, 2 tests of weight 2,
-  the ``net`` chain and 14 free tests (13.7 s of work).
+  the ``net`` chain and 14 free tests (13.7 s of work);
+* ``fixtures``: 3 classes of 5 tests (0.3 s), the first 2 using a class-scoped fixture that
+  locks ``port`` (held until the worker tears the class down: after the class's last 3 tests
+  when it runs them, else as it moves on), 2 tests that write ``port`` themselves and 8 free
+  tests. The bound counts the fixture's users as ``port``'s writers: its life when the
+  worker moves on at once.
 
 Each is written three ways:
 
@@ -30,8 +35,8 @@ N, for each resource: writers' time / capacity + readers' turn)`` (the readers' 
 longest reader, or the readers' time over N). Median of ``--repeat`` (3) interleaved runs,
 after one run of each that leaves the durations in pytest's cache (the walk's priorities).
 
-Run: ``python bench/resources_bench.py [--repeat N] [--only SUITE ...]`` (prints a Markdown
-table).
+Run: ``python bench/resources_bench.py [--repeat N] [--only SUITE ...] [--styles STYLE ...]``
+(prints a Markdown table).
 """
 
 from __future__ import annotations
@@ -50,7 +55,9 @@ from xdist_bench import CONFTEST
 PYTHON = sys.executable
 WORKERS = 4
 
-#: (name, seconds, resource, mode, weight, exclusive, depends on)
+#: (name, seconds, resource, mode, weight, exclusive, depends on); a name ``Class::test`` is a
+#: test of that class; a resource ``@name``: the test uses the class-scoped fixture that locks
+#: ``name`` (held as one block with its class's other users until the class is torn down)
 Test = tuple[str, float, str, str, int, bool, str]
 
 
@@ -82,15 +89,40 @@ SUITES: dict[str, list[Test]] = {
     + [("test_alone", 0.5, "", "", 1, True, "")]
     + [(f"test_heavy_{i}", 1.0, "", "", 2, False, "") for i in range(2)]
     + NET_CHAIN + holders(2, 0.4, "net", "write") + free(14, 0.3),
+    "fixtures": [(f"TestS{c}::test_{kind}_{i}", 0.3, *(("@port", "write") if kind == "use"
+                                                     else ("", "")), 1, False, "")
+                 for c in range(3) for kind, count in (("use", 2), ("rest", 3))
+                 for i in range(count)]
+    + holders(2, 0.3, "port", "write") + free(8, 0.3),
 }
+
+#: the class-scoped fixture of ``@port``, with and without its lock
+FIXTURE = """
+@pytest.fixture(scope="class"){lock}
+def port_fixture():
+    yield 8080
+
+"""
 
 
 def write_suite(root: Path, suite: list[Test], style: str) -> None:
-    lines = ["import time", "import pytest", ""]
+    lines = ["import time", "import pytest", "from pytest_depgraph import resource_lock", ""]
+    if any(resource.startswith("@") for _, _, resource, *_ in suite):
+        lock = '\n@resource_lock("port")' if style == "depgraph" else ""
+        lines.append(FIXTURE.format(lock=lock))
+    current = ""
     for name, seconds, resource, mode, weight, alone, after in suite:
+        cls, _, name = name.rpartition("::")
+        if cls != current:
+            current = cls
+            if cls:
+                lines.append(f"class {cls}:")
+        pad = "    " if cls else ""
         if after:
-            lines.append(f'@pytest.mark.depends_on("{after}")')
-        if style == "depgraph":
+            lines.append(f'{pad}@pytest.mark.depends_on("{after}")')
+        uses = resource.startswith("@")
+        resource = resource.lstrip("@")
+        if style == "depgraph" and not uses:
             if resource:
                 lines.append(f'@pytest.mark.resource_lock("{resource}", mode="{mode}")')
             if alone:
@@ -98,10 +130,11 @@ def write_suite(root: Path, suite: list[Test], style: str) -> None:
             if weight > 1:
                 lines.append(f"@pytest.mark.weight({weight})")
         elif style == "two runs" and (resource or alone):
-            lines.append("@pytest.mark.serial")
+            lines.append(f"{pad}@pytest.mark.serial")
         elif style == "xdist_group" and (resource or alone):
-            lines.append(f'@pytest.mark.xdist_group("{resource or "alone"}")')
-        lines += [f"def {name}():", f"    time.sleep({seconds})", ""]
+            lines.append(f'{pad}@pytest.mark.xdist_group("{resource or "alone"}")')
+        arguments = ", ".join([*(["self"] if cls else []), *(["port_fixture"] if uses else [])])
+        lines += [f"{pad}def {name}({arguments}):", f"{pad}    time.sleep({seconds})", ""]
     (root / "test_suite.py").write_text("\n".join(lines), encoding="utf-8")
     (root / "conftest.py").write_text(CONFTEST, encoding="utf-8")
     (root / "pytest.ini").write_text("[pytest]\nmarkers =\n    serial\n", encoding="utf-8")
@@ -121,6 +154,7 @@ def bound(suite: list[Test]) -> float:
     written: dict[str, float] = {}
     read: dict[str, list[float]] = {}
     for _, s, resource, mode, _, _, _ in suite:
+        resource = resource.lstrip("@")  # a fixture's lock: its users' time at least
         if mode == "write":
             written[resource] = written.get(resource, 0.0) + s
         elif mode == "read":
@@ -159,9 +193,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="*", choices=list(SUITES), default=list(SUITES))
+    parser.add_argument("--styles", nargs="*", choices=list(RUNS), default=list(RUNS),
+                        help="the ways of writing the suites to run (default: all)")
     args = parser.parse_args()
     found: dict[tuple[str, str], list[float]] = {
-        (name, style): [] for name in args.only for style in RUNS
+        (name, style): [] for name in args.only for style in args.styles
     }
     with tempfile.TemporaryDirectory() as scratch:
         roots = {}
@@ -176,11 +212,12 @@ def main() -> None:
                 values.append(sum(makespan(roots[name, style], *a) for a in RUNS[style]))
                 print(f"{name}, {style}: {values[-1]:.2f} s", file=sys.stderr)
     print(f"| -n {WORKERS}, makespan / bound (median of {args.repeat}) | bound | "
-          + " | ".join(RUNS) + " |")
-    print("|---|---:|" + "---:|" * len(RUNS))
+          + " | ".join(args.styles) + " |")
+    print("|---|---:|" + "---:|" * len(args.styles))
     for name in args.only:
         best = bound(SUITES[name])
-        cells = [f"{statistics.median(found[name, style]) / best:.3f}" for style in RUNS]
+        cells = [f"{statistics.median(found[name, style]) / best:.3f}"
+                 for style in args.styles]
         print(f"| {name} | {best:.2f} s | " + " | ".join(cells) + " |")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ from pytest_depgraph.run.controller import controller
 from pytest_depgraph.run.outcomes import PASSED
 from pytest_depgraph.run.scheduler import DepGraphScheduling
 from pytest_depgraph.run.state import session_state
-from pytest_depgraph.run.worker import TEARDOWN_COMMAND
+from pytest_depgraph.run.worker import TEARDOWN_COMMAND, TORN_INDEX
 
 
 class FakeNode:
@@ -32,12 +33,17 @@ class FakeNode:
         self.teardowns: list[int] = []
         #: the test this worker ran with its teardown deferred, until it reports that teardown
         self.held: int | None = None
+        #: the locked scopes the controller asked this worker to tear down, not torn down yet
+        self.scopes: list[str] = []
 
     def send_runtest_some(self, indices: list[int]) -> None:
         self.sent.extend(indices)
 
-    def sendcommand(self, name: str, **kwargs: int) -> None:
+    def sendcommand(self, name: str, **kwargs: Any) -> None:
         assert name == TEARDOWN_COMMAND, name
+        if "beyond" in kwargs:  # a kept block's scopes: the worker tears them down
+            self.scopes.extend(kwargs["beyond"])
+            return
         assert self.held is not None, "asked to finish a teardown it does not hold"
         self.teardowns.append(kwargs["towards"])
 
@@ -130,6 +136,15 @@ def complete(
     return index
 
 
+def tear_down(scheduler: DepGraphScheduling, node: FakeNode) -> list[str]:
+    """The node tears down the scopes the controller asked it to, after the last test it
+    was sent, and says so; return them."""
+    scopes, node.scopes = node.scopes, []
+    if scheduler.note_torn(node, node.sent[-1], scopes):
+        scheduler.mark_test_complete(node, TORN_INDEX)
+    return scopes
+
+
 def settle(scheduler: DepGraphScheduling, node: FakeNode, outcome: str | None = None) -> int:
     """The node reports the deferred teardown of its held test (``outcome``: what it makes of
     the test, e.g. an error; None: it passed); return the test's index."""
@@ -177,6 +192,8 @@ class Walked:
     most_running: int = 0
     #: at each event, the node ids the workers ran (the first test each holds)
     running: list[frozenset[str]] = field(default_factory=list)
+    #: a locked scope -> the events that tore it down (asked by the controller)
+    torn_at: dict[str, list[int]] = field(default_factory=dict)
 
 
 def walked(
@@ -196,8 +213,9 @@ def walked(
 
     As a real worker does, a worker that holds nothing behind the test it finishes may hold
     that test (its teardown deferred): it reports the teardown when it begins its next test,
-    when the controller asks, or at the end. No test is ever sent before every test it
-    requires finished and settled."""
+    when the controller asks, or at the end. A worker tears a locked scope down when the
+    controller asks (a real one also does on moving on: the fake keeps it until asked). No
+    test is ever sent before every test it requires finished and settled."""
     found = []
     config = controller_config(pytester, dist, workers, args=args)
     outcomes = outcomes or {}
@@ -222,10 +240,15 @@ def walked(
                     moves.append((node, "settle"))  # its next test, or the controller, asks
                 elif index is not None:
                     moves.append((node, "complete"))
+                elif node.scopes:
+                    moves.append((node, "tear"))  # idle, asked to tear a locked scope down
             assert moves, "nothing runs and the walk is not over"
             node, move = rng.choice(moves)
             event += 1
-            if move == "settle":
+            if move == "tear":
+                for scope in tear_down(scheduler, node):
+                    walk.torn_at.setdefault(scope, []).append(event)
+            elif move == "settle":
                 node.teardowns.clear()
                 done = settle(scheduler, node)
                 settled.add(done)

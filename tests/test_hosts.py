@@ -348,6 +348,48 @@ def test_what_is_left_to_tear_down_is_read_from_the_setup_stack(
     ])
 
 
+def test_what_is_set_up_is_read_from_the_setup_stack_and_a_collector_is_torn_down_towards(
+    pytester: pytest.Pytester,
+) -> None:
+    """The nodes set up during a test are its chain, session first; a teardown towards a
+    collector keeps that collector's chain and tears the rest down (a class's fixture goes,
+    the module's stays). The door reads nothing when it cannot read pytest's stack: this
+    checks it still reads it."""
+    pytester.makeconftest(
+        """
+        import pytest
+        from pytest_depgraph.hosts import pytest as host
+
+        @pytest.hookimpl(wrapper=True)
+        def pytest_runtest_teardown(item, nextitem):
+            print("up", [n.name for n in host.set_up(item.session)][2:])
+            host.teardown_towards(item, item.parent.parent)
+            print("left", [n.name for n in host.set_up(item.session)][2:])
+            yield
+        """
+    )
+    pytester.makepyfile(
+        test_a="""
+        import pytest
+
+        @pytest.fixture(scope="class")
+        def res():
+            yield 1
+            print("class fixture gone")
+
+        class TestC:
+            def test_in_class(self, res): pass
+        """,
+    )
+    result = pytester.runpytest("-p", "no:randomly", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*up [[]'test_a.py', 'TestC', 'test_in_class'[]]",
+        "*class fixture gone",
+        "*left [[]'test_a.py'[]]",
+    ])
+
+
 def test_last_failed_collects_everything_and_reruns_what_we_keep(
     pytester: pytest.Pytester,
 ) -> None:

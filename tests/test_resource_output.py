@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from pytest_depgraph.core.cost import Record, Use, Wait
 from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.plan import READ, WRITE, Block, Plan, Resources
-from pytest_depgraph.core.resources import ALONE, LOCK, SLOTS, Record, Use, Wait
+from pytest_depgraph.core.resources import ALONE, LOCK, SLOTS
 from pytest_depgraph.core.timeline import Span, WalkStats, build, resource_bound
 from pytest_depgraph.output.report import resource_lines, walk_line
 

@@ -13,11 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_depgraph.core.claims import Claims, claims_of
 from pytest_depgraph.core.dispatch import Dispatcher, priorities, weights
 from pytest_depgraph.core.graph import Graph, Kind, Origin
 from pytest_depgraph.core.order import stable_topological_order
 from pytest_depgraph.core.plan import READ, WRITE, Block, Plan, Resources
-from pytest_depgraph.core.resources import ALONE, LOCK, SLOTS, Claims, claims_of
+from pytest_depgraph.core.resources import ALONE, LOCK, SLOTS
 from pytest_depgraph.run.units import BLOCK_EDGES, bind_units, block_cycles
 
 from .fake_workers import start, walked
@@ -159,14 +160,15 @@ def block_plan(nodeids: list[str], edges: list[tuple[int, int, Kind]], resources
                 item_count=len(nodeids), pinned=pinned or [], resources=resources)
 
 
-def test_a_block_holds_its_lock_back_to_back_on_one_worker_until_its_last_test_settled() -> None:
+def test_a_block_holds_its_lock_back_to_back_on_one_worker_until_its_scope_is_torn_down() -> None:
     """Class C (0, 1, 2: 1 requires 0) holds db as one block; 3 writes db too; 4, 5 hold
     nothing. C's worker takes nothing but C's tests until it started all of them, and is
     asked to settle its held tests: first towards the next test of C, then, at the end,
-    towards 3, which waits for the lock C holds until that teardown."""
+    towards 3, which waits for the lock C holds until that teardown tore C down."""
     ids = ["t.py::C::a", "t.py::C::b", "t.py::C::c", "u.py::w", "u.py::x", "u.py::y"]
     resources = Resources(capacity={"db": 1}, claims={3: {"db": WRITE}},
-                          blocks=[Block((0, 1, 2), (("db", WRITE),), "class t.py::C")])
+                          blocks=[Block((0, 1, 2), (("db", WRITE),), "class t.py::C",
+                                        scope="t.py::C")])
     plan, errors = bind_units(block_plan(ids, [(1, 0, R)], resources), "load")
     assert errors == [] and plan.pinned == [[0, 1, 2]]
     assert plan.edge_counts[BLOCK_EDGES] == 1  # 2 after 1 (1 already requires 0)
@@ -186,10 +188,79 @@ def test_a_block_holds_its_lock_back_to_back_on_one_worker_until_its_last_test_s
     assert walk.assign(first="w1") == []  # db is C's until 2 settled
     assert walk.teardowns() == [("w0", 2, 3)]
     walk.settle(2, True)
+    assert walk.assign() == []  # C's class fixtures may live: the teardown says
+    walk.torn("w0", ["t.py::C"], by=2)
     assert walk.assign() == [("w0", [3])]
     record = walk.record()
     assert record is not None
     assert [w.name for w in record.waits[3]] == ["db"]
+
+
+def test_a_kept_block_gives_its_lock_back_once_its_worker_tore_its_scope_down() -> None:
+    """Class C (0, 1) holds db as one block; 2 writes db; 3 holds nothing. Once 1 finished,
+    C's class fixtures live on w0 until w0 tears C down: 2 waits for that teardown, not for 1.
+    Idle w0 is asked (once) to tear C down towards 2; a teardown reported for a test that
+    started before C's last one is an earlier set-up's and frees nothing."""
+    resources = Resources(capacity={"db": 1}, claims={2: {"db": WRITE}},
+                          blocks=[Block((0, 1), (("db", WRITE),), "class t.py::C",
+                                        scope="t.py::C")])
+    plan, _ = bind_units(block_plan(["t.py::C::a", "t.py::C::b", "u.py::w", "u.py::x"], [],
+                                    resources), "load")
+    walk = dispatcher(plan.graph, claims_of(plan, 2), pinned=plan.pinned, limit=2,
+                      priority=[4, 3, 2, 1], group=[0, 0, 1, 1])
+    assert walk.assign() == [("w0", [0]), ("w1", [3])]  # 2 waits for db
+    walk.complete("w0", 0, True)
+    assert walk.assign(first="w0") == [("w0", [1])]
+    walk.complete("w0", 1, True)
+    assert walk.assign(first="w0") == []  # C is resolved, its class fixtures live
+    assert walk.scope_teardowns() == [("w0", 2, ("t.py::C",))]
+    assert walk.scope_teardowns() == []  # asked once
+    walk.torn("w0", ["t.py::C"], by=0)  # the teardown of an earlier set-up
+    assert walk.assign() == []
+    walk.torn("w0", ["t.py::C"], by=1)
+    assert walk.assign() == [("w0", [2])]
+
+
+def test_a_session_block_lends_its_lock_to_its_worker_until_it_ends() -> None:
+    """A block of the session (0, 1) writes gpu; 2 and 3 write gpu too; 4 holds nothing.
+    The session's fixture lives until w0 ends: 2 and 3 run on w0, after the block, never on
+    w1 -- even when w1 is idle."""
+    resources = Resources(capacity={"gpu": 1}, claims={2: {"gpu": WRITE}, 3: {"gpu": WRITE}},
+                          blocks=[Block((0, 1), (("gpu", WRITE),), "the session")])
+    plan, _ = bind_units(block_plan([f"t.py::t{v}" for v in range(5)], [], resources), "load")
+    walk = dispatcher(plan.graph, claims_of(plan, 2), pinned=plan.pinned, limit=2,
+                      priority=[5, 4, 3, 2, 1])
+    assert walk.assign() == [("w0", [0]), ("w1", [4])]
+    walk.complete("w0", 0, True)
+    assert walk.assign(first="w0") == [("w0", [1])]
+    walk.complete("w1", 4, True)
+    assert walk.assign(first="w1") == []
+    walk.complete("w0", 1, True)
+    assert walk.assign(first="w0") == [("w0", [2])]
+    assert walk.assign(first="w1") == []  # 3 waits: gpu is w0's
+    walk.complete("w0", 2, True)
+    assert walk.assign(first="w1") == [("w0", [3])]
+    assert walk.scope_teardowns() == [] and walk.ends() == []
+
+
+def test_a_writer_that_two_sessions_readers_keep_out_waits_for_one_worker_to_end() -> None:
+    """Two blocks of the session read db, on w0 and w1; 2 writes db. It cannot run beside
+    both: once nothing runs, w0 is shut down (never the last worker), and 2 runs on w1."""
+    resources = Resources(capacity={"db": 1}, claims={2: {"db": WRITE}},
+                          blocks=[Block((0,), (("db", READ),), "fixture 'a' (the session)"),
+                                  Block((1,), (("db", READ),), "fixture 'b' (the session)")])
+    plan, _ = bind_units(block_plan(["t.py::a", "t.py::b", "t.py::w"], [], resources), "load")
+    walk = dispatcher(plan.graph, claims_of(plan, 2), pinned=plan.pinned, limit=2,
+                      priority=[3, 2, 1])
+    assert walk.assign() == [("w0", [0]), ("w1", [1])]
+    walk.complete("w0", 0, True)
+    assert walk.assign(first="w0") == [] and walk.ends() == []  # w1 runs
+    walk.complete("w1", 1, True)
+    assert walk.assign(first="w1") == [] and walk.scope_teardowns() == []
+    assert walk.ends() == ["w0"]
+    assert walk.ends() == []  # w1 is the last
+    assert walk.remove_worker("w0") is None
+    assert walk.assign() == [("w1", [2])]
 
 
 def test_a_worker_that_dies_gives_its_blocks_lock_back() -> None:
@@ -290,8 +361,9 @@ def test_random_walks_with_resources_keep_every_rule_at_every_event(
     fail some, hold some (deferred teardowns, settled later) and die. At every event:
 
     * no resource has more writers than its capacity, nor a reader beside a writer (a block
-      holds its resources from its first test handed out to its last test resolved, or its
-      worker's death);
+      holds its resources from its first test handed out until its worker tore its scope down
+      after its last test resolved -- on moving on, or when asked because a test waits -- or
+      its worker's death);
     * nothing runs beside an exclusive test; the running tests' slots stay within the bound;
     * a test queued behind another takes nothing when it starts (no claim of its own, one
       slot, not exclusive; a block's next test on the block's worker);
@@ -335,7 +407,7 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
         start = rng.randrange(size)
         members = tuple(range(start, min(size, start + rng.randint(1, 4))))
         resources.blocks.append(Block(members, ((rng.choice(names), rng.choice([WRITE, READ])),),
-                                      f"block {b}"))
+                                      f"block {b}", scope=f"t.py::S{b}"))
     plan = Plan(nodeids=[f"t.py::t{v}" for v in range(size)], graph=graph,
                 group=[rng.randrange(3) for _ in range(size)], item_count=size, pinned=pinned,
                 resources=resources)
@@ -363,9 +435,11 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
     finished: dict[int, bool] = {}  # node -> satisfied (finished and settled, or skipped)
     held: dict[Hashable, int] = {}  # worker -> its held test, not settled yet
     asked: set[Hashable] = set()
-    open_on: dict[int, Hashable] = {}  # block -> the worker it is open on
+    open_on: dict[int, Hashable] = {}  # block -> the worker it is open on (until torn down)
+    asked_scopes: dict[Hashable, tuple[str, ...]] = {}  # worker -> the scopes to tear down
     handed: set[int] = set()  # handed out and not given back (a block's started tests)
     ran: list[int] = []
+    handed_to: dict[Hashable, set[int]] = {}
     fresh = 0
 
     def add() -> None:
@@ -373,6 +447,7 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
         name = f"w{fresh}"
         fresh += 1
         queues[name] = []
+        handed_to[name] = set()
         walk.add_worker(name)
 
     def check_rules() -> None:
@@ -404,10 +479,17 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
                 if g is not None:
                     open_on.setdefault(g, worker)
                 handed.add(node)
+                handed_to[worker].add(node)
                 queues[worker].append(node)
         for worker, node, _towards in walk.teardowns():
             assert held.get(worker) == node and not queues[worker] and worker not in asked
             asked.add(worker)
+        for worker, _towards, scopes in walk.scope_teardowns():
+            assert not queues[worker] and worker not in asked_scopes
+            assert {bound.resources.blocks[b].scope for b in range(len(bound.resources.blocks))
+                    if open_on.get(block_of[bound.resources.blocks[b].tests[0]]) == worker
+                    } >= set(scopes)
+            asked_scopes[worker] = scopes
         for worker, queue in queues.items():
             assert list(walk.held(worker)) == queue
             if queue and worker not in held:
@@ -422,17 +504,31 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
             assert kind is A or finished[d], f"{node} runs after {d} failed"
         ran.append(node)
 
-    def close_resolved_blocks() -> None:
-        for g in [g for g in open_on if all(v in finished for v in pinned[g])]:
-            del open_on[g]
+    def tear_down(worker: Hashable) -> None:
+        """``worker`` tears down the scopes of its blocks whose tests all finished."""
+        asked_scopes.pop(worker, None)
+        done = [g for g, w in open_on.items() if w == worker
+                and all(v in finished for v in pinned[g])]
+        scopes = [b.scope for b in bound.resources.blocks if block_of[b.tests[0]] in done]
+        mine = [v for v in ran if v in handed_to[worker]]
+        if scopes and mine:
+            walk.torn(worker, scopes, mine[-1])
+            for g in done:
+                del open_on[g]
 
     for _ in range(rng.randint(1, 4)):
         add()
     hand_out()
     while not walk.finished:
-        movable = [w for w, q in queues.items() if q or (w in held and w in asked)]
+        movable = [w for w, q in queues.items()
+                   if q or (w in held and w in asked) or w in asked_scopes]
         assert movable, "stalled"
         worker = rng.choice(movable)
+        if worker in asked_scopes and not queues[worker] and (
+                worker not in held or worker not in asked):
+            tear_down(worker)  # asked, with nothing else to do
+            hand_out(worker)
+            continue
         if rng.random() < 0.03:  # the worker dies (in its test, or in a deferred teardown)
             dead = held.pop(worker, None)
             node = dead if dead is not None else queues[worker][0]
@@ -441,6 +537,7 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
                 handed.discard(given_back)
             asked.discard(worker)
             open_on = {g: w for g, w in open_on.items() if w != worker}
+            asked_scopes.pop(worker, None)
             step = walk.settle(node, False) if dead is not None else walk.finish(node, False)
             finished[node] = False
             add()
@@ -463,7 +560,8 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
                 finished[node] = satisfied
         for skip in step.skipped:
             finished[skip.node] = False
-        close_resolved_blocks()
+        if worker in queues and rng.random() < 0.3:  # it moved on to a test of another scope
+            tear_down(worker)
         hand_out(worker)
     for node in held.values():
         step = walk.settle(node, node not in failing)
@@ -492,7 +590,7 @@ def resource_plan() -> Plan:
             claims={0: {"db": WRITE}, 1: {"db": WRITE}, 2: {"db": READ}, 7: {"net": WRITE}},
             slots={3: 5},
             exclusive=[4],
-            blocks=[Block((5, 6), (("net", WRITE),), "class t.py::C")],
+            blocks=[Block((5, 6), (("net", WRITE),), "class t/c.py::C", scope="t/c.py::C")],
         ),
     )
 
@@ -504,9 +602,11 @@ def test_the_scheduler_keeps_every_rule_in_many_finishing_orders(
     or the worker moves on), under --dist load and loadfile: db's writers never run together
     nor beside its reader, the exclusive test and the heavy one (weight 5, counted as the
     bound 3) run alone, class C runs back to back on one worker, and nothing else writes net
-    from its first test's start to its last one's settling."""
+    from its first test's start until its worker tore C down (asked to, since d.py::net
+    waits)."""
     plan = resource_plan()
     block = {"t/c.py::C::c1", "t/c.py::C::c2"}
+    asked = 0
     for dist in ("load", "loadfile"):
         for walk in walked(pytester, plan, workers=3, dist=dist, orders=25):
             for now in walk.running:
@@ -517,7 +617,10 @@ def test_the_scheduler_keeps_every_rule_in_many_finishing_orders(
             (sent,) = [s for s in walk.sent if "t/c.py::C::c1" in s]
             assert sent[sent.index("t/c.py::C::c1") + 1] == "t/c.py::C::c2", sent
             first, last = walk.sent_at["t/c.py::C::c1"], walk.finished_at["t/c.py::C::c2"]
-            assert not first <= walk.sent_at["t/d.py::net"] < last
+            torn = [e for e in walk.torn_at.get("t/c.py::C", ()) if e > last]
+            assert not first <= walk.sent_at["t/d.py::net"] < (torn or [last])[0]
+            asked += bool(torn)
+    assert asked  # in some orders d.py::net waited for C's worker to tear C down
     # the suite has no dependency edge but C's, yet the walk runs it: xdist's own
     # schedulers know nothing of resources
     scheduler, _ = start(pytester, Plan.from_json(plan.to_json()), None)
@@ -534,7 +637,7 @@ def test_the_resources_travel_in_the_plan_and_a_shard_keeps_its_tests_ones() -> 
     kept = restrict(plan, [0, 3, 5, 6])  # a shard: w1, heavy, c1, c2
     assert kept.resources == Resources(
         capacity={"db": 1, "net": 1}, claims={0: {"db": WRITE}}, slots={1: 5},
-        blocks=[Block((2, 3), (("net", WRITE),), "class t.py::C")],
+        blocks=[Block((2, 3), (("net", WRITE),), "class t/c.py::C", scope="t/c.py::C")],
     )
 
 

@@ -25,8 +25,8 @@ from pytest_depgraph.core.plan import READ, WRITE, Block, Resources
 class _Block:
     """A block being gathered: its tests and what it holds."""
 
-    def __init__(self, name: str, where: str) -> None:
-        self.name, self.where = name, where
+    def __init__(self, name: str, where: str, scope: str) -> None:
+        self.name, self.where, self.scope = name, where, scope
         self.tests: list[int] = []
         self.claims: dict[str, str] = {}
 
@@ -83,7 +83,7 @@ def resources(
                 block = blocks.get(key)
                 if block is None:
                     name = f"fixture '{lock.fixture}' ({words})" if lock.fixture else words
-                    block = blocks[key] = _Block(name, lock.where)
+                    block = blocks[key] = _Block(name, lock.where, scope_id)
                 if not block.tests or block.tests[-1] != node:
                     block.tests.append(node)
                 _hold(block.claims, lock)
@@ -93,7 +93,7 @@ def resources(
         slots={node: k for node, k in slots.items() if k > 1},
         exclusive=sorted(set(exclusive)),
         blocks=[Block(tuple(sorted(set(b.tests))), tuple(sorted(b.claims.items())), b.name,
-                      b.where) for b in blocks.values()],
+                      b.where, b.scope) for b in blocks.values()],
     )
     errors = [] if capacity is not None else _lone_names(holders, first, collected, rootpath)
     return made, [*mistakes.values(), *errors]

@@ -32,12 +32,18 @@ skips), a :class:`Dispatcher` decides which ready test goes to which worker:
   runs next). Such a test is *held*: its worker is free, but its dependents start only once
   that teardown was reported (:meth:`Dispatcher.settle`), as serially; a worker that gets
   nothing else is asked to finish it towards the dependent that waits
-  (:meth:`Dispatcher.teardowns`).
+  (:meth:`Dispatcher.teardowns`);
+* **scopes torn down**: a block keeps its lock until its worker tore its class, module or
+  package down (:meth:`Dispatcher.torn`); an idle worker is asked to when a test waits for
+  it (:meth:`Dispatcher.scope_teardowns`); a block of the session keeps it until its worker
+  ends (:meth:`Dispatcher.ends`) and that worker runs the lock's other holders.
 
 One API drives it: :meth:`~Dispatcher.assign` hands out tests, :meth:`~Dispatcher.complete`
 and :meth:`~Dispatcher.settle` say how they went, :meth:`~Dispatcher.teardowns` names the held
-tests to settle now, :meth:`~Dispatcher.remove_worker` (then :meth:`~Dispatcher.finish` for the
-test it ran) says a worker left. Pure: no pytest; workers are any hashable values but None.
+tests to settle now, :meth:`~Dispatcher.torn` says which scopes a worker tore down and
+:meth:`~Dispatcher.scope_teardowns` names the ones to tear down now,
+:meth:`~Dispatcher.remove_worker` (then :meth:`~Dispatcher.finish` for the test it ran) says a
+worker left. Pure: no pytest; workers are any hashable values but None.
 """
 
 from __future__ import annotations
@@ -45,12 +51,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
+from pytest_depgraph.core.claims import Claims
+from pytest_depgraph.core.cost import Record
 from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.order import chain_cover
 from pytest_depgraph.core.paths import critical_path
 from pytest_depgraph.core.queueing import MAX_HOLD, REFILL_AT, Queueing
 from pytest_depgraph.core.ready import ReadyTests
-from pytest_depgraph.core.resources import START, STOP, Books, Claims, Record
+from pytest_depgraph.core.resources import START, STOP, Books
 from pytest_depgraph.core.urgency import with_resources
 from pytest_depgraph.core.walker import Skip, Step, Walker
 
@@ -155,6 +163,9 @@ class Dispatcher:
         self._unsettled: dict[int, Hashable] = {}
         #: held tests whose worker was asked to finish their teardown
         self._asked: set[int] = set()
+        #: kept blocks whose worker was asked to tear their scopes down, by worker (until it
+        #: takes another test)
+        self._asked_scopes: dict[Hashable, set[int]] = {}
 
         initial = self.walk.initial
         for v in [*self.walk.unsatisfied, *(skip.node for skip in initial.skipped)]:
@@ -360,6 +371,42 @@ class Dispatcher:
                 asked.append((worker, node, min(waiting, key=self._ready.order_key)))
         return asked
 
+    def torn(self, worker: Hashable, scopes: Sequence[str], by: int) -> None:
+        """``worker`` tore down ``scopes`` (node ids; "" the session) in the teardown of test
+        ``by`` (its own or a deferred one): the blocks kept for them give their resources
+        back, and the next :meth:`assign` hands out what that woke."""
+        if self._books is not None:
+            self._books.torn(worker, scopes, by)
+
+    def scope_teardowns(self) -> list[tuple[Hashable, int, tuple[str, ...]]]:
+        """``(worker, towards, scopes)`` for each worker that holds nothing and keeps a block
+        whose resources the waiting test ``towards`` needs (the most urgent): tear ``scopes``
+        down now, towards it. After a :meth:`teardowns` request; once per kept block until
+        its worker takes another test."""
+        asked: list[tuple[Hashable, int, tuple[str, ...]]] = []
+        for worker, block, waiter, scopes in self._books.kept_awaited() if self._books else ():
+            mine = self._asked_scopes.setdefault(worker, set())
+            if (self._workers.get(worker) or worker in self._retired or block in mine
+                    or self.unsettled_on(worker) in self._asked):
+                continue  # its next test or shutdown goes first, or it was asked
+            mine.add(block)
+            asked.append((worker, waiter, tuple(sorted(scopes))))
+        return asked
+
+    def ends(self) -> list[Hashable]:
+        """The worker to shut down now, retired (at most one; never the last): nothing runs, no
+        teardown is asked, and a test waits for what a block of the session keeps there but
+        cannot run there (a writer, readers of the session on two workers)."""
+        books = self._books
+        if books is None or self._busy or any(n in self._asked for n in self._unsettled):
+            return []
+        left = [w for w in self._workers if w not in self._retired]
+        for worker, _block, _waiter, _scopes in books.kept_awaited(session=True):
+            if worker in left and len(left) > 1 and not self._asked_scopes.get(worker):
+                self._retired.add(worker)
+                return [worker]
+        return []
+
     def _continues_held(self, worker: Hashable) -> bool:
         """Whether ``worker``'s held test, once settled, makes a test of its own group ready:
         then the worker waits for that chain (it is asked to settle, :meth:`teardowns`) rather
@@ -455,6 +502,8 @@ class Dispatcher:
             return None
         books = self._books
         block = None if books is None else books.dedicated(worker)
+        if books is not None and block is None:
+            books.wake_lent(worker)
         plain = False
         while True:
             self._place_woken()
@@ -538,6 +587,7 @@ class Dispatcher:
     def _hand(self, node: int, worker: Hashable) -> None:
         """``worker`` holds the started ``node`` last."""
         self._owner[node] = worker
+        self._asked_scopes.pop(worker, None)
         held = self._workers.setdefault(worker, deque())
         if self._books is not None:
             self._books.start(node, worker, running=not held)

@@ -26,7 +26,7 @@ from pytest_depgraph.core.graph import Graph, Origin
 #: below, the events and commands between them and the flags in ``workerinput``. A worker of
 #: another version sends a plan the controller refuses with a clear error (both run different
 #: pytest-depgraph versions), instead of one it would misread. Bumped with any of them.
-PROTOCOL_VERSION = 9
+PROTOCOL_VERSION = 10
 
 # kinds travel as one string of digits, one per edge: "0" REQUIRES, "1" AFTER
 _KIND_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
@@ -72,8 +72,9 @@ READ = "read"
 @dataclass(frozen=True)
 class Block:
     """Tests that hold resources as one: back to back on one worker, the claims taken when the
-    first of them starts and given back when the last one settled (its deferred teardown
-    reported), so that a class, module or fixture that a lock covers is covered for its life."""
+    first of them starts and given back once the last one settled (its deferred teardown
+    reported) and its worker tore its ``scope`` down, so that a class, module or fixture that a
+    lock covers is covered for its life."""
 
     #: the tests (nodes), ascending: plan order, the order they run in
     tests: tuple[int, ...]
@@ -83,6 +84,9 @@ class Block:
     name: str
     #: ``file:line`` of the declaration that made it ("" when not known)
     where: str = ""
+    #: the node id of the class, module or package whose teardown ends it ("": the session's,
+    #: which lasts as long as its worker)
+    scope: str = ""
 
 
 @dataclass
@@ -112,7 +116,7 @@ class Resources:
         for block in self.blocks:
             kept = tuple(sorted(new_id[n] for n in block.tests if n in new_id))
             if kept:
-                blocks.append(Block(kept, block.claims, block.name, block.where))
+                blocks.append(Block(kept, block.claims, block.name, block.where, block.scope))
         return Resources(
             capacity=dict(self.capacity),
             claims={new_id[n]: c for n, c in self.claims.items() if n in new_id},
@@ -128,7 +132,8 @@ class Resources:
             [[n, c] for n, c in self.claims.items()],
             [[n, k] for n, k in self.slots.items()],
             self.exclusive,
-            [[list(b.tests), [list(c) for c in b.claims], b.name, b.where] for b in self.blocks],
+            [[list(b.tests), [list(c) for c in b.claims], b.name, b.where, b.scope]
+             for b in self.blocks],
         ]
 
     @classmethod
@@ -142,8 +147,8 @@ class Resources:
             claims={n: c for n, c in claims},
             slots={n: k for n, k in slots},
             exclusive=exclusive,
-            blocks=[Block(tuple(tests), tuple((name, mode) for name, mode in held), name, where)
-                    for tests, held, name, where in blocks],
+            blocks=[Block(tuple(tests), tuple((name, mode) for name, mode in held), name, where,
+                          scope) for tests, held, name, where, scope in blocks],
         )
 
 

@@ -1,15 +1,19 @@
 """The books of a parallel walk's shared resources: who holds what, who waits for what, the cost.
 
-Beside its dependencies, a test may need (:class:`Claims`, from the plan's
-:class:`~pytest_depgraph.core.plan.Resources`): named resources, each as a *writer* (one unit
-of the resource's capacity: at most that many writers at once) or a *reader* (shared with
-other readers, never beside a writer); more than one *slot* of the bound
+Beside its dependencies, a test may need (:class:`~pytest_depgraph.core.claims.Claims`, from
+the plan's :class:`~pytest_depgraph.core.plan.Resources`): named resources, each as a
+*writer* (one unit of the resource's capacity: at most that many writers at once) or a
+*reader* (shared with other readers, never beside a writer); more than one *slot* of the bound
 (``--depgraph-parallelism``, the dispatcher's ``limit``); or the whole run (*exclusive*:
 nothing else runs meanwhile). A *block* -- a pinned group that holds resources as one, back to
 back on one worker -- takes its resources and its slots when its first test starts, keeps the
 slots while it has tests to start, and gives the resources back once every test of it is
-resolved (finished and settled, or skipped) or its worker died; until it has started every
-test, its worker takes only its tests.
+resolved (finished and settled, or skipped) *and* its worker tore down the block's scopes (the
+class, module or package whose fixtures the lock covers; :meth:`Books.torn`), or its worker
+died; until it has started every test, its worker takes only its tests. A block that is
+resolved and waits for its scope's teardown is *kept*. A session's scope lasts as long as its
+worker: a block of the session is kept until its worker ends, and *lends* what it holds to the
+tests of that worker (they run there beside its fixture, one at a time, never elsewhere).
 
 The dispatcher (:mod:`pytest_depgraph.core.dispatch`) asks :meth:`Books.check` whether a
 ready test may start, and says when tests start, stop running and are resolved. The rules:
@@ -36,17 +40,17 @@ ready test may start, and says when tests start, stop running and are resolved. 
 
 Pure: no pytest; workers are any hashable values. The clock only feeds the figures
 (:class:`Record`): how long each resource was held and waited for, and what each test
-waited for.
+waited for (:mod:`pytest_depgraph.core.cost`).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 
 from pytest_depgraph.core.backfill import shadow
-from pytest_depgraph.core.plan import READ, WRITE, Plan
+from pytest_depgraph.core.claims import SESSION, Claim, Claims
+from pytest_depgraph.core.cost import Record, Use, Wait
 
 #: :meth:`Books.check`'s answers: the test may start; it waits (set aside: look further); or
 #: nothing more may start on this worker now
@@ -56,116 +60,7 @@ SLOTS = "slots"
 ALONE = "alone"
 LOCK = "lock"
 
-#: a claim: (resource index, whether it writes)
-Claim = tuple[int, bool]
 _Entry = tuple[tuple[float, int], int]
-
-
-@dataclass(frozen=True)
-class Claims:
-    """What the tests of one walk need besides their dependencies, by resource index."""
-
-    #: per resource: its name and its capacity (most writers at once)
-    names: Sequence[str] = ()
-    capacity: Sequence[int] = ()
-    #: node -> what it holds while it runs (the tests outside blocks)
-    tests: Mapping[int, Sequence[Claim]] = field(default_factory=dict)
-    #: pinned group -> what the group holds as one block
-    blocks: Mapping[int, Sequence[Claim]] = field(default_factory=dict)
-    #: node -> the slots of the bound it takes (absent: 1), at most the bound
-    slots: Mapping[int, int] = field(default_factory=dict)
-    #: nodes that run with nothing beside them
-    exclusive: frozenset[int] = frozenset()
-    #: (node, the weight it declared) of each test that counts as the bound, being heavier
-    clamped: tuple[tuple[int, int], ...] = ()
-
-
-def claims_of(plan: Plan, limit: int | None) -> Claims:
-    """The claims of a plan whose blocks are pinned groups already
-    (:func:`~pytest_depgraph.run.units.bind_units`): a group that holds a block holds, as one,
-    its blocks' resources and those of each of its tests, and the most slots any of its tests
-    takes. A weight above ``limit`` counts as ``limit``. O(declarations)."""
-    declared = plan.resources
-    names = sorted(declared.capacity)
-    index = {name: i for i, name in enumerate(names)}
-    group_of = {v: g for g, members in enumerate(plan.pinned) for v in members}
-
-    def claim(node: int, name: str, mode: str) -> Claim:
-        if name not in index or mode not in (WRITE, READ):
-            raise ValueError(f"node {node}: resource {name!r} has no capacity, or mode "
-                             f"{mode!r} is neither {WRITE!r} nor {READ!r}")
-        return index[name], mode == WRITE
-
-    held: dict[int, dict[int, bool]] = {}
-    for block in declared.blocks:
-        group = group_of.get(block.tests[0])
-        if group is None or not set(block.tests) <= set(plan.pinned[group]):
-            raise ValueError(f"{block.name}: not bound to a pinned group (bind_units)")
-        mine = held.setdefault(group, {})
-        for resource, writes in (claim(block.tests[0], *c) for c in block.claims):
-            mine[resource] = mine.get(resource, False) or writes
-    slots = {v: k if limit is None else min(k, limit) for v, k in declared.slots.items()}
-    tests: dict[int, list[Claim]] = {}
-    for node, claims in declared.claims.items():
-        found = [claim(node, name, mode) for name, mode in sorted(claims.items())]
-        joined = held.get(group_of.get(node, -1))
-        if joined is None:
-            tests[node] = found
-        else:
-            for resource, writes in found:
-                joined[resource] = joined.get(resource, False) or writes
-    return Claims(
-        names=names,
-        capacity=[declared.capacity[name] for name in names],
-        tests=tests,
-        blocks={g: sorted(claims.items()) for g, claims in held.items()},
-        slots=slots,
-        exclusive=frozenset(declared.exclusive),
-        clamped=tuple((v, k) for v, k in sorted(declared.slots.items()) if slots[v] < k),
-    )
-
-
-@dataclass(frozen=True)
-class Use:
-    """What one resource cost a walk."""
-
-    name: str
-    capacity: int
-    #: seconds during which at least one test or block held it
-    held: float
-    #: seconds its writers held it, added up (a block: from its first start to its release)
-    written: float
-    #: seconds tests waited for it, added up, and how many tests waited
-    waited: float
-    waiters: int
-
-
-@dataclass(frozen=True)
-class Wait:
-    """A stretch of time a ready test spent set aside."""
-
-    #: :data:`LOCK` (``name``: the resource), :data:`SLOTS` or :data:`ALONE` (an empty run,
-    #: for an exclusive test)
-    kind: str
-    name: str
-    since: float
-    until: float
-
-
-@dataclass(frozen=True)
-class Record:
-    """What the shared resources cost a walk, on the books' clock."""
-
-    uses: tuple[Use, ...] = ()
-    #: node -> what it waited for, in order
-    waits: Mapping[int, tuple[Wait, ...]] = field(default_factory=dict)
-    #: seconds exclusive tests ran, added up
-    alone: float = 0.0
-    #: the bound (None: none), and (node, the weight it declared) of each test that counted
-    #: as the bound, being heavier
-    limit: int | None = None
-    clamped: tuple[tuple[int, int], ...] = ()
-
 
 class Books:
     """Grants, releases and reservations of one walk's :class:`Claims`."""
@@ -226,6 +121,15 @@ class Books:
         self._keeps: dict[int, int] = {}
         self._dedicated: dict[Hashable, int] = {}
         self._started: set[int] = set()
+        # the scopes of each open block its worker has not torn down since the block's latest
+        # test started, and when that was (the starts are counted: a teardown reported for an
+        # earlier test tore down an earlier set-up); what the kept blocks of the session lend
+        # to their worker's tests: resource -> whether a block writes it
+        self._alive: dict[int, set[str]] = {}
+        self._since: dict[int, int] = {}
+        self._start_count: dict[int, int] = {}
+        self._starts = 0
+        self._lent: dict[Hashable, dict[int, bool]] = {}
         # the figures
         self._holders = [0] * count
         self._held_since = [0.0] * count
@@ -263,8 +167,12 @@ class Books:
                              or self._better(self._wait_slots, node)) and not self._fits(node):
             return STOP
         claims = () if follower else self._needs(node)
+        lent = self._lent.get(worker)
         for resource, writes in claims:
-            if not self._free(resource, writes, node):
+            keeps = None if lent is None else lent.get(resource)
+            if keeps is not None and (keeps or not writes):
+                continue  # a block of the session keeps it on this worker: the test runs there
+            if not self._free(resource, writes, node, own_reader=keeps is False):
                 return self._wait(node, LOCK, resource)
         if node in self._claims.exclusive and self._running:
             return self._wait(node, ALONE, -1)
@@ -305,12 +213,41 @@ class Books:
                     heaps.append(self._wait_read[resource])
         return any(top is not None and top[0] < key for top in map(self._top, heaps))
 
+    def kept_awaited(
+        self, session: bool = False
+    ) -> list[tuple[Hashable, int, int, frozenset[str]]]:
+        """``(worker, block, test, scopes)`` for each kept block whose scopes can be torn down
+        (not the session's; ``session``: only the session's) and whose resources the waiting
+        ``test`` needs, the most urgent such test: the teardown of ``scopes`` on ``worker``
+        (for the session's, the worker's end) gives them back."""
+        found = []
+        for block, worker in self._open.items():
+            alive = self._alive.get(block)
+            if self._left[block] or not alive or (SESSION in alive) != session:
+                continue
+            waiter = self._waiter(block)
+            if waiter is not None:
+                found.append((worker, block, waiter, frozenset(alive)))
+        return found
+
+    def wake_lent(self, worker: Hashable) -> None:
+        """The tests that wait for what the kept blocks of the session on ``worker`` lend it
+        (the most urgent writer and reader of each resource) go back among the ready tests:
+        ``worker`` may start them."""
+        for resource in self._lent.get(worker, ()):
+            self._wake_list(self._wait_write[resource])
+            self._wake_list(self._wait_read[resource])
+
     def awaited(self, node: int) -> int | None:
         """When resolving ``node`` frees a block that a waiting test needs: the most urgent
         such test (the held test's teardown goes towards it); else None."""
         block = self._block_of.get(node)
         if block is None or block not in self._open or self._left[block] != 1:
             return None
+        return self._waiter(block)
+
+    def _waiter(self, block: int) -> int | None:
+        """The most urgent test that waits for a resource ``block`` holds (None: none)."""
         found: list[_Entry] = []
         for resource, writes in self._claims.blocks[block]:
             heaps = (self._wait_write[resource], self._wait_read[resource]) if writes else (
@@ -329,6 +266,8 @@ class Books:
         """``worker`` took ``node`` (``running``: it runs now, else it is queued behind the
         test the worker runs): grant what it needs."""
         now = self._clock()
+        self._starts += 1
+        self._start_count[node] = self._starts
         if node in self._waiting:
             self._waiting.discard(node)
             for resource, writes in self._needs(node):
@@ -351,6 +290,9 @@ class Books:
                 self._used += self._block_slots[block]
             self._pending[block] -= 1
             self._active[block] += 1
+            # the test sets the block's scopes up (again, if they were torn down)
+            self._alive[block] = set(self._claims.scopes.get(block, ()))
+            self._since[block] = self._starts
             if self._pending[block]:
                 self._dedicated[worker] = block
             else:
@@ -414,8 +356,27 @@ class Books:
                 del self._dedicated[worker]
             self._let_slots_go(block)
         self._left[block] -= 1
-        if not self._left[block]:
+        if self._left[block]:
+            return
+        worker = self._open.get(block)
+        if not self._alive.get(block):
             self._close(block)
+        elif worker is not None and SESSION in self._alive[block]:
+            self._lend(worker)  # kept until its worker ends
+
+    def torn(self, worker: Hashable, scopes: Collection[str], by: int) -> None:
+        """``worker`` tore down ``scopes`` (node ids) after test ``by`` started there (in its
+        teardown, or in one it deferred): the blocks open on it whose scopes are all torn down
+        since their latest test started give back what they hold once resolved.
+        O(open blocks + c log n)."""
+        count = self._start_count.get(by)
+        if count is None:
+            return
+        for block in [g for g, w in self._open.items() if w == worker]:
+            if count >= self._since.get(block, 0) and block in self._alive:
+                self._alive[block].difference_update(scopes)
+                if not self._left[block] and not self._alive[block]:
+                    self._close(block)
 
     def drop_worker(self, worker: Hashable) -> None:
         """``worker`` died: its blocks give back what they hold (their tests left go to
@@ -496,11 +457,12 @@ class Books:
         top = self._top(heap)
         return top is not None and top[0] < self._key(node)
 
-    def _free(self, resource: int, writes: bool, node: int) -> bool:
+    def _free(self, resource: int, writes: bool, node: int, own_reader: bool = False) -> bool:
         """Whether ``node`` may take ``resource``: nobody holds it against it, and no more
-        urgent test waits for it (the reservation)."""
+        urgent test waits for it (the reservation). ``own_reader``: one of its readers is a
+        block of the session on the test's own worker, which does not count against it."""
         writers, capacity = self._writers[resource], self._claims.capacity[resource]
-        if writes and (writers >= capacity or self._readers[resource]):
+        if writes and (writers >= capacity or self._readers[resource] - own_reader):
             return False
         if not writes and writers:
             return False
@@ -582,11 +544,27 @@ class Books:
             self._used -= self._keeps.pop(block)
             self._wake_list(self._wait_slots)
 
+    def _lend(self, worker: Hashable) -> None:
+        """What the kept blocks of the session on ``worker`` lend its tests, anew."""
+        lent: dict[int, bool] = {}
+        for block, on in self._open.items():
+            if on == worker and not self._left[block] and SESSION in self._alive.get(block, ()):
+                for resource, writes in self._claims.blocks[block]:
+                    lent[resource] = lent.get(resource, False) or writes
+        if lent:
+            self._lent[worker] = lent
+        else:
+            self._lent.pop(worker, None)
+
     def _close(self, block: int) -> None:
         """``block`` gives back all it holds."""
         worker = self._open.pop(block, None)
+        self._alive.pop(block, None)
+        self._since.pop(block, None)
         if worker is None:
             return
+        if worker in self._lent:
+            self._lend(worker)
         if self._dedicated.get(worker) == block:
             del self._dedicated[worker]
         if block in self._keeps:

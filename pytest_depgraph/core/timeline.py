@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pytest_depgraph.core.cost import Record, Wait
 from pytest_depgraph.core.graph import Graph
 from pytest_depgraph.core.paths import critical_path
 from pytest_depgraph.core.plan import WRITE, Plan
-from pytest_depgraph.core.resources import Record, Wait
 from pytest_depgraph.core.urgency import readers_turn
 
 #: the lane of a serial run (no xdist worker)

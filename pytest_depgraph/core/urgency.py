@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_depgraph.core.resources import Claims
+from pytest_depgraph.core.claims import Claims
 
 
 def readers_turn(seconds: Sequence[float], parallelism: int | None) -> float:

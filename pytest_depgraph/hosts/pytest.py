@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import types
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import pytest
 
@@ -27,11 +27,23 @@ RequestState = tuple[pytest.Item, object, object]
 # -- a held test on an xdist worker --------------------------------------------------------
 
 
-def teardown_towards(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+def teardown_towards(
+    item: pytest.Item, nextitem: pytest.Item | pytest.Collector | None
+) -> None:
     """Tear down what the session's setup stack holds that ``nextitem`` does not share (all
     of it for None): ``session._setupstate.teardown_exact(nextitem)`` (``runner.py``), what
-    pytest's own teardown phase of ``item`` runs."""
-    item.session._setupstate.teardown_exact(nextitem)
+    pytest's own teardown phase of ``item`` runs. A collector keeps its own chain, as a test
+    of it would (``teardown_exact`` reads only ``listchain()``)."""
+    # a collector has the one method teardown_exact calls of an item: listchain()
+    item.session._setupstate.teardown_exact(cast(Any, nextitem))
+
+
+def set_up(session: pytest.Session) -> list[pytest.Item | pytest.Collector]:
+    """The nodes set up now, the session first: the keys of ``SetupState.stack``
+    (``runner.py``), which ``setup`` pushes a test's chain onto and ``teardown_exact`` pops
+    (empty when the stack does not read so)."""
+    stack = getattr(getattr(session, "_setupstate", None), "stack", None)
+    return list(stack) if isinstance(stack, dict) else []
 
 
 def nothing_to_tear_down(session: pytest.Session) -> bool:

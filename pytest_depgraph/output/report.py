@@ -33,7 +33,7 @@ from pytest_depgraph.run.units import BLOCK_EDGES
 from pytest_depgraph.words import plural
 
 if TYPE_CHECKING:
-    from pytest_depgraph.core.resources import Record
+    from pytest_depgraph.core.cost import Record
     from pytest_depgraph.core.timeline import Bound, WalkStats
 
 #: skipped tests listed per root cause at the default verbosity (``-v`` lists all)

@@ -9,9 +9,10 @@ test goes to which worker, how many workers are of any use, what must be skipped
 * the workers' collections go to the controller, which agrees on the plan once all collected;
 * the dispatcher's choices go to the workers as ``runtests`` commands, several tests each
   (with the values the tests may read, :mod:`pytest_depgraph.run.channel_values`), and its
-  requests to finish a held test's teardown as ``depgraph_teardown`` commands; a worker's
-  completion goes back to the dispatcher with the test's outcome, and the tests that will
-  never run are reported skipped here, on the controller (:mod:`pytest_depgraph.run.reports`);
+  requests to finish a held test's teardown, or to tear a locked scope down, as
+  ``depgraph_teardown`` commands; a worker's completion goes back to the dispatcher with the
+  test's outcome, and so do the locked scopes it tore down; the tests that will never run are
+  reported skipped here, on the controller (:mod:`pytest_depgraph.run.reports`);
 * a worker that dies fails the test it ran; its pinned groups go on elsewhere;
 * a plan with nothing to walk and no ``--depgraph-parallelism`` is handed to xdist's own
   scheduler for the ``--dist`` mode, once (:func:`~pytest_depgraph.hosts.xdist.hand_over`):
@@ -37,7 +38,7 @@ from pytest_depgraph.run.controller import controller
 from pytest_depgraph.run.controller_warnings import record_warning
 from pytest_depgraph.run.outcomes import FAILED, OutcomeRecorder
 from pytest_depgraph.run.state import session_state
-from pytest_depgraph.run.worker import TEARDOWN_COMMAND
+from pytest_depgraph.run.worker import TEARDOWN_COMMAND, TORN_INDEX
 from pytest_depgraph.words import tests
 
 if TYPE_CHECKING:
@@ -58,6 +59,10 @@ class _Worker:
     #: the tests it ran with their teardown deferred whose completion was not taken yet
     #: (execnet's receiver thread adds them, :meth:`DepGraphScheduling.note_held`)
     held: set[int] = field(default_factory=set)
+    #: the locked scopes it tore down, not taken yet: (the test whose teardown it was, the
+    #: scopes' node ids) (execnet's receiver thread adds them,
+    #: :meth:`~DepGraphScheduling.note_torn`)
+    torn: list[tuple[int, list[str]]] = field(default_factory=list)
 
 
 class DepGraphScheduling:
@@ -198,6 +203,9 @@ class DepGraphScheduling:
         dependents wait for the second, as serially they wait for its teardown."""
         dispatcher, plan = self.dispatcher, self.plan
         assert dispatcher is not None and plan is not None
+        if item_index == TORN_INDEX:
+            self._take_torn(node, dispatcher)
+            return
         satisfied = self.recorder.satisfied(plan.nodeids[item_index])
         # the walk lasts until its last report, a deferred teardown's included
         self._last_done = time.perf_counter()
@@ -277,6 +285,27 @@ class DepGraphScheduling:
         if worker is not None:
             worker.held.add(index)
 
+    def note_torn(self, node: Any, index: int, scopes: list[str]) -> bool:
+        """``node``'s worker tore down the locked ``scopes`` in the teardown of test ``index``
+        (execnet's receiver thread, before that test's completion or settling on the same
+        channel). True when the scheduler takes it (as a completion of :data:`TORN_INDEX`)."""
+        worker = self.workers.get(node)
+        if worker is None or not self.walking:
+            return False
+        worker.torn.append((index, scopes))
+        return True
+
+    def _take_torn(self, node: Any, dispatcher: Dispatcher) -> None:
+        """The locked scopes ``node``'s worker tore down give back what their blocks kept."""
+        worker = self.workers.get(node)
+        if worker is None:
+            return
+        while worker.torn:
+            index, scopes = worker.torn.pop(0)
+            dispatcher.torn(node, scopes, index)
+        if not xdist.stopping(self.config):
+            self._send(first=node)
+
     def walk_stats(self) -> WalkStats | None:
         """Wall time of the walk beside its lower bound, from this run's durations."""
         plan, dispatcher = self.plan, self.dispatcher
@@ -331,11 +360,25 @@ class DepGraphScheduling:
             if known.shutting_down:
                 dispatcher.retire(known)
         given = dispatcher.assign(first)
+        asked = False
         # idle workers whose held test a dependent waits for: finish its teardown now
         for worker, held, towards in dispatcher.teardowns():
+            asked = True
             self.log(f"{plan.nodeids[held]}: teardown towards {plan.nodeids[towards]}")
             worker_node: Any = worker
             worker_node.sendcommand(TEARDOWN_COMMAND, towards=towards)
+        # idle workers that keep a lock for a scope another test waits for: tear it down now
+        for worker, towards, scopes in dispatcher.scope_teardowns():
+            asked = True
+            self.log(f"teardown of {', '.join(scopes)} towards {plan.nodeids[towards]}")
+            worker_node = worker
+            worker_node.sendcommand(TEARDOWN_COMMAND, towards=towards, beyond=list(scopes))
+        if not given and not asked:
+            # a lock that only a worker's end gives back (its session's fixture keeps it)
+            for worker in dispatcher.ends():
+                self.log(f"{worker}: shut down, its session keeps a lock another test waits for")
+                worker_node = worker
+                worker_node.shutdown()
         if not given:
             return
         if self._first_sent is None:
@@ -366,7 +409,7 @@ def _dispatcher(
     previous run's seconds, at most ``limit`` tests running, each worker holding a few, the
     tests' resources granted by the books (on this process's clock, the run report's); a
     cleanup runs if one of its targets ran (as ``recorder`` says)."""
-    from pytest_depgraph.core import dispatch, resources
+    from pytest_depgraph.core import claims, dispatch
 
     size = len(plan.nodeids)
     nodeids = plan.nodeids
@@ -384,7 +427,7 @@ def _dispatcher(
         pinned=plan.pinned,
         hold=dispatch.MAX_HOLD,
         durations=durations,
-        claims=resources.claims_of(plan, limit) if plan.resources else None,
+        claims=claims.claims_of(plan, limit) if plan.resources else None,
         clock=time.time,
         cleanups={n: cleanup.targets for n, cleanup in plan.cleanups.items()},
         ran=lambda node: recorder.ran(nodeids[node]),

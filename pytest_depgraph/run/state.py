@@ -56,6 +56,9 @@ class Walking(Protocol):
     def note_held(self, node: Any, index: int) -> None:
         """A worker ran a test with its teardown deferred (execnet's receiver thread)."""
 
+    def note_torn(self, node: Any, index: int, scopes: list[str]) -> bool:
+        """A worker tore down locked scopes (execnet's receiver thread); True when taken."""
+
     def walk_stats(self) -> WalkStats | None:
         """Statistics of the walk, once it ran."""
 

@@ -54,6 +54,15 @@ that leaves nothing of a wider scope to tear down (no class, module or session f
 setup error kept) is not held: its deferred teardown would run nothing, and its dependents
 would wait for a round trip to the worker for no reason.
 
+A lock held as one block by the tests of a class, a module or a fixture's users is given back
+once that scope's fixtures are torn down on the worker, not when its last test reports
+(:mod:`pytest_depgraph.core.resources`): the worker says which of the plan's locked scopes
+each teardown tore down (``depgraph_torn``, before the test's completion or settling), and a
+request to finish a held test's teardown may name scopes to tear down beyond the test it goes
+towards (``beyond``: the controller asks so when another test waits for the lock and the
+worker has nothing else to run). A test that leaves nothing to tear down reports the locked
+scopes still on the setup stack torn down: they hold nothing.
+
 pytest drops a test's ``funcargs`` and ``_request`` at the end of its run protocol, but plugins
 read them when they make a report (pytest-benchmark does). So the held test gets them back
 until its deferred teardown is reported, and loses them after, as in a serial run. Anything
@@ -67,13 +76,17 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Union, cast
 
 import pytest
 
 from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
 from pytest_depgraph.hosts import pytest as host
 from pytest_depgraph.hosts.xdist import WorkerLoop, send_event, worker_loop
+from pytest_depgraph.run.state import session_state
+
+#: a test or a collector: what a teardown goes towards
+Node = Union[pytest.Item, pytest.Collector]
 
 #: custom channel event carrying the worker's plan as one JSON string (or None)
 PLAN_EVENT = "depgraph_plan"
@@ -82,7 +95,14 @@ PLAN_EVENT = "depgraph_plan"
 HELD_EVENT = "depgraph_held"
 #: worker -> controller: the deferred teardown of the held test ``item_index`` was reported
 SETTLED_EVENT = "depgraph_settled"
-#: controller -> worker: finish the held test's teardown towards the test ``towards``
+#: worker -> controller: the teardown of test ``item_index`` (its own, or one it deferred) tore
+#: down the locked ``scopes`` (node ids of the plan's blocks' scopes)
+TORN_EVENT = "depgraph_torn"
+#: the index of the completion that stands for a ``depgraph_torn`` event on the controller
+#: (xdist's session passes its scheduler a worker's events as completions only)
+TORN_INDEX = -1
+#: controller -> worker: finish the held test's teardown towards the test ``towards``, and
+#: beyond the scopes ``beyond`` (node ids; optional)
 TEARDOWN_COMMAND = "depgraph_teardown"
 
 
@@ -131,16 +151,31 @@ def install(config: pytest.Config) -> None:
     one_at_a_time = OneAtATime(loop)
     loop.run_tests_with(one_at_a_time.run_one_test)
     # execnet's receiver thread: the request joins the queue the main thread waits on
-    loop.on_command(TEARDOWN_COMMAND, lambda kwargs: loop.put(_Teardown(kwargs["towards"])))
+    loop.on_command(
+        TEARDOWN_COMMAND,
+        lambda kwargs: loop.put(_Teardown(kwargs["towards"], tuple(kwargs.get("beyond", ())))),
+    )
     config.pluginmanager.register(one_at_a_time, "depgraph-one-at-a-time")
+
+
+def _beyond(nextitem: pytest.Item | None, scopes: tuple[str, ...]) -> Node | None:
+    """Where a teardown towards ``nextitem`` goes to tear down ``scopes`` as well: the parent
+    of the outermost of them that ``nextitem`` is in (the session's is never asked for)."""
+    if nextitem is None or not scopes:
+        return nextitem
+    for node in nextitem.listchain():
+        if node.nodeid in scopes and node.parent is not None:
+            return node.parent
+    return nextitem
 
 
 @dataclass(frozen=True)
 class _Teardown:
     """A controller's request, queued among the test indices: finish the held test's teardown
-    towards test ``towards``."""
+    towards test ``towards``, and beyond the scopes ``beyond``."""
 
     towards: int
+    beyond: tuple[str, ...] = ()
 
 
 class OneAtATime:
@@ -156,12 +191,17 @@ class OneAtATime:
         self._deferring: pytest.Item | None = None
         #: the ``funcargs`` and ``_request`` of the test whose teardown began last
         self._request_state: host.RequestState | None = None
+        #: the node ids of the scopes the plan's blocks hold locks for (read once there is one)
+        self._locked: frozenset[str] | None = None
+        #: the locked scopes set up when the running test's teardown began
+        self._alive: list[Node] = []
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> None:
         # The last attempt's objects (pytest-rerunfailures makes new ones per attempt): pytest
         # unbinds them when the protocol ends, the held test needs them back for its report.
         self._request_state = host.request_state(item)
+        self._alive.extend(n for n in self._locked_alive() if n not in self._alive)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(
@@ -210,11 +250,13 @@ class OneAtATime:
             nextitem = items[following]
 
         self._request_state = None
+        self._alive = []
         start = time.perf_counter()
         loop.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         duration = time.perf_counter() - start
 
         if following is not None:
+            self._report_torn(index, self._alive)
             loop.send("runtest_protocol_complete", item_index=index, duration=duration)
             loop.set_next_index(following)
             return
@@ -222,6 +264,8 @@ class OneAtATime:
         # nothing, so the test is done as if its next test had been known (its dependents
         # need not wait for it)
         done = host.nothing_to_tear_down(session)
+        # what is left holds nothing: a lock kept for it would wait for nothing
+        self._report_torn(index, self._alive, everything=done)
         self.held, self.settled = index, done
         host.give_back_request(item, self._request_state)
         self._request_state = None
@@ -235,16 +279,19 @@ class OneAtATime:
             return
         following = loop.wait()
         while isinstance(following, _Teardown):
-            self._finish_held(items[following.towards], partly=True)
+            self._finish_held(items[following.towards], partly=True, beyond=following.beyond)
             following = loop.wait()
         loop.set_next_index(following)
         if following is loop.shutdown:
             self._finish_held(None)
 
-    def _finish_held(self, nextitem: pytest.Item | None, partly: bool = False) -> None:
-        """Tear the held test down towards ``nextitem``; report an error against the held test;
-        tell the controller it settled. ``partly``: the worker's next test is not known yet,
-        so the held test stays held with the scopes it shares with ``nextitem``."""
+    def _finish_held(
+        self, nextitem: pytest.Item | None, partly: bool = False, beyond: tuple[str, ...] = ()
+    ) -> None:
+        """Tear the held test down towards ``nextitem`` (and beyond the scopes ``beyond``);
+        report an error against the held test; say which locked scopes went; tell the
+        controller it settled. ``partly``: the worker's next test is not known yet, so the held
+        test stays held with the scopes it shares with ``nextitem``."""
         loop = self.loop
         held = self.held
         assert held is not None
@@ -252,9 +299,11 @@ class OneAtATime:
         loop.announce(held)
         config = loop.config
         self._deferring = previous
+        alive = self._locked_alive()
+        towards = _beyond(nextitem, beyond)
         try:
             done = pytest.CallInfo.from_call(
-                lambda: config.hook.pytest_runtest_protocol(item=previous, nextitem=nextitem),
+                lambda: config.hook.pytest_runtest_protocol(item=previous, nextitem=towards),
                 when="teardown",
                 reraise=(pytest.exit.Exception, KeyboardInterrupt),
             )
@@ -267,12 +316,40 @@ class OneAtATime:
             if not partly:
                 self.held = None
                 host.drop_request(previous)  # what pytest does at the end of the protocol
+        self._report_torn(held, alive, asked=beyond)
         if not self.settled:
             self.settled = True
             loop.send(SETTLED_EVENT, item_index=held)
 
+    def _locked_alive(self) -> list[Node]:
+        """The nodes set up now whose scope a block of the plan holds a lock for."""
+        locked = self._locked
+        if locked is None:
+            plan = session_state(self.loop.config).plan
+            if plan is None:
+                return []
+            locked = self._locked = frozenset(b.scope for b in plan.resources.blocks)
+        if not locked:
+            return []
+        return [n for n in host.set_up(self.loop.session) if n.nodeid in locked]
+
+    def _report_torn(
+        self, index: int, alive: list[Node], everything: bool = False,
+        asked: tuple[str, ...] = (),
+    ) -> None:
+        """Tell the controller which of the locked scopes ``alive`` before the teardown of test
+        ``index`` are gone now (``everything``: all of them, they hold nothing), and that the
+        scopes it ``asked`` to tear down are."""
+        if not alive and not asked:
+            return
+        now = set(self._locked_alive())
+        gone = [n.nodeid for n in alive if everything or n not in now]
+        gone += [scope for scope in asked if scope not in {n.nodeid for n in now}]
+        if gone:
+            self.loop.send(TORN_EVENT, item_index=index, scopes=sorted(set(gone)))
+
     def _deferred_teardown(
-        self, config: pytest.Config, previous: pytest.Item, nextitem: pytest.Item | None
+        self, config: pytest.Config, previous: pytest.Item, nextitem: Node | None
     ) -> pytest.TestReport | None:
         """Run the deferred teardown; its error report, or None when it passed."""
         reraise = (pytest.exit.Exception, KeyboardInterrupt)

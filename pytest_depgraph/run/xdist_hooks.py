@@ -127,6 +127,15 @@ class XdistHooks:
                 if state.scheduler is not None:
                     state.scheduler.note_held(node, kwargs["item_index"])
                 return True
+            if name == worker.TORN_EVENT:
+                # the scheduler takes it in the main thread, before the completion or the
+                # settling that follows it on the same channel
+                scheduler = state.scheduler
+                if scheduler is not None and scheduler.note_torn(
+                    node, kwargs["item_index"], kwargs["scopes"]
+                ):
+                    xdist.forward_completion(node, worker.TORN_INDEX)
+                return True
             if name == worker.SETTLED_EVENT:
                 # the scheduler takes it in the main thread, as a second completion of the test
                 # (xdist's own scheduler, when the walk handed the run over, never sees it)
