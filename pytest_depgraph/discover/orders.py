@@ -96,3 +96,87 @@ def before(order: Sequence[int], node: int) -> list[int]:
         return list(order[: order.index(node)])
     except ValueError:
         return list(order)
+
+
+def uncovered(graph: Graph, count: int, orders: Sequence[Order]) -> list[int]:
+    """For each test ``b``, as a bitset: the tests ``a`` before it in the serial order, not
+    joined to it by declared edges, that run before it in every one of ``orders`` too -- the
+    pairs no order has run the other way round yet. Ancestors are bitsets over the serial
+    (topological) order, so the whole is O(V * (V / word) + E). Empty when the reversal
+    covered every pair (always, without declared edges)."""
+    ancestors = [0] * count
+    for node in range(count):
+        mask = 0
+        for dependency in graph.dependencies_of(node):
+            if dependency < count:
+                mask |= ancestors[dependency] | (1 << dependency)
+        ancestors[node] = mask
+    missing = [((1 << node) - 1) & ~ancestors[node] for node in range(count)]
+    for order in orders:
+        seen = 0
+        for node in order:
+            missing[node] &= seen
+            seen |= 1 << node
+    return missing
+
+
+def covering_order(graph: Graph, count: int, missing: list[int]) -> Order:
+    """An order consistent with the graph that turns round as many of the ``missing`` pairs as
+    it can, built from its end: among the tests whose dependents are all placed, the one that
+    must come after a partner of a missing pair still to be placed goes last, the first in the
+    serial order first. O(V^2 / word) at worst (a scan of the candidates per step), only when
+    declared edges left pairs uncovered."""
+    partners = [0] * count  # a -> the tests b that must come before a to turn (a, b) round
+    for node in range(count):
+        rest = missing[node]
+        while rest:
+            low = rest & -rest
+            partners[low.bit_length() - 1] |= 1 << node
+            rest ^= low
+    waiting = [sum(1 for d in graph.dependents_of(n) if d < count) for n in range(count)]
+    candidates = {n for n in range(count) if not waiting[n]}
+    placed = 0
+    backwards: list[int] = []
+    while candidates:
+        node = max(candidates, key=lambda n: (bool(partners[n] & ~placed), -n))
+        candidates.remove(node)
+        backwards.append(node)
+        placed |= 1 << node
+        for dependency in graph.dependencies_of(node):
+            if dependency < count:
+                waiting[dependency] -= 1
+                if not waiting[dependency]:
+                    candidates.add(dependency)
+    return tuple(reversed(backwards))
+
+
+def reversals(graph: Graph, count: int, budget: int = 3) -> list[Order]:
+    """The orders that run the serial order's pairs the other way round: the reversal, then
+    while the declared graph leaves pairs uncovered, covering orders (at most ``budget`` in
+    all), each stopping when it turns no new pair round."""
+    orders = [reversed_order(graph, count)]
+    missing = uncovered(graph, count, orders)
+    while any(missing) and len(orders) < budget:
+        order = covering_order(graph, count, missing)
+        still = uncovered(graph, count, [*orders, order])
+        if still == missing:
+            break
+        orders.append(order)
+        missing = still
+    return orders
+
+
+def requirements(graph: Graph, tests: Iterable[int], count: int) -> set[int]:
+    """What ``tests`` require, transitively (requires edges), without themselves."""
+    return {n for n in reachable(graph, tests, "dependencies", kinds=(Kind.REQUIRES,))
+            if n < count}
+
+
+def sublist(wanted: Iterable[int], graph: Graph, count: int, position: Sequence[int]) -> Order:
+    """``wanted`` and what it requires, in the order of a reference order consistent with the
+    graph (``position[n]``: where ``n`` is in it): a sub-sequence of it, so consistent too, and
+    each test keeps what runs before it there among the tests kept. O(K log K) for K tests
+    kept."""
+    wanted = set(wanted)
+    wanted |= requirements(graph, wanted, count)
+    return tuple(sorted(wanted, key=position.__getitem__))

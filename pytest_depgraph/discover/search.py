@@ -15,13 +15,17 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pytest_depgraph.core.graph import Graph
+from pytest_depgraph.core.order import positions_in
+from pytest_depgraph.core.paths import reachable
 from pytest_depgraph.discover.orders import (
     Order,
     arrange,
     before,
     joined,
     pytest_order,
-    reversed_order,
+    requirements,
+    reversals,
+    sublist,
 )
 
 _T = TypeVar("_T")
@@ -76,34 +80,38 @@ def passed(outcomes: Outcomes, test: int) -> bool:
 def discover(graph: Graph, count: int, run: Runner, verify: int = 3) -> Discovered:
     """Find the hidden dependencies among tests ``0..count-1`` (the serial order).
 
-    1. The serial order and its reversal (:func:`~.orders.reversed_order`) at once; when a
-       test's outcome differs between them, or a test fails, both again: a test whose outcome
+    1. The serial order and its reversals (:func:`~.orders.reversals`) at once; when a
+       test's outcome differs between them, or a test fails, all again: a test whose outcome
        changed within one order is flaky.
-    2. Each test that passed in the serial order and failed in the reversed one is a victim:
+    2. Each test that passed in the serial order and failed in another one is a victim:
        alone it fails (it *needs* a test that ran before it) or passes (a test before it in
        the reversed order *conflicts* with it); the other test is found by bisection, a chain
        by delta debugging, and each pair verified ``verify`` times both ways.
     """
     result = Discovered()
     engine = _Engine(graph, count, run, verify, result)
-    first, second = pytest_order(count), reversed_order(graph, count)
-    serial, turned = engine.run([first, second])
-    result.orders = 2
-    differ = [t for t in range(count) if passed(serial, t) != passed(turned, t)]
+    first = pytest_order(count)
+    others = reversals(graph, count)
+    orders = [first, *others]
+    outcomes = engine.run(orders)
+    result.orders = len(orders)
+    serial = outcomes[0]
+    differ = {t for t in range(count) for o in outcomes[1:] if passed(serial, t) != passed(o, t)}
     unpassed = [t for t in range(count) if not passed(serial, t)]
     flaky: set[int] = set()
     if differ or unpassed:
-        serial_again, turned_again = engine.run([first, second])
-        result.orders = 4
-        flaky = {
-            t for t in range(count)
-            if passed(serial, t) != passed(serial_again, t)
-            or passed(turned, t) != passed(turned_again, t)
-        }
+        again = engine.run(orders)
+        result.orders += len(orders)
+        flaky = {t for t in range(count) for o, p in zip(outcomes, again)
+                 if passed(o, t) != passed(p, t)}
     result.failing = [t for t in unpassed if t not in flaky]
-    victims = [t for t in differ if t not in flaky and passed(serial, t)]
+    searches = []
+    for t in sorted(differ - flaky):
+        if passed(serial, t):
+            exposing = next(o for o, out in zip(others, outcomes[1:]) if not passed(out, t))
+            searches.append(engine.examine(t, first, exposing))
     findings = [Finding(FLAKY, t, None) for t in sorted(flaky)]
-    findings += engine.drive([engine.examine(t, first, second) for t in victims])
+    findings += engine.drive(searches)
     result.findings = _unique(findings)
     return result
 
@@ -130,6 +138,7 @@ class _Engine:
         self._run = run
         self.verify = verify
         self.result = result
+        self._positions: dict[Order, list[int]] = {}
 
     def run(self, lists: Sequence[Order]) -> list[Outcomes]:
         self.result.lists += len(lists)
@@ -168,12 +177,28 @@ class _Engine:
     def arrange(self, wanted: Iterable[int]) -> Order:
         return arrange(wanted, self.graph, self.count)
 
-    def passes(self, test: int, wanted: Iterable[int]) -> Generator[list[Order], list[Outcomes],
-                                                                   bool]:
-        """Whether ``test`` passes with ``wanted`` run before it (one list)."""
-        order = self.arrange([*wanted, test])
+    def passes(
+        self, test: int, wanted: Iterable[int], reference: Order | None = None,
+        around: Sequence[int] = (),
+    ) -> Generator[list[Order], list[Outcomes], bool]:
+        """Whether ``test`` passes with ``wanted`` (each before it in ``reference``) run before
+        it, in ``reference``'s order with what they require and what it depends on (one
+        list); ``around``: tests that run too (what the victim a chain ends in depends on)."""
+        wanted = [*around, *self.declared_before(test), *wanted, test]
+        order = self.arrange(wanted) if reference is None else self.sublist(wanted, reference)
         (outcomes,) = yield [order]
         return passed(outcomes, test)
+
+    def declared_before(self, test: int) -> list[int]:
+        """Every test ``test`` depends on, either kind of edge, transitively: a run of the
+        suite always runs them before it, so every list that holds it does too."""
+        return sorted(t for t in reachable(self.graph, [test], "dependencies") if t < self.count)
+
+    def sublist(self, wanted: Iterable[int], reference: Order) -> Order:
+        position = self._positions.get(reference)
+        if position is None:
+            position = self._positions[reference] = positions_in(reference)
+        return sublist(wanted, self.graph, self.count, position)
 
     # -- a victim ---------------------------------------------------------------------------
 
@@ -186,52 +211,84 @@ class _Engine:
         declared = joined(self.graph, test)
         if (yield from self.passes(test, ())):  # passes alone: something before it breaks it
             suspects = [t for t in before(second, test) if t not in declared]
-            polluters = yield from self.minimal(test, suspects, want_pass=False)
+            polluters = yield from self.minimal(test, suspects, False, second)
             if len(polluters) != 1:
                 return []  # several tests together, or none reproduced: not one to name
-            return (yield from self.verified(CONFLICTS, test, polluters[0], (), spent))
+            return (yield from self.verified(CONFLICTS, test, polluters[0], (), second, spent))
         earlier = before(first, test)
         not_earlier = set(before(second, test))
         suspects = [t for t in earlier if t not in not_earlier and t not in declared]
-        if not (yield from self.passes(test, suspects)):
+        if not (yield from self.passes(test, suspects, first)):
             suspects = [t for t in earlier if t not in declared]  # masked in the second order
-        needed = yield from self.minimal(test, suspects, want_pass=True)
+        needed = yield from self.minimal(test, suspects, True, first)
         if not needed:
             return []
-        return (yield from self.explain(test, needed, spent))
+        return (yield from self.explain(test, needed, first, spent))
 
-    def explain(self, test: int, needed: list[int], spent: _Spent) -> Search:
+    def explain(
+        self, test: int, needed: list[int], first: Order, spent: _Spent, around: Sequence[int] = ()
+    ) -> Search:
         """``test`` passes with the minimal set ``needed`` before it: the members that no
         other member needs are its own needs (the rest of a chain are theirs, found the same
-        way), each verified with the rest of the set before it."""
+        way, with what ``test`` depends on around them), each verified with the rest of the
+        set before it."""
+        around = sorted({*around, *self.declared_before(test)})
         needs_of: dict[int, list[int]] = {}
         for at, member in enumerate(needed):
-            if at == 0 or (yield from self.passes(member, ())):
+            if at == 0 or (yield from self.passes(member, (), first, around)):
                 needs_of[member] = []
             else:
-                needs_of[member] = yield from self.minimal(member, needed[:at], want_pass=True)
+                needs_of[member] = yield from self.minimal(member, needed[:at], True, first,
+                                                           around)
         indirect = {n for member in needed for n in needs_of[member]}
         findings: list[Finding] = []
         for member in needed:
             if member not in indirect:
                 context = tuple(n for n in needed if n != member)
-                findings += yield from self.verified(NEEDS, test, member, context, spent)
+                findings += yield from self.verified(NEEDS, test, member, context, first, spent,
+                                                     around)
         for member in needed:
             if needs_of[member]:
-                findings += yield from self.explain(member, needs_of[member], spent)
+                findings += yield from self.explain(member, needs_of[member], first, spent,
+                                                    around)
         return findings
 
     def minimal(
-        self, test: int, suspects: list[int], want_pass: bool
+        self, test: int, suspects: list[int], want_pass: bool, reference: Order,
+        around: Sequence[int] = (),
     ) -> Generator[list[Order], list[Outcomes], list[int]]:
         """A smallest list of ``suspects`` whose running before ``test`` makes it pass
         (``want_pass``) or fail: bisection while one half alone does it (one list a step),
         then delta debugging (ddmin, Zeller and Hildebrandt 2002) for a set of several.
-        Empty when even all of them do not."""
+        Each list is a sub-sequence of ``reference`` with what its tests require; when a test
+        found requires tests of its own and those do it in its place, the search goes on
+        among them (the state came from one of those). Empty when even all of them do not."""
 
         def works(tests: list[int]) -> Generator[list[Order], list[Outcomes], bool]:
-            return (yield from self.passes(test, tests)) == want_pass
+            return (yield from self.passes(test, tests, reference, around)) == want_pass
 
+        found = yield from self._minimal(works, suspects)
+        position = self._positions.get(reference) or positions_in(reference)
+        settled = requirements(self.graph, [test, *around], self.count)  # in every list anyway
+        refined = True
+        while refined:
+            refined = False
+            for member in found:
+                own = requirements(self.graph, [member], self.count) - settled
+                if not own:
+                    continue
+                instead = sorted((set(found) - {member}) | own, key=position.__getitem__)
+                if (yield from works(instead)):
+                    found = yield from self._minimal(works, instead)
+                    refined = True
+                    break
+        return found
+
+    @staticmethod
+    def _minimal(
+        works: Callable[[list[int]], Generator[list[Order], list[Outcomes], bool]],
+        suspects: list[int],
+    ) -> Generator[list[Order], list[Outcomes], list[int]]:
         known = False  # whether ``suspects`` is known to do it
         while len(suspects) > 1:
             half = len(suspects) // 2
@@ -270,14 +327,18 @@ class _Engine:
         return suspects
 
     def verified(
-        self, kind: str, test: int, other: int, context: tuple[int, ...], spent: _Spent
+        self, kind: str, test: int, other: int, context: tuple[int, ...], reference: Order,
+        spent: _Spent, around: Sequence[int] = (),
     ) -> Search:
         """The pair run both ways ``verify`` times at once: the finding when each way gave the
         same outcome every time as expected; the test flaky when one way's outcome changed."""
+        own = sorted({*around, *self.declared_before(test)})
         if kind == NEEDS:  # passes after the other, fails before it
-            expected = self.arrange([*context, other, test]), self.arrange([*context, test, other])
+            expected = (self.sublist([*own, *context, other, test], reference),
+                        self.arrange([*own, test, *self.sublist([*context, other], reference)]))
         else:  # fails after the other, passes before it
-            expected = self.arrange([other, test]), self.arrange([test, other])
+            expected = (self.sublist([*own, other, test], reference),
+                        self.arrange([*own, test, other]))
         lists = [expected[0]] * self.verify + [expected[1]] * self.verify
         outcomes = yield lists
         after = {passed(o, test) for o in outcomes[: self.verify]}
