@@ -44,7 +44,7 @@ class FakeSuite:
         self.rng = random.Random(self.seed)
 
     def run(self, lists: Sequence[Order]) -> list[Outcomes]:
-        results = []
+        results: list[Outcomes] = []
         for order in lists:
             self.lists.append(order)
             assert len(set(order)) == len(order), "a test twice in one list"
