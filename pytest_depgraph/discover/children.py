@@ -66,18 +66,75 @@ def child_command(config: pytest.Config, workdir: Path) -> list[str]:
 
 
 class Children:
-    """Runs lists of node ids, each in fresh pytest processes, at most ``workers`` at once."""
+    """Runs lists of node ids, each in fresh pytest processes, at most ``workers`` at once.
+
+    Where the system forks (``os.fork``: Linux, macOS), each slot of the pool has a zygote
+    (:mod:`.zygote`) that forks the session of each list from a process that imported pytest
+    and the plugins once; elsewhere each list starts ``python -m pytest``.
+    """
 
     def __init__(self, command: list[str], rootpath: Path, cwd: Path, workdir: Path,
-                 workers: int) -> None:
+                 workers: int, fork: bool | None = None) -> None:
         self.command = command
         self.rootpath = rootpath
         self.cwd = cwd
         self.workdir = workdir
         self.workers = max(1, workers)
-        #: processes started so far
+        #: processes started so far (the sessions; not the zygotes)
         self.processes = 0
         self._lock = threading.Lock()
+        self._fork = hasattr(os, "fork") and sys.platform != "win32" if fork is None else fork
+        self._slot = threading.local()
+        self._zygotes: list[subprocess.Popen[str]] = []
+        self._env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+    def close(self) -> None:
+        """End the zygotes (each ends when its requests end)."""
+        for zygote in self._zygotes:
+            if zygote.stdin is not None:
+                zygote.stdin.close()
+            try:
+                zygote.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                zygote.kill()
+                zygote.wait()
+        self._zygotes.clear()
+
+    def _zygote(self) -> subprocess.Popen[str] | None:
+        """This slot's zygote, started at its first list (None: the system cannot fork)."""
+        if not self._fork:
+            return None
+        zygote: subprocess.Popen[str] | None = getattr(self._slot, "zygote", None)
+        if zygote is None or zygote.poll() is not None:
+            zygote = subprocess.Popen(
+                [self.command[0], "-m", "pytest_depgraph.discover.zygote"], cwd=self.cwd,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env=self._env, text=True, encoding="utf-8",
+            )
+            self._slot.zygote = zygote
+            with self._lock:
+                self._zygotes.append(zygote)
+        return zygote
+
+    def _start(self, args: list[str], log: Path) -> int:
+        """One session with ``args`` (pytest's, after ``python -m pytest``), its output in
+        ``log``: its exit code."""
+        zygote = self._zygote()
+        if zygote is not None and zygote.stdin is not None and zygote.stdout is not None:
+            try:
+                zygote.stdin.write(json.dumps({"args": args, "log": str(log)}) + "\n")
+                zygote.stdin.flush()
+                answer = zygote.stdout.readline()
+            except OSError:
+                answer = ""
+            if answer:
+                return int(json.loads(answer)["code"])
+            self._fork = False  # the zygote died: processes of their own from now on
+        with open(log, "wb") as output:
+            return subprocess.call(
+                [*self.command[:3], *args], cwd=self.cwd, stdout=output,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self._env,
+            )
 
     def run(self, lists: Sequence[Sequence[str]]) -> list[dict[str, bool]]:
         """Each list's outcomes: node id -> passed; a test that did not run is absent."""
@@ -111,12 +168,8 @@ class Children:
         files = list(dict.fromkeys(
             str(self.rootpath / nodeid.split("::", 1)[0]) for nodeid in tests
         ))
-        with open(log, "wb") as output:
-            code = subprocess.call(
-                [*self.command, *files, "--depgraph-discover-child", str(order)],
-                cwd=self.cwd, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
+        code = self._start([*self.command[3:], *files, "--depgraph-discover-child", str(order)],
+                           log)
         found, crashed = read_record(str(record))
         if not found and code not in (0, 1, 5):
             tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]

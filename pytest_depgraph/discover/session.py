@@ -26,6 +26,7 @@ from pytest_depgraph.discover.search import Discovered, Outcomes, discover
 from pytest_depgraph.hosts import xdist
 from pytest_depgraph.run.role import role
 from pytest_depgraph.run.state import SessionState, session_state
+from pytest_depgraph.words import tests
 
 
 def configure(config: pytest.Config, state: SessionState) -> None:
@@ -108,7 +109,7 @@ class Discovery:
         terminal = config.pluginmanager.get_plugin("terminalreporter")
         if terminal is not None and config.get_verbosity() >= 0:
             terminal.write_line(
-                f"depgraph discover: {count} tests in orders consistent with the declared "
+                f"depgraph discover: {tests(count)} in orders consistent with the declared "
                 f"graph, {self.workers} process{'es' if self.workers != 1 else ''} at once"
             )
         try:
@@ -116,6 +117,7 @@ class Discovery:
         except ChildFailed as error:
             pytest.exit(f"depgraph discover: {error}", returncode=pytest.ExitCode.USAGE_ERROR)
         finally:
+            children.close()
             self.processes = children.processes
             self.seconds = time.perf_counter() - started
         shutil.rmtree(workdir, ignore_errors=True)

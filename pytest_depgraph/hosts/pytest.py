@@ -412,3 +412,28 @@ def split_command_line(config: pytest.Config, args: Sequence[str]) -> list[tuple
                 parts.append((flag.dest, ["-" + rest[0]]))
                 rest = rest[1:]
     return parts
+
+
+# -- a process that starts pytest sessions -------------------------------------------------------
+
+
+def import_pytest_plugins() -> None:
+    """Import pytest's own plugins (``_pytest.config.default_plugins``, the modules
+    ``pytest.main`` imports for every session) and the installed ones (entry points of the
+    ``pytest11`` group, unless ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` is set), without
+    registering any: a session started later in this process, or in a process forked from it,
+    finds them imported. A plugin that fails to import is left for that session to report."""
+    import importlib
+    import os
+    from importlib import metadata
+
+    from _pytest.config import default_plugins
+
+    for name in default_plugins:
+        with contextlib.suppress(Exception):
+            importlib.import_module(f"_pytest.{name}")
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        return
+    for entry in metadata.entry_points(group="pytest11"):
+        with contextlib.suppress(Exception):
+            entry.load()
