@@ -218,9 +218,11 @@ class _Engine:
         earlier = before(first, test)
         not_earlier = set(before(second, test))
         suspects = [t for t in earlier if t not in not_earlier and t not in declared]
-        if not (yield from self.passes(test, suspects, first)):
-            suspects = [t for t in earlier if t not in declared]  # masked in the second order
         needed = yield from self.minimal(test, suspects, True, first)
+        wider = [t for t in earlier if t not in declared]
+        if not needed and len(wider) > len(suspects):
+            # what it needs ran before it in the second order too, and something masked it
+            needed = yield from self.minimal(test, wider, True, first)
         if not needed:
             return []
         return (yield from self.explain(test, needed, first, spent))
