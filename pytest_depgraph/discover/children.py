@@ -86,10 +86,14 @@ class Children:
         self._fork = hasattr(os, "fork") and sys.platform != "win32" if fork is None else fork
         self._slot = threading.local()
         self._zygotes: list[subprocess.Popen[str]] = []
+        self._pool: ThreadPoolExecutor | None = None
         self._env = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
     def close(self) -> None:
-        """End the zygotes (each ends when its requests end)."""
+        """End the slots and their zygotes (a zygote ends when its requests end)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         for zygote in self._zygotes:
             if zygote.stdin is not None:
                 zygote.stdin.close()
@@ -138,10 +142,11 @@ class Children:
 
     def run(self, lists: Sequence[Sequence[str]]) -> list[dict[str, bool]]:
         """Each list's outcomes: node id -> passed; a test that did not run is absent."""
-        if len(lists) == 1 or self.workers == 1:
-            return [self._run_list(tests) for tests in lists]
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(lists))) as pool:
-            return list(pool.map(self._run_list, lists))
+        if self._pool is None:
+            # one thread per slot for the whole discovery: each keeps its zygote
+            self._pool = ThreadPoolExecutor(max_workers=self.workers,
+                                            thread_name_prefix="depgraph-discover")
+        return list(self._pool.map(self._run_list, lists))
 
     def _run_list(self, tests: Sequence[str]) -> dict[str, bool]:
         """Run ``tests`` in a fresh process; when a test ends it, the rest in another."""
