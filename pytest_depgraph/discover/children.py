@@ -5,8 +5,9 @@ distributes them and what writes the session's files (``--junitxml``, ``--depgra
 plus the files of its tests and ``--depgraph-discover-child``: same rootdir, ini file, plugins
 and options, so a test sees the process it would see in a run. pytest-randomly is turned off
 (the list's order is the experiment), xdist too (``-n 0``), ``-x``/``--maxfail`` undone, and
-pytest's cache goes to a folder of the discovery's own: a child never touches the user's
-``.pytest_cache``.
+pytest's cache and each child's ``--basetemp`` go to a folder of the discovery's own: a
+child never touches the user's ``.pytest_cache`` nor their temporary folders, and two
+children at once never share one.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ LEFT_OUT = frozenset({
     "keyword", "markexpr", "lf", "failedfirst", "newfirst", "stepwise", "stepwise_skip",
     "last_failed_no_failures", "maxfail", "deselect", "numprocesses", "dist", "distload", "tx",
     "maxprocesses", "maxworkerrestart", "rsyncdir", "rsyncignore", "px", "looponfail",
-    "maxschedchunk", "xmlpath", "collectonly", "usepdb", "trace", "cacheclear",
+    "maxschedchunk", "xmlpath", "collectonly", "usepdb", "trace", "cacheclear", "basetemp",
     "depgraph_discover", "depgraph_discover_verify", "depgraph_discover_json",
     "depgraph_discover_child", "depgraph_parallelism", "depgraph_shard", "depgraph_dot",
     "depgraph_report", "depgraph_store_durations", "depgraph_no_deps", "depgraph_ignore_deps",
@@ -173,8 +174,8 @@ class Children:
         files = list(dict.fromkeys(
             str(self.rootpath / nodeid.split("::", 1)[0]) for nodeid in tests
         ))
-        code = self._start([*self.command[3:], *files, "--depgraph-discover-child", str(order)],
-                           log)
+        code = self._start([*self.command[3:], *files, f"--basetemp={base}.tmp",
+                            "--depgraph-discover-child", str(order)], log)
         found, crashed = read_record(str(record))
         if not found and code not in (0, 1, 5):
             tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
