@@ -235,3 +235,15 @@ def _masked(suite: FakeSuite, test: int) -> bool:
         if test in suite.flaky or test in suite.conflicts:
             return True
     return False
+
+
+def test_a_chain_member_needs_what_the_victim_declares_not_what_that_needs() -> None:
+    """3 requires 1 (declared) and needs 2; 2 needs 1, 1 needs 0. Explaining 3's chain, 2's
+    own need is 1 -- which 3's lists always hold, working only because 0 ran before it --
+    not 0 (found by the property test: "2 needs 0" was reported)."""
+    graph = make(4, [(3, 1, R)])
+    suite = FakeSuite(4, needs={3: 2, 2: 1, 1: 0})
+    found = discover(graph, 4, suite.run)
+    assert {(f.kind, f.test, f.other) for f in found.findings} == {
+        (NEEDS, 1, 0), (NEEDS, 2, 1), (NEEDS, 3, 2),
+    }

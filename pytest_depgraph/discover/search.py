@@ -178,13 +178,12 @@ class _Engine:
         return arrange(wanted, self.graph, self.count)
 
     def passes(
-        self, test: int, wanted: Iterable[int], reference: Order | None = None,
-        around: Sequence[int] = (),
+        self, test: int, wanted: Iterable[int], reference: Order | None = None
     ) -> Generator[list[Order], list[Outcomes], bool]:
         """Whether ``test`` passes with ``wanted`` (each before it in ``reference``) run before
         it, in ``reference``'s order with what they require and what it depends on (one
-        list); ``around``: tests that run too (what the victim a chain ends in depends on)."""
-        wanted = [*around, *self.declared_before(test), *wanted, test]
+        list)."""
+        wanted = [*self.declared_before(test), *wanted, test]
         order = self.arrange(wanted) if reference is None else self.sublist(wanted, reference)
         (outcomes,) = yield [order]
         return passed(outcomes, test)
@@ -194,11 +193,15 @@ class _Engine:
         suite always runs them before it, so every list that holds it does too."""
         return sorted(t for t in reachable(self.graph, [test], "dependencies") if t < self.count)
 
-    def sublist(self, wanted: Iterable[int], reference: Order) -> Order:
-        position = self._positions.get(reference)
+    def _position(self, order: Order) -> list[int]:
+        """Where each test is in ``order`` (kept: the searches ask again and again)."""
+        position = self._positions.get(order)
         if position is None:
-            position = self._positions[reference] = positions_in(reference)
-        return sublist(wanted, self.graph, self.count, position)
+            position = self._positions[order] = positions_in(order)
+        return position
+
+    def sublist(self, wanted: Iterable[int], reference: Order) -> Order:
+        return sublist(wanted, self.graph, self.count, self._position(reference))
 
     # -- a victim ---------------------------------------------------------------------------
 
@@ -227,37 +230,37 @@ class _Engine:
             return []
         return (yield from self.explain(test, needed, first, spent))
 
-    def explain(
-        self, test: int, needed: list[int], first: Order, spent: _Spent, around: Sequence[int] = ()
-    ) -> Search:
+    def explain(self, test: int, needed: list[int], first: Order, spent: _Spent) -> Search:
         """``test`` passes with the minimal set ``needed`` before it: the members that no
-        other member needs are its own needs (the rest of a chain are theirs, found the same
-        way, with what ``test`` depends on around them), each verified with the rest of the
-        set before it."""
-        around = sorted({*around, *self.declared_before(test)})
+        other member needs are its own needs, each verified with the rest of the set before
+        it. A member that fails alone has needs of its own, looked for among the members
+        before it and what ``test`` declares it depends on (which runs before ``test`` in
+        every list, not always before the member), and explained the same way: a chain
+        c -> b -> a gives "c needs b" and "b needs a"."""
+        position = self._position(first)
+        declared = self.declared_before(test)
         needs_of: dict[int, list[int]] = {}
         for at, member in enumerate(needed):
-            if at == 0 or (yield from self.passes(member, (), first, around)):
+            if (yield from self.passes(member, (), first)):
                 needs_of[member] = []
-            else:
-                needs_of[member] = yield from self.minimal(member, needed[:at], True, first,
-                                                           around)
+                continue
+            own = set(self.declared_before(member))
+            pool = {*needed[:at], *(d for d in declared if position[d] < position[member])}
+            needs_of[member] = yield from self.minimal(
+                member, sorted(pool - own, key=position.__getitem__), True, first)
         indirect = {n for member in needed for n in needs_of[member]}
         findings: list[Finding] = []
         for member in needed:
             if member not in indirect:
                 context = tuple(n for n in needed if n != member)
-                findings += yield from self.verified(NEEDS, test, member, context, first, spent,
-                                                     around)
+                findings += yield from self.verified(NEEDS, test, member, context, first, spent)
         for member in needed:
             if needs_of[member]:
-                findings += yield from self.explain(member, needs_of[member], first, spent,
-                                                    around)
+                findings += yield from self.explain(member, needs_of[member], first, spent)
         return findings
 
     def minimal(
-        self, test: int, suspects: list[int], want_pass: bool, reference: Order,
-        around: Sequence[int] = (),
+        self, test: int, suspects: list[int], want_pass: bool, reference: Order
     ) -> Generator[list[Order], list[Outcomes], list[int]]:
         """A smallest list of ``suspects`` whose running before ``test`` makes it pass
         (``want_pass``) or fail: bisection while one half alone does it (one list a step),
@@ -267,11 +270,11 @@ class _Engine:
         among them (the state came from one of those). Empty when even all of them do not."""
 
         def works(tests: list[int]) -> Generator[list[Order], list[Outcomes], bool]:
-            return (yield from self.passes(test, tests, reference, around)) == want_pass
+            return (yield from self.passes(test, tests, reference)) == want_pass
 
         found = yield from self._minimal(works, suspects)
-        position = self._positions.get(reference) or positions_in(reference)
-        settled = requirements(self.graph, [test, *around], self.count)  # in every list anyway
+        position = self._position(reference)
+        settled = requirements(self.graph, [test], self.count)  # in every list anyway
         refined = True
         while refined:
             refined = False
@@ -330,11 +333,11 @@ class _Engine:
 
     def verified(
         self, kind: str, test: int, other: int, context: tuple[int, ...], reference: Order,
-        spent: _Spent, around: Sequence[int] = (),
+        spent: _Spent,
     ) -> Search:
         """The pair run both ways ``verify`` times at once: the finding when each way gave the
         same outcome every time as expected; the test flaky when one way's outcome changed."""
-        own = sorted({*around, *self.declared_before(test)})
+        own = self.declared_before(test)
         if kind == NEEDS:  # passes after the other, fails before it
             expected = (self.sublist([*own, *context, other, test], reference),
                         self.arrange([*own, test, *self.sublist([*context, other], reference)]))
