@@ -89,6 +89,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="merge this run's test durations into the JSON file PATH at the end of the session "
         "(the format --depgraph-durations reads). (ini: depgraph_store_durations)",
     )
+    _add_discover_options(group)
     parser.addini(
         "depgraph_parallelism",
         "default for --depgraph-parallelism: a whole number, or auto (one per CPU)",
@@ -114,6 +115,44 @@ def add_options(parser: pytest.Parser) -> None:
     )
 
 
+def _add_discover_options(group: pytest.OptionGroup) -> None:
+    group.addoption(
+        "--depgraph-discover",
+        action="store_true",
+        default=False,
+        help="instead of running the tests, find the dependencies between them that nobody "
+        "declared: run them in orders consistent with the declared graph, each order in a "
+        "fresh process (-n N: N processes at once), and report each test that needs or "
+        "conflicts with another, with the declaration to add",
+    )
+    group.addoption(
+        "--depgraph-discover-verify",
+        type=_at_least_one,
+        default=3,
+        metavar="K",
+        help="with --depgraph-discover: run each pair found both ways K times; only an outcome "
+        "that repeats every time is reported (default 3)",
+    )
+    group.addoption(
+        "--depgraph-discover-json",
+        default=None,
+        metavar="PATH",
+        help="with --depgraph-discover: also write the findings to PATH as JSON",
+    )
+    # a discovery's child process: the tests to run and where to record them (internal)
+    group.addoption("--depgraph-discover-child", default=None, help=argparse.SUPPRESS)
+
+
+def _at_least_one(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
 @dataclass
 class Settings:
     """Resolved option values (command line over ini)."""
@@ -132,6 +171,14 @@ class Settings:
     strict: bool = False
     #: ``depgraph_resources``: each shared resource's capacity (None: not set)
     resources: dict[str, int] | None = None
+    #: ``--depgraph-discover``: a discovery session instead of a run
+    discover: bool = False
+    #: ``--depgraph-discover-verify``: how many times each pair found is run both ways
+    discover_verify: int = 3
+    #: ``--depgraph-discover-json``: where the findings go as JSON
+    discover_json: str | None = None
+    #: ``--depgraph-discover-child``: this process is a discovery's child; its list's file
+    discover_child: str | None = None
 
 
 #: the words ``-n`` takes for "one worker per CPU" (xdist decides how many that is)
@@ -211,6 +258,10 @@ def read_settings(config: pytest.Config) -> Settings:
         strict=bool(strict),
         ignore_deps=bool(ignore_deps),
         resources=_resources(config),
+        discover=bool(config.getoption("depgraph_discover")),
+        discover_verify=int(config.getoption("depgraph_discover_verify")),
+        discover_json=config.getoption("depgraph_discover_json"),
+        discover_child=config.getoption("depgraph_discover_child"),
     )
 
 

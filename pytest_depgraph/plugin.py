@@ -38,6 +38,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     install_marker()
     state = run_session.configure(config)
+    if state.settings.discover or state.settings.discover_child:
+        from pytest_depgraph.discover import session as discover_session  # only a discovery
+
+        discover_session.configure(config, state)
     # the files first: their plugins' hooks run after the run's (the order of registration)
     output_session.configure(config, state.settings)
     run_session.register(config, state)
@@ -96,7 +100,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    output_session.terminal_summary(terminalreporter)
+    if not terminalreporter.config.pluginmanager.has_plugin("depgraph-discover"):
+        output_session.terminal_summary(terminalreporter)  # a discovery ran no test
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -603,3 +603,33 @@ def test_pytest_dependencys_check_and_books() -> None:
         undo()
     assert pytest_dependency.DependencyManager.checkDepend is original
     assert books.version(pytest_dependency) == pytest_dependency.__version__
+
+
+def test_a_command_line_is_cut_into_its_options(pytester: pytest.Pytester) -> None:
+    """pytest's argparse parser and its actions' ``nargs``: valued options (next word, ``=``,
+    glued to a short one), grouped short flags, positional arguments, unknown words."""
+    config = pytester.parseconfig()
+    parts = host.split_command_line(config, [
+        "-n", "2", "tests/t.py::a", "-vx", "-kfoo", "--maxfail=3", "-p", "no:x", "--weird",
+        "--", "b",
+    ])
+    assert parts == [
+        ("numprocesses", ["-n", "2"]), ("", ["tests/t.py::a"]), ("verbose", ["-v"]),
+        ("maxfail", ["-x"]), ("keyword", ["-kfoo"]), ("maxfail", ["--maxfail=3"]),
+        ("plugins", ["-p", "no:x"]), ("?", ["--weird"]), ("", ["b"]),
+    ]
+
+
+def test_pytests_plugins_are_imported_without_being_registered() -> None:
+    host.import_pytest_plugins()
+    import sys
+
+    assert "_pytest.python" in sys.modules and "_pytest.terminal" in sys.modules
+
+
+def test_workers_asked_for_are_counted_and_not_started(pytester: pytest.Pytester) -> None:
+    config = pytester.parseconfig("-n", "2")
+    config.option.tx = ["2*popen"]  # as xdist's own pytest_cmdline_main would leave it
+    config.option.dist = "load"
+    assert door.keep_workers_off(config) == 2
+    assert (config.option.tx, config.option.dist, config.option.numprocesses) == ([], "no", 0)

@@ -9,7 +9,7 @@ Rules checked: no cycle between the package's modules; no module imports another
 private (``_``-prefixed) name; the graph core (the ``core`` subpackage, ``CORE`` below) imports
 nothing from pytest, pluggy or xdist, nor from the rest of the package outside the core; a
 subpackage imports nothing from a layer above it (``LAYERS``: core, hosts, collect, run,
-output; the top-level modules -- the plugin and ``__init__`` -- wire them together; every
+output, discover; the top-level modules -- the plugin and ``__init__`` -- wire them together; every
 subpackage but the core and the hosts may read the top-level ``options`` and ``words``); the
 doors to the hosts (``HOSTS``) import nothing of the package but the core, and only they import
 xdist and pytest's private modules (``DOORS_ONLY``; an import under ``if TYPE_CHECKING:``, for
@@ -32,7 +32,7 @@ CORE = "core"
 #: the subpackage of the doors to other packages' private API: it imports only the core
 HOSTS = "hosts"
 #: the subpackages from the bottom up: each may import the ones below it, never one above
-LAYERS = ("core", HOSTS, "collect", "run", "output")
+LAYERS = ("core", HOSTS, "collect", "run", "output", "discover")
 #: top-level modules the layers above the hosts may import: the settings every part reads,
 #: and counts in a user's words
 SHARED = {"options", "words"}

@@ -358,3 +358,94 @@ def given_on_command_line(config: pytest.Config, dest: str) -> object:
     (``Config._preparse``) and later writes only ``config.option``, which plugins change in
     ``pytest_cmdline_main`` (xdist turns ``--dist no`` into ``load`` when ``-n`` is given)."""
     return getattr(getattr(config, "known_args_namespace", None), dest, None)
+
+
+# -- a command line, option by option --------------------------------------------------------
+
+
+def split_command_line(config: pytest.Config, args: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """``args``, a command line as pytest read it, cut into its parts: each option as (its
+    ``dest``, the words it took), each positional argument (a path, a node id) as ``("", [word])``
+    and a word no option knows as ``("?", [word])``. Reads the argparse parser pytest built
+    from every plugin's options (``Parser.optparser`` since pytest 9, ``Parser._getparser()``
+    before) and each action's ``nargs`` (0: a flag; otherwise one value, the next word or
+    after ``=``, or glued to a short option: ``-kexpr``); short flags may be grouped
+    (``-vx``); pytest does not take abbreviations of long options (``allow_abbrev=False``)."""
+    parser = config._parser
+    optparser = getattr(parser, "optparser", None)
+    if optparser is None:
+        optparser = parser._getparser()  # type: ignore[attr-defined]
+    actions = optparser._option_string_actions
+    parts: list[tuple[str, list[str]]] = []
+    words = list(args)
+    at = 0
+    while at < len(words):
+        word = words[at]
+        at += 1
+        if word == "--":
+            parts.extend(("", [rest]) for rest in words[at:])
+            break
+        if not word.startswith("-") or word == "-":
+            parts.append(("", [word]))
+            continue
+        if word.startswith("--"):
+            name, equals, _ = word.partition("=")
+            action = actions.get(name)
+            if action is None:
+                parts.append(("?", [word]))
+                continue
+            if action.nargs == 0 or equals or at >= len(words):
+                parts.append((action.dest, [word]))
+            else:
+                parts.append((action.dest, [word, words[at]]))
+                at += 1
+            continue
+        action = actions.get(word[:2])
+        if action is None:
+            parts.append(("?", [word]))
+        elif action.nargs != 0:
+            if len(word) > 2 or at >= len(words):
+                parts.append((action.dest, [word]))
+            else:
+                parts.append((action.dest, [word, words[at]]))
+                at += 1
+        elif len(word) == 2:
+            parts.append((action.dest, [word]))
+        else:  # grouped flags: -vx is -v -x (a valued option among them takes the rest)
+            rest = word[1:]
+            while rest:
+                flag = actions.get("-" + rest[0])
+                if flag is None:
+                    parts.append(("?", ["-" + rest]))
+                    break
+                if flag.nargs != 0:
+                    parts.append((flag.dest, ["-" + rest]))
+                    break
+                parts.append((flag.dest, ["-" + rest[0]]))
+                rest = rest[1:]
+    return parts
+
+
+# -- a process that starts pytest sessions -------------------------------------------------------
+
+
+def import_pytest_plugins() -> None:
+    """Import pytest's own plugins (``_pytest.config.default_plugins``, the modules
+    ``pytest.main`` imports for every session) and the installed ones (entry points of the
+    ``pytest11`` group, unless ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` is set), without
+    registering any: a session started later in this process, or in a process forked from it,
+    finds them imported. A plugin that fails to import is left for that session to report."""
+    import importlib
+    import os
+    from importlib import metadata
+
+    from _pytest.config import default_plugins
+
+    for name in default_plugins:
+        with contextlib.suppress(Exception):
+            importlib.import_module(f"_pytest.{name}")
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        return
+    for entry in metadata.entry_points(group="pytest11"):
+        with contextlib.suppress(Exception):
+            entry.load()

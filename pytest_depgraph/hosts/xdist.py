@@ -61,6 +61,18 @@ def start_workers(config: pytest.Config, count: int) -> None:
         config.option.dist = "load"
 
 
+def keep_workers_off(config: pytest.Config) -> int:
+    """Have xdist start no worker in this session, and say how many ``-n`` / ``--tx`` asked
+    for (0: none): ``config.option.tx`` as xdist's own ``pytest_cmdline_main`` (tryfirst) left
+    it, emptied with ``--dist no`` before xdist's ``pytest_configure`` decides from them
+    whether to make its session (``_is_distribution_mode``)."""
+    count = worker_count(config) if config.getoption("tx", None) else 0
+    config.option.numprocesses = 0
+    config.option.tx = []
+    config.option.dist = "no"
+    return count
+
+
 def worker_count(config: pytest.Config) -> int:
     """How many workers xdist starts: the gateways of ``-n`` / ``--tx``, counted as its own
     schedulers count them (``workermanage.parse_tx_spec_config``)."""

@@ -1,0 +1,146 @@
+"""A discovery session: collected as a run is, then orders run in child processes instead.
+
+Called from ``plugin.py``: :func:`configure` registers, in a discovery (``--depgraph-discover``),
+the plugin whose ``pytest_runtestloop`` takes the place of pytest's (xdist's workers are not
+started: ``-n N`` is the number of child processes at once), and in a discovery's child
+(``--depgraph-discover-child``) the keeper of its order.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from pytest_depgraph.core.graph import Graph
+from pytest_depgraph.discover import report
+from pytest_depgraph.discover.child import OrderKeeper
+from pytest_depgraph.discover.children import ChildFailed, Children, child_command
+from pytest_depgraph.discover.orders import Order
+from pytest_depgraph.discover.search import Discovered, Outcomes, discover
+from pytest_depgraph.hosts import xdist
+from pytest_depgraph.run.role import role
+from pytest_depgraph.run.state import SessionState, session_state
+from pytest_depgraph.words import tests
+
+
+def configure(config: pytest.Config, state: SessionState) -> None:
+    """Register the discovery's plugin, or the child's; check the JSON path before anything
+    runs. Runs before xdist's ``pytest_configure``, which then starts no worker."""
+    settings = state.settings
+    if settings.discover_child:
+        config.pluginmanager.register(OrderKeeper(settings.discover_child),
+                                      "depgraph-discover-child")
+        return
+    if not settings.discover or role(config).is_worker:
+        return
+    if settings.discover_json:
+        check_path(settings.discover_json)
+    workers = xdist.keep_workers_off(config) if config.pluginmanager.has_plugin("xdist") else 0
+    workers = workers or settings.parallelism or 1
+    settings.parallelism = None  # the discovery's processes, not a walk's slots
+    config.pluginmanager.register(Discovery(workers), "depgraph-discover")
+
+
+def discovering(config: pytest.Config) -> bool:
+    """Whether this session is a discovery (its summary replaces the run's)."""
+    return config.pluginmanager.has_plugin("depgraph-discover")
+
+
+def check_path(path: str) -> None:
+    """Refuse, before anything runs, a JSON path that could not be written."""
+    from pytest_depgraph.output.dot import unwritable
+
+    option = f"--depgraph-discover-json {path}"
+    if os.path.isdir(path) or path.endswith(("/", os.sep)):
+        raise pytest.UsageError(
+            f"{option}: {path} is a directory; give a file name, e.g. "
+            f"{os.path.join(path, 'discovered.json')}"
+        )
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise pytest.UsageError(
+            f"{option}: the folder {parent} does not exist; create it first or choose another path"
+        )
+    problem = unwritable(path)
+    if problem:
+        raise pytest.UsageError(f"{option}: cannot write {path}: {problem}")
+
+
+class Discovery:
+    """The discovery's plugin: runs it in place of the tests, then reports it."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.discovered: Discovered | None = None
+        self.named: report.Named | None = None
+        self.processes = 0
+        self.seconds = 0.0
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        config = session.config
+        if config.option.collectonly or (
+            session.testsfailed and not config.option.continue_on_collection_errors
+        ):
+            return None  # pytest's own loop stops there, as in a run
+        started = time.perf_counter()
+        plan = session_state(config).plan
+        items = session.items
+        count = len(items) if plan is None else plan.item_count
+        graph = Graph(count) if plan is None else plan.graph
+        nodeids = [item.nodeid for item in items[:count]]
+        self.named = report.Named(nodeids, [_location(item) for item in items[:count]])
+        workdir = Path(tempfile.mkdtemp(prefix="depgraph-discover-"))
+        children = Children(child_command(config, workdir), config.rootpath,
+                            config.invocation_params.dir, workdir, self.workers)
+        position = {nodeid: at for at, nodeid in enumerate(nodeids)}
+
+        def run(lists: Sequence[Order]) -> list[Outcomes]:
+            found = children.run([[nodeids[t] for t in order] for order in lists])
+            return [{position[n]: ok for n, ok in outcomes.items() if n in position}
+                    for outcomes in found]
+
+        terminal = config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None and config.get_verbosity() >= 0:
+            terminal.write_line(
+                f"depgraph discover: {tests(count)} in orders consistent with the declared "
+                f"graph, {self.workers} process{'es' if self.workers != 1 else ''} at once"
+            )
+        try:
+            self.discovered = discover(graph, count, run, config.option.depgraph_discover_verify)
+        except ChildFailed as error:
+            pytest.exit(f"depgraph discover: {error}", returncode=pytest.ExitCode.USAGE_ERROR)
+        finally:
+            children.close()
+            self.processes = children.processes
+            self.seconds = time.perf_counter() - started
+        shutil.rmtree(workdir, ignore_errors=True)
+        settings = session_state(config).settings
+        if settings.discover_json:
+            report.write_json(settings.discover_json, self.discovered, self.named)
+        if self.discovered.findings:
+            session.testsfailed += 1
+        return True
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.discovered is None or self.named is None:
+            return
+        config = terminalreporter.config
+        report.summary(terminalreporter, self.discovered, self.named, self.processes,
+                       self.workers, self.seconds,
+                       session_state(config).settings.discover_json)
+
+
+def _location(item: pytest.Item) -> str:
+    """``file:line`` of a test (1-based, as an editor counts)."""
+    try:
+        path, line, _ = item.location
+    except Exception:  # another plugin's item whose reportinfo raises
+        return item.nodeid.split("::", 1)[0]
+    return f"{path}:{line + 1}" if line is not None else path

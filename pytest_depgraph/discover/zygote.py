@@ -1,0 +1,70 @@
+"""A process that forks a fresh pytest session for each list of tests it is sent.
+
+Started once per slot of a discovery's pool (``python -m pytest_depgraph.discover.zygote``,
+in the session's folder and environment), it imports pytest and the installed plugins, then
+waits. For each request, one JSON line ``{"args": [...], "log": path}`` on its standard input,
+it forks: the child points its standard output and error at ``log`` and runs
+``pytest.main(args)``, with the random module seeded afresh, as a process started for it
+would be; the zygote answers ``{"code": exit code}`` when the child ended. The child is a new
+process that has run no test and imported no test module or conftest: it starts a session
+without paying again for the interpreter and the plugins' imports, which is most of a small
+session's cost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def serve() -> None:
+    from pytest_depgraph.hosts.pytest import import_pytest_plugins
+
+    import_pytest_plugins()
+    requests = sys.stdin
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    for line in requests:
+        request = json.loads(line)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            _child(request["args"], request["log"], answers.fileno())
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else (
+            os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status))
+        answers.write(json.dumps({"code": code}) + "\n")
+        answers.flush()
+
+
+def _child(args: list[str], log: str, answers: int) -> None:
+    code = 3
+    try:
+        import random
+
+        os.close(answers)
+        output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        nothing = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(nothing, 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.close(output)
+        os.close(nothing)
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115
+        random.seed()  # a process started for the session would not share the zygote's state
+        import pytest
+
+        code = int(pytest.main(args))
+    except BaseException:  # the child must end here, whatever happened
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    serve()
