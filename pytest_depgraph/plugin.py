@@ -39,9 +39,9 @@ def pytest_configure(config: pytest.Config) -> None:
     install_marker()
     state = run_session.configure(config)
     if state.settings.discover or state.settings.discover_child:
-        from pytest_depgraph.discover import session as discover_session  # only a discovery
+        from pytest_depgraph.discover import discovery  # only a discovery
 
-        discover_session.configure(config, state)
+        discovery.configure(config, state)
     # the files first: their plugins' hooks run after the run's (the order of registration)
     output_session.configure(config, state.settings)
     run_session.register(config, state)

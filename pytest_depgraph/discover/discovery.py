@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pytest_depgraph.core.graph import Graph
-from pytest_depgraph.discover import report
+from pytest_depgraph.discover import findings
 from pytest_depgraph.discover.child import OrderKeeper
 from pytest_depgraph.discover.children import ChildFailed, Children, child_command
 from pytest_depgraph.discover.orders import Order
@@ -78,7 +78,7 @@ class Discovery:
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self.discovered: Discovered | None = None
-        self.named: report.Named | None = None
+        self.named: findings.Named | None = None
         self.processes = 0
         self.seconds = 0.0
 
@@ -95,7 +95,7 @@ class Discovery:
         count = len(items) if plan is None else plan.item_count
         graph = Graph(count) if plan is None else plan.graph
         nodeids = [item.nodeid for item in items[:count]]
-        self.named = report.Named(nodeids, [_location(item) for item in items[:count]])
+        self.named = findings.Named(nodeids, [_location(item) for item in items[:count]])
         workdir = Path(tempfile.mkdtemp(prefix="depgraph-discover-"))
         children = Children(child_command(config, workdir), config.rootpath,
                             config.invocation_params.dir, workdir, self.workers)
@@ -123,7 +123,7 @@ class Discovery:
         shutil.rmtree(workdir, ignore_errors=True)
         settings = session_state(config).settings
         if settings.discover_json:
-            report.write_json(settings.discover_json, self.discovered, self.named)
+            findings.write_json(settings.discover_json, self.discovered, self.named)
         if self.discovered.findings:
             session.testsfailed += 1
         return True
@@ -132,7 +132,7 @@ class Discovery:
         if self.discovered is None or self.named is None:
             return
         config = terminalreporter.config
-        report.summary(terminalreporter, self.discovered, self.named, self.processes,
+        findings.summary(terminalreporter, self.discovered, self.named, self.processes,
                        self.workers, self.seconds,
                        session_state(config).settings.discover_json)
 
