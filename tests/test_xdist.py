@@ -631,3 +631,18 @@ def test_a_fresh_machine_walks_a_suite_without_edges_longest_first(
     broken = suite.runpytest("-p", "depgraph", *fresh)
     assert broken.ret == pytest.ExitCode.USAGE_ERROR
     broken.stderr.fnmatch_lines(["*--depgraph-durations durations.json: expected a JSON object*"])
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_missing_file_argument_ends_as_with_xdist_alone(
+    pytester: pytest.Pytester, workers: str
+) -> None:
+    """A file argument that does not exist: each worker's collection fails and the worker
+    ends at once. The session ends as plain xdist's does ("no tests ran", exit code 5); it
+    was an INTERNALERROR -- an empty collection was taken for none (-n 1), and the workers
+    already gone never counted as collected (-n 2)."""
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    alone = run(pytester, "-p", "no:depgraph", "-n", workers, "missing.py")
+    ours = run(pytester, "-n", workers, "missing.py")
+    assert "INTERNALERROR" not in ours.stdout.str() + ours.stderr.str()
+    assert ours.ret == alone.ret == pytest.ExitCode.NO_TESTS_COLLECTED

@@ -87,6 +87,9 @@ class DepGraphScheduling:
         #: nothing will be sent: the collections or plans differ, or the plan has errors
         self.aborted = False
         self._completed = False
+        #: workers that sent their collection, also those gone since (a worker whose
+        #: collection failed, say on a missing file argument, ends right after sending it)
+        self._collections = 0
         self._seconds: dict[int, float] = {}
         self._first_sent: float | None = None
         self._last_done: float | None = None
@@ -108,8 +111,7 @@ class DepGraphScheduling:
     def collection_is_completed(self) -> bool:
         """All initially expected workers collected (stays True once reached)."""
         if not self._completed:
-            collected = sum(1 for w in self.workers.values() if w.collection is not None)
-            self._completed = collected >= self.numnodes
+            self._completed = self._collections >= self.numnodes
         return self._completed
 
     @property
@@ -135,6 +137,7 @@ class DepGraphScheduling:
         """A worker collected; its plan arrived just before (same channel, earlier event)."""
         worker = self.workers[node]
         worker.collection = list(collection)
+        self._collections += 1
         if not self.controller.agreed:
             return
         if not self.controller.agrees(node, collection, self.log):
@@ -149,7 +152,13 @@ class DepGraphScheduling:
         if self.dispatcher is not None or self.aborted:
             self._dispatch()
             return
-        collected = [(n, w.collection) for n, w in self.workers.items() if w.collection]
+        collected = [(n, w.collection) for n, w in self.workers.items() if w.collection is not None]
+        if not any(collection for _, collection in collected):
+            # no test to run: the workers collected none (those whose collection failed, on
+            # a missing file argument say, have ended already), and the session ends as
+            # pytest's does, with nothing to agree on or hand over
+            self._abort()
+            return
         plan = self.controller.agree(collected, self.log)
         if plan is None:
             self._abort()
