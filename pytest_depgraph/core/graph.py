@@ -331,7 +331,8 @@ class Graph:
     def dependencies_of(self, node: int) -> Sequence[int]:
         """The nodes ``node`` depends on, in declaration order. O(1) (O(V + E) once, for every
         node, after the graph was made or compacted)."""
-        return self._lists()[0][node]
+        lists = self._lists_cache  # the orders and the reduction ask once per node and edge
+        return (self._lists() if lists is None else lists)[0][node]
 
     def dependency_counts(self) -> list[int]:
         """How many nodes each node depends on (its in-degree, in Kahn's terms), by node: one
@@ -341,7 +342,8 @@ class Graph:
     def dependents_of(self, node: int) -> Sequence[int]:
         """The nodes that depend on ``node``, in declaration order. O(1) (O(V + E) once, for
         every node, after the graph was made or compacted)."""
-        return self._lists()[1][node]
+        lists = self._lists_cache
+        return (self._lists() if lists is None else lists)[1][node]
 
     def kind(self, dependent: int, dependency: int) -> Kind | None:
         """The kind of the edge between two nodes, or None. O(1)."""
