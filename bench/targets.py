@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import math
 import os
@@ -448,13 +449,12 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     state = State(opts, work)
     load = os.getloadavg()
-    guarded(state, "venvs", lambda: state.venvs.setdefault("depgraph",
-                                                           pb.ensure_venv("depgraph")))
-    for key in SERIAL:
-        guarded(state, key, lambda key=key: run_serial(state, key))
-    if not opts.no_big:
-        for key in HUGE:
-            guarded(state, key, lambda key=key: run_serial(state, key))
+    def make_venv() -> None:
+        state.venvs.setdefault("depgraph", pb.ensure_venv("depgraph"))
+
+    guarded(state, "venvs", make_venv)
+    for key in (*SERIAL, *(() if opts.no_big else HUGE)):
+        guarded(state, key, functools.partial(run_serial, state, key))
     if not opts.no_xdist:
         guarded(state, "xdist", lambda: run_xdist(state))
         guarded(state, "sleeping DAGs", lambda: run_sleeping(state))

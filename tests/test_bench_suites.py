@@ -55,7 +55,7 @@ def test_targets_runs_the_xdist_rows_with_the_venv_that_has_the_package(
     venv = Path(sys.prefix)  # this environment has pytest_depgraph and xdist
     state = targets.State(argparse.Namespace(), tmp_path, venvs={"depgraph": venv})
     assert targets.xdist_python(state) == venv / "bin" / "python"
-    assert xdist_bench.PYTHON == str(venv / "bin" / "python")
+    assert str(venv / "bin" / "python") == xdist_bench.PYTHON
 
     bare = tmp_path / "bare"
     (bare / "bin").mkdir(parents=True)
