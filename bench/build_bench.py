@@ -96,10 +96,14 @@ def bench_build(opts: argparse.Namespace) -> None:
     entries = stats.stats.items()  # type: ignore[attr-defined]
     python = sum(calls for (file, _, _), (_, calls, *_rest) in entries if file != "~")
     print(f"function calls: {stats.total_calls:,} ({python:,} of Python functions)")  # type: ignore[attr-defined]
+    clock = getattr(module, "_Clock", None)
+    if clock is None:
+        print("(no phase clock in this checkout: its memory not traced by phase)")
+        return
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
-    lap = module._Clock.lap
+    lap = clock.lap
 
     def traced(clock: Any, phase: str) -> None:
         now, peak = tracemalloc.get_traced_memory()
@@ -108,7 +112,7 @@ def bench_build(opts: argparse.Namespace) -> None:
         tracemalloc.reset_peak()
         lap(clock, phase)
 
-    module._Clock.lap = traced  # type: ignore[method-assign]
+    clock.lap = traced
     result = module.build(items, items, root)
     now, peak = tracemalloc.get_traced_memory()
     print(f"  traced after assemble: {(now - base) / 2**20:.1f} MiB, "
