@@ -22,13 +22,15 @@ pytest-order+dependency (about 60-90 s a run at 10k) run once, on the suites of
 
 Run from the repository root: ``python bench/targets.py`` (about 20 minutes on 2 idle cores;
 ``--skip-slow-peers``: about 15); ``--tiny`` checks the script itself on 1k suites in a few
-minutes.
+minutes. Any ``python3`` runs it: every pytest process, the xdist rows' too, runs in the
+bench's venv of this checkout (made on first use), which the output names.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import math
 import os
@@ -136,7 +138,25 @@ def run_serial(state: State, key: str) -> None:
     state.details.append(out.getvalue())
 
 
+def xdist_python(state: State) -> Path:
+    """The interpreter of the xdist rows: the bench's venv of this checkout (it has pytest-xdist
+    and this package), whatever interpreter runs this script; a bare ``python3`` has neither,
+    and every pytest run of the rows would fail. Raises, naming the interpreter, when it
+    cannot import both."""
+    venv = state.venvs.get("depgraph")
+    python = venv / "bin" / "python" if venv is not None else Path(sys.executable)
+    check = subprocess.run([str(python), "-c", "import pytest_depgraph, xdist"],
+                           capture_output=True, text=True)
+    if check.returncode:
+        raise RuntimeError(f"{python} cannot import pytest_depgraph and xdist (the xdist rows "
+                           f"need both): {check.stderr.strip().splitlines()[-1:]}")
+    xb.PYTHON = str(python)
+    return python
+
+
 def run_xdist(state: State) -> None:
+    python = xdist_python(state)
+    log(f"xdist rows with {python}")
     count, repeat = (200 if state.opts.tiny else 2000), state.opts.xdist_repeat
     log(f"xdist: {count} no-op tests, -n 4, x{repeat}")
     flat = xb.bench_flat(count, repeat)
@@ -155,6 +175,7 @@ def run_xdist(state: State) -> None:
 
 
 def run_sleeping(state: State) -> None:
+    xdist_python(state)
     repeat = state.opts.sleep_repeat
     log(f"xdist: sleeping DAGs on -n 4, warm priorities, x{repeat}")
     state.sleeping = xb.sleeping_ratios(repeat)
@@ -366,7 +387,7 @@ def xdist_profiler(state: State, case: str) -> Callable[[Path], list[str]]:
                                          xb.mixed_shape())}[case.split(":", 1)[1]]
             xb.write_dag_suite(root, shape)
             args = ["-p", "depgraph", "-n", "4"]
-        return cprofile(Path(sys.executable), root, ["-q", "-p", "xdist", *args], out /
+        return cprofile(Path(xb.PYTHON), root, ["-q", "-p", "xdist", *args], out /
                         f"{case.replace(':', '-')}.prof", env, 600)
     return run
 
@@ -428,13 +449,12 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     state = State(opts, work)
     load = os.getloadavg()
-    guarded(state, "venvs", lambda: state.venvs.setdefault("depgraph",
-                                                           pb.ensure_venv("depgraph")))
-    for key in SERIAL:
-        guarded(state, key, lambda key=key: run_serial(state, key))
-    if not opts.no_big:
-        for key in HUGE:
-            guarded(state, key, lambda key=key: run_serial(state, key))
+    def make_venv() -> None:
+        state.venvs.setdefault("depgraph", pb.ensure_venv("depgraph"))
+
+    guarded(state, "venvs", make_venv)
+    for key in (*SERIAL, *(() if opts.no_big else HUGE)):
+        guarded(state, key, functools.partial(run_serial, state, key))
     if not opts.no_xdist:
         guarded(state, "xdist", lambda: run_xdist(state))
         guarded(state, "sleeping DAGs", lambda: run_sleeping(state))
@@ -452,6 +472,8 @@ def main() -> int:
           f"load average {load[0]:.2f} before, {os.getloadavg()[0]:.2f} after; measured in "
           f"{measured_for / 60:.1f} min, {(time.time() - started) / 60:.1f} min with the "
           f"profiles. CPU = user + system (`/usr/bin/time`), medians of interleaved runs.\n")
+    print(f"The serial rows ran in the venvs listed at the end; the xdist rows with "
+          f"`{xb.PYTHON}`.\n")
     print("| target | measured | met? |")
     print("|---|---|---|")
     for t in state.targets:

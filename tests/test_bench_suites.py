@@ -38,3 +38,28 @@ def test_realistic_suite_collects_with_the_edges_it_declares_and_runs_in_order(
     ran.assert_outcomes(passed=suite.items)
     assert peers_bench.check_order(suite, log) == (suite.items, 0)
     assert not re.search(r"warning", ran.stdout.str(), re.I)
+
+
+def test_targets_runs_the_xdist_rows_with_the_venv_that_has_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench/targets.py's xdist rows run in the bench's venv of the checkout, whichever
+    interpreter runs the script; an interpreter without the package is an error naming it,
+    not a table of silent n/a rows."""
+    import argparse
+
+    import targets
+    import xdist_bench
+
+    monkeypatch.setattr(xdist_bench, "PYTHON", "python3-without-the-package")
+    venv = Path(sys.prefix)  # this environment has pytest_depgraph and xdist
+    state = targets.State(argparse.Namespace(), tmp_path, venvs={"depgraph": venv})
+    assert targets.xdist_python(state) == venv / "bin" / "python"
+    assert str(venv / "bin" / "python") == xdist_bench.PYTHON
+
+    bare = tmp_path / "bare"
+    (bare / "bin").mkdir(parents=True)
+    (bare / "bin" / "python").symlink_to("/bin/false")
+    state.venvs["depgraph"] = bare
+    with pytest.raises(RuntimeError, match="bare/bin/python cannot import pytest_depgraph"):
+        targets.xdist_python(state)

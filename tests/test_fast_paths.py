@@ -581,3 +581,75 @@ def test_a_session_where_only_tests_own_markers_declare_reads_as_the_full_path(
         outputs.append((text.replace(str(dot), "graph.dot"), dot.read_text()))
     assert outputs[0] == outputs[1]
     assert "target 'test_missing' matches no collected test" in outputs[0][0]
+
+
+def test_what_a_definition_shares_reaches_each_of_its_instances(
+    pytester: pytest.Pytester,
+) -> None:
+    """The declarations a test definition shares (its module's and class's marks, a
+    @depends_on on its function, its fixtures') are read once for its parametrized instances
+    and reach each of them; a mark given to one instance stays that instance's, and another
+    definition of the same class reads its own."""
+    pytester.makeconftest(
+        """
+        import pytest
+        import pytest_depgraph
+
+        @pytest_depgraph.depends_on("test_g.py::test_fixture_target")
+        @pytest.fixture
+        def db():
+            return None
+        """
+    )
+    pytester.makepyfile(
+        test_g="""
+        def test_module_target():
+            pass
+
+        def test_class_target():
+            pass
+
+        def test_fixture_target():
+            pass
+
+        def test_decorated_target():
+            pass
+
+        def test_own_target():
+            pass
+        """,
+        test_f="""
+        import pytest
+        from pytest_depgraph import depends_on
+
+        pytestmark = pytest.mark.depends_on("test_g.py::test_module_target")
+
+        @pytest.mark.depends_on("test_g.py::test_class_target")
+        class TestC:
+            @depends_on("test_g.py::test_decorated_target")
+            @pytest.mark.parametrize("x", [
+                1, pytest.param(2, marks=pytest.mark.depends_on("test_g.py::test_own_target")),
+                3,
+            ])
+            def test_p(self, x, db):
+                pass
+
+            def test_q(self, db):
+                pass
+
+        def test_r():
+            pass
+        """,
+    )
+    out = pytester.path / "g.dot"
+    result = pytester.runpytest("-v", f"--depgraph-dot={out}")
+    result.assert_outcomes(passed=10)
+    edges = set(re.findall(r'"test_f\.py::([^"]+)" -> "test_g\.py::([^"]+)"', out.read_text()))
+    every = ("test_module_target", "test_class_target", "test_fixture_target")
+    assert edges == {
+        *((f"TestC::test_p[{x}]", t) for x in (1, 2, 3)
+          for t in (*every, "test_decorated_target")),
+        ("TestC::test_p[2]", "test_own_target"),
+        *(("TestC::test_q", t) for t in every),
+        ("test_r", "test_module_target"),
+    }

@@ -303,8 +303,11 @@ def validate(context: Context, numbered: Numbered, verbosity: int) -> Validated:
     # tests that require a broken test cannot run either: say which one
     for dependent, node in reachable(graph, list(broken), "dependents", (Kind.REQUIRES,)).items():
         broken[dependent] = wording.broken_dependent(nodeids[dependent], nodeids[node])
-    return Validated(capped(problems, verbosity), broken, graph.subgraph_without(set(broken)),
-                     kahn)
+    acyclic = graph.subgraph_without(set(broken))
+    # the graph as declared is read by its columns from here on: its adjacency lists and
+    # look-up tables go before the order and the reduction make the acyclic graph's
+    graph.compact()
+    return Validated(capped(problems, verbosity), broken, acyclic, kahn)
 
 
 # -- order ---------------------------------------------------------------------------------
@@ -432,6 +435,7 @@ def reduce(
     order_counts = declarations.order_edges(
         Ordered(numbered.run, serial.order, validated.broken, reduced, acyclic)
     )
+    acyclic.compact()  # read by its columns from here on (a shard's unreduced graph)
     graph = reduced.relabel(serial.new_id)
     graph.compact()
     return Reduced(graph, removed, order_counts)

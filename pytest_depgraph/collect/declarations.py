@@ -4,7 +4,9 @@
 whether it may declare in this session, and keeps those that may. For a test it asks each of
 them where the test's declarations are written (once per test, test definition or class or
 module, as the reader shares them) and what each place declares (once per place, for the first
-test it applies to), and joins what they found, in the readers' order.
+test it applies to), and joins what they found, in the readers' order. What the readers that
+share read for a test definition (its function, class, module, fixtures) is kept for the
+definition: its other tests (parametrized instances) ask only the readers of a test's own.
 """
 
 from __future__ import annotations
@@ -33,29 +35,53 @@ class _Reading:
 
     def __init__(self, reader: Reader) -> None:
         self.reader = reader
+        #: whether the reader's places are shared by the tests of a definition or parent
+        self.shared = reader.sharing is not Sharing.TEST
         #: sharing key -> the places of the tests that share it
         self.places: dict[Hashable, Sequence[Place]] = {}
         #: place key -> what it declares
         self.found: dict[Hashable, Found] = {}
 
-    def places_of(self, item: pytest.Item, position: int) -> Sequence[Place]:
+    def places_of(
+        self, item: pytest.Item, position: int, definition: tuple[int, int] | None
+    ) -> Sequence[Place]:
         """The places of ``item``'s declarations, asked once per test, test definition or
-        parent, as the reader shares them."""
+        parent, as the reader shares them. ``definition``: the key of the test's definition
+        (None: not a pytest function, whose places are its own)."""
         sharing = self.reader.sharing
         if sharing is Sharing.TEST:
             return self.reader.places(item, position)
+        key: Hashable
         if sharing is Sharing.PARENT:
-            key: Hashable = id(item.parent)
+            key = id(item.parent)
+        elif definition is None:
+            return self.reader.places(item, position)
         else:
-            # pytest makes one fixture info per test definition, shared by its instances
-            info = fixture_info(item)
-            if info is None:
-                return self.reader.places(item, position)  # not a pytest function: its own
-            key = (id(info), id(item.parent))
+            key = definition
         places = self.places.get(key)
         if places is None:
             places = self.places[key] = self.reader.places(item, position)
         return places
+
+
+class _Group:
+    """Readings asked together for each test, in the readers' order, with what the shared
+    ones found for each test definition."""
+
+    def __init__(self, readings: list[_Reading]) -> None:
+        self.readings = readings
+        #: the readings of a test's own (asked for every test)
+        self.own = [r for r in readings if not r.shared]
+        self.shares = len(self.own) < len(readings)
+        #: (fixture info, parent) of a test definition -> what each shared reading found
+        #: for it, in order; () when none found anything
+        self.definitions: dict[tuple[int, int], Sequence[list[Found]]] = {}
+
+    def release(self) -> None:
+        """Let go of what was read: the definitions' parts, the places, what they declare."""
+        self.definitions = {}
+        for reading in self.readings:
+            reading.places, reading.found = {}, {}
 
 
 class Declarations:
@@ -66,16 +92,16 @@ class Declarations:
         marks = marks_of(context.collected)
         readers = [reader_class(context) for reader_class in READERS]
         readings = [_Reading(reader) for reader in readers if reader.declares(marks)]
-        self._readings = [r for r in readings if not r.reader.reaches_dependents()]
+        self._readings = _Group([r for r in readings if not r.reader.reaches_dependents()])
         #: the readers whose declarations reach past their targets (:meth:`reaching`)
-        self._reaching = [r for r in readings if r.reader.reaches_dependents()]
+        self._reaching = _Group([r for r in readings if r.reader.reaches_dependents()])
         #: position -> what the declarations of the test there claim (tests read so far)
         self.claims: dict[int, list[Claim]] = {}
 
     def nothing(self) -> bool:
         """Whether no test can declare anything in this session: then the plan has no edge
         and nothing to look up."""
-        return not self._readings and not self._reaching
+        return not self._readings.readings and not self._reaching.readings
 
     def sources(self, position: int) -> Sequence[Source]:
         """What the test at ``position`` declares, to resolve; its problems note it among
@@ -86,7 +112,7 @@ class Declarations:
         """What every collected test declares through the readers whose declarations reach
         past their targets (``cleanup_of``), by position: a test is pulled into the run by
         what it names, so every test is read, not only those of the run. O(collected)."""
-        if not self._reaching:
+        if not self._reaching.readings:
             return {}
         found: dict[int, Sequence[Source]] = {}
         for position in range(len(self.context.collected)):
@@ -95,17 +121,38 @@ class Declarations:
                 found[position] = sources
         return found
 
-    def _read(self, readings: Sequence[_Reading], position: int) -> Sequence[Source]:
-        """What the test at ``position`` declares through ``readings``."""
+    def _read(self, group: _Group, position: int) -> Sequence[Source]:
+        """What the test at ``position`` declares through ``group``, in the readers' order,
+        each place read once (for the first test it applies to). The shared readings are
+        asked once per test definition; a definition for which they found nothing costs its
+        other tests (parametrized instances) one look-up."""
         item = self.context.collected[position]
+        key = None
+        if group.shares:
+            # pytest makes one fixture info per test definition, shared by its instances
+            info = fixture_info(item)
+            if info is not None:
+                key = (id(info), id(item.parent))
+        known = None if key is None else group.definitions.get(key)
+        # what the shared readings find for the first test of a definition, kept for it
+        shared: list[list[Found]] | None = [] if known is None and key is not None else None
+        definition = iter(known) if known else None
         found: list[Found] = []
-        for reading in readings:
-            for place in reading.places_of(item, position):
+        for reading in group.readings if known is None or known else group.own:
+            if definition is not None and reading.shared:
+                found += next(definition)
+                continue
+            start = len(found)
+            for place in reading.places_of(item, position, key):
                 part = reading.found.get(place.key)
                 if part is None:
                     part = reading.found[place.key] = reading.reader.read(place, position)
                 if part is not NOTHING:
                     found.append(part)
+            if shared is not None and reading.shared:
+                shared.append(found[start:])
+        if shared is not None and key is not None:
+            group.definitions[key] = shared if any(shared) else ()
         if not found:
             return ()
         for part in found:
@@ -121,12 +168,12 @@ class Declarations:
         """The edges the readers add once the serial order is known (to ``ordered.graph``),
         by origin kind."""
         counts: dict[str, int] = {}
-        for reading in [*self._readings, *self._reaching]:
+        for reading in [*self._readings.readings, *self._reaching.readings]:
             counts.update(reading.reader.order_edges(ordered))
         return counts
 
     def release(self) -> None:
         """Let go of what reading the declarations kept (the places and what they declare):
         the graph's phases that follow are the build's peak of memory."""
-        for reading in [*self._readings, *self._reaching]:
-            reading.places, reading.found = {}, {}
+        self._readings.release()
+        self._reaching.release()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 import linecache
 import re
-from functools import partial
 from pathlib import Path
 from types import CodeType
 from typing import TYPE_CHECKING
@@ -115,7 +114,7 @@ def marker_origin(
 ) -> Origin:
     """The origin of a marker's edges, whose ``file:line`` (:meth:`Locator.mark`) is found
     when first read: only error messages, cycle reports and the DOT file show it."""
-    return Origin(kind, partial(locator.mark, node, mark))
+    return Origin(kind, Locator.mark, args=(locator, node, mark))
 
 
 def _holder(obj: object, mark: pytest.Mark) -> object:

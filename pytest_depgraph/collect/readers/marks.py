@@ -31,8 +31,11 @@ class OwnMarks(Reader):
 
     def __init__(self, context: Context) -> None:
         self.context = context
-        #: id of a mark -> the first test it was seen on, and that test's function once read
-        self._first: dict[int, list[Any]] = {}
+        #: id of a mark -> the first test it was seen on
+        self._first: dict[int, pytest.Item] = {}
+        #: id of a mark seen on a second test -> the function of its first test (that test
+        #: when it has none)
+        self._owner: dict[int, object] = {}
 
     def declares(self, marks: Marks) -> bool:
         return MARKER in marks.own
@@ -49,14 +52,15 @@ class OwnMarks(Reader):
         # function of every test
         first = self._first.get(id(mark))
         if first is None:
-            self._first[id(mark)] = [item, None]  # the item keeps the mark's id unique
+            self._first[id(mark)] = item  # the item keeps the mark's id unique
             return id(mark)
-        if first[0] is item:
+        if first is item:
             return id(mark)
-        if first[1] is None:
-            first[1] = function_of(first[0]) or first[0]
+        known = self._owner.get(id(mark))
+        if known is None:
+            known = self._owner[id(mark)] = function_of(first) or first
         owner = function_of(item) or item
-        return id(mark) if owner is first[1] else (id(owner), id(mark))
+        return id(mark) if owner is known else (id(owner), id(mark))
 
     def read(self, place: Place, position: int) -> Found:
         return marker_found(self.context, place.node, place.what, position, inherited=False)
