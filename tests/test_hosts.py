@@ -633,3 +633,23 @@ def test_workers_asked_for_are_counted_and_not_started(pytester: pytest.Pytester
     config.option.dist = "load"
     assert door.keep_workers_off(config) == 2
     assert (config.option.tx, config.option.dist, config.option.numprocesses) == ([], "no", 0)
+
+
+def test_a_configure_time_warning_can_be_placed_at_a_line_of_a_file(
+    pytester: pytest.Pytester,
+) -> None:
+    """``warn_at``: pytest takes a configure-time warning's place from the frame that issues
+    it; a warning placed at an ini line shows there, and is a usage error under -W error. If
+    pytest changes where it takes the place from, this fails first."""
+    pytester.makeconftest(
+        "from pytest_depgraph.hosts.pytest import warn_at\n"
+        "import pytest\n\n"
+        "def pytest_configure(config):\n"
+        "    warn_at(config, pytest.PytestWarning('canary'), 'pytest.ini', 7)\n"
+    )
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    shown = pytester.runpytest("-p", "no:depgraph")
+    shown.stdout.fnmatch_lines(["pytest.ini:7", "  pytest.ini:7: PytestWarning: canary"])
+    refused = pytester.runpytest("-p", "no:depgraph", "-W", "error::pytest.PytestWarning")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["ERROR: canary"])

@@ -449,3 +449,21 @@ def import_pytest_plugins() -> None:
     for entry in metadata.entry_points(group="pytest11"):
         with contextlib.suppress(Exception):
             entry.load()
+
+
+def warn_at(config: pytest.Config, warning: Warning, file: str, line: int) -> None:
+    """A configure-time warning shown at ``file:line`` (an ini line, the command line), or a
+    usage error when the warnings filters make it an error.
+
+    Relies on ``Config.issue_config_time_warning`` taking the warning's place from the frame
+    ``stacklevel`` above it (pytest 8 and 9), which would be ours: the call is made from a
+    one-line function compiled as if written at that line of that file.
+    """
+    code = compile("\n" * (line - 1) + "def at(c, w): c.issue_config_time_warning(w, 2)\n",
+                   file, "exec")
+    scope: dict[str, Callable[[pytest.Config, Warning], None]] = {}
+    exec(code, scope)  # our own one line, compiled to carry the place
+    try:
+        scope["at"](config, warning)
+    except Warning as error:  # -W error: a usage error, not a traceback
+        raise pytest.UsageError(str(error)) from None

@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from pytest_depgraph.hosts.pytest import warn_at
 from pytest_depgraph.options import durations_option
 from pytest_depgraph.run.outcomes import OutcomeRecorder
 from pytest_depgraph.run.role import role
@@ -82,24 +83,9 @@ def read_given(config: pytest.Config, path: str, shards: bool) -> dict[str, floa
         )
         message = (f"depgraph: {given} does not exist: {meaning}. Write it with "
                    f"--depgraph-store-durations {path}.")
-        _warn_at(config, pytest.PytestWarning(message), file or "<command line>", line or 1)
+        warn_at(config, pytest.PytestWarning(message), file or "<command line>", line or 1)
         return {}
     return found
-
-
-def _warn_at(config: pytest.Config, warning: Warning, file: str, line: int) -> None:
-    """``config.issue_config_time_warning(warning)``, shown at ``file:line`` (a usage error when
-    the warnings filters make it an error): pytest takes a
-    configure-time warning's place from the frame that issues it, which would be ours, so the
-    call is made from a function compiled as if written at that line of that file."""
-    code = compile("\n" * (line - 1) + "def at(c, w): c.issue_config_time_warning(w, 2)\n",
-                   file, "exec")
-    scope: dict[str, Callable[[pytest.Config, Warning], None]] = {}
-    exec(code, scope)  # our own one line, compiled to carry the place
-    try:
-        scope["at"](config, warning)
-    except Warning as error:  # -W error: a usage error, not a traceback
-        raise pytest.UsageError(str(error)) from None
 
 
 def cached_durations(config: pytest.Config) -> dict[str, float]:
