@@ -22,10 +22,11 @@ The tools, each in its own venv under ``/tmp/depgraph-bench-venvs`` (made on fir
 * **depgraph**: ``pytest --depgraph-discover --depgraph-discover-json PATH``, serially and on
   ``-n 2``; the interpreter given with ``--depgraph-python`` (default: a venv with this checkout
   and pytest-xdist). Orders are read from its summary.
-* **detect-test-pollution** 1.2: ``--failing-test T --testids-file ...``, once for every test a
-  planted pair makes order-dependent (needs and conflicts: it is told each victim), serially.
-  It bisects for a polluter of a test that passes alone, so it cannot find a need (it stops on
-  "test failed!"): those calls are counted too.
+* **detect-test-pollution** 1.2: ``--failing-test T --testids-file ...``, once for the test of
+  every hidden pair (needs and conflicts: it is told each victim, not the declared pairs' tests,
+  which it could not tell from hidden ones), serially. It bisects for a polluter of a test that
+  passes alone, so it cannot find a need (it stops on "test failed!"): those calls are counted
+  too. It looks for no random failure.
 * **iPFlakies** 1.1.1 (pytest 6.2.5, pytest-random-order, pytest-csv, as it pins them): its own
   steps as its ``main()`` calls them, driven from a small script in its venv: the suite run
   once, iDFlakies's ``--it`` random orders (default 100) and their analysis (victims, brittles,
@@ -229,6 +230,11 @@ class Suite:
         """Every test whose outcome a planted pair makes depend on the order."""
         return sorted({p.test for p in self.pairs})
 
+    @property
+    def hidden_victims(self) -> list[str]:
+        """The tests of the hidden pairs: what detect-test-pollution is told."""
+        return sorted({p.test for p in self.hidden})
+
     def describe(self) -> str:
         hidden = self.hidden
         needs = sum(1 for p in hidden if p.kind == "needs" and not p.chain)
@@ -394,11 +400,13 @@ def run_dtp(python: Path, folder: Path, suite: Suite) -> Result:
     ids.write_text("".join(suite.nodeid(i) + "\n" for i in range(suite.size)))
     findings: list[Finding] = []
     calls = failed_alone = 0
+    other_outcomes: list[str] = []
     start = time.perf_counter()
-    for victim in suite.victims:
+    for victim in suite.hidden_victims:
         calls += 1
         done = subprocess.run(
-            [str(python), "-m", "detect_test_pollution", "--failing-test", victim,
+            # its console script: under ``python -m`` it would pass ``-p __main__`` to pytest
+            [str(python.parent / "detect-test-pollution"), "--failing-test", victim,
              "--testids-file", str(ids)],
             cwd=folder, env=clean_env(python), capture_output=True, text=True, check=False,
         )
@@ -407,8 +415,14 @@ def run_dtp(python: Path, folder: Path, suite: Suite) -> Result:
             findings.append(Finding("conflicts", victim, match.group(1)))
         elif "test failed!" in done.stdout:
             failed_alone += 1
+        elif "Traceback" in done.stderr:
+            raise SystemExit(f"detect-test-pollution failed on {victim}:\n{done.stderr[-3000:]}")
+        else:
+            other_outcomes.append(done.stdout.strip().splitlines()[-1])
     wall = time.perf_counter() - start
     note = f"told {calls} victims; {failed_alone} fail alone (needs): it stops there"
+    if other_outcomes:
+        note += "; " + "; ".join(sorted(set(other_outcomes)))
     return Result("detect-test-pollution", findings, f"{calls} bisections", executions(folder),
                   wall, note)
 
@@ -527,8 +541,9 @@ def main() -> None:
                     f"depgraph-{ROOT.name}", ["pytest-xdist", "-e", str(ROOT)])
                 runs += [run_depgraph(python, folder, int(n)) for n in args.workers.split(",")]
             if "dtp" in tools:
-                runs.append(run_dtp(ensure_venv("detect-test-pollution",
-                                                ["detect-test-pollution==1.2.0"]), folder, suite))
+                dtp = ensure_venv("detect-test-pollution",
+                                  ["detect-test-pollution==1.2.0", "pytest"])
+                runs.append(run_dtp(dtp, folder, suite))
             if "ipflakies" in tools:
                 runs.append(run_ipflakies(ensure_venv("ipflakies", ["ipflakies==1.1.1"]), folder,
                                           args.ipflakies_iterations, args.ipflakies_minimise))
