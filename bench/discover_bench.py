@@ -58,6 +58,7 @@ import json
 import os
 import random
 import re
+import resource
 import shlex
 import subprocess
 import sys
@@ -65,6 +66,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 VENVS = Path("/tmp/depgraph-bench-venvs")
@@ -337,6 +339,20 @@ class Result:
     executions: int
     wall: float
     note: str = ""
+    cpu: float = float("nan")  # user + system of every process the tool started
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(tool: Callable[..., Result], *args: Any) -> Result:
+    """The tool's result with the CPU time of the processes it started (and waited for)."""
+    before = children_cpu()
+    result = tool(*args)
+    result.cpu = children_cpu() - before
+    return result
 
 
 def ensure_venv(name: str, packages: list[str]) -> Path:
@@ -389,9 +405,10 @@ def run_depgraph(python: Path, folder: Path, workers: int) -> Result:
                          f"{done.stdout[-3000:]}{done.stderr[-3000:]}")
     findings = [Finding(f["kind"], f["test"], f.get("other"))
                 for f in json.loads(report.read_text())]
-    orders = re.findall(r"([\d,]+) orders?\b", done.stdout)
+    cost = re.search(r"([\d,]+) orders? of every test and ([\d,]+) shorter lists?", done.stdout)
+    orders = f"{cost[1]} orders + {cost[2]} shorter lists" if cost else "?"
     label = "depgraph" + (f" -n {workers}" if workers else " (serial)")
-    return Result(label, findings, orders[-1] if orders else "?", executions(folder), wall)
+    return Result(label, findings, orders, executions(folder), wall)
 
 
 def run_dtp(python: Path, folder: Path, suite: Suite) -> Result:
@@ -446,6 +463,7 @@ result = {"od": {}, "pairs": [], "minimised": [], "stopped": None}
 start = time.perf_counter()
 pytest_cmd([])  # main(): the suite once, before anything
 tests = collect_tests()
+result["tests"] = tests
 try:
     flakies = idflakies_exust(tests, iterations, "ICSE_DEMO", 3, 5, 3, False)
 except SystemExit:
@@ -471,6 +489,11 @@ for test, kind in result["od"].items():
 result["wall"] = time.perf_counter() - start
 json.dump(result, open(out, "w"))
 '''
+
+
+def executions_per_order(folder: Path) -> int:
+    return sum(1 for f in folder.glob("test_m*.py") for line in f.read_text().splitlines()
+               if line.startswith("def test_"))
 
 
 def run_ipflakies(python: Path, folder: Path, iterations: int, minimise: int) -> Result:
@@ -502,6 +525,13 @@ def run_ipflakies(python: Path, folder: Path, iterations: int, minimise: int) ->
         total_wall += rest * mean_wall
         note += (f"; minimiser run on {len(measured)}, extrapolated for {rest} more "
                  f"({mean_exec:,.0f} executions, {mean_wall:.0f} s each)")
+    if od and not measured:
+        n = len(data.get("tests", [])) or executions_per_order(folder)
+        floor = len(od) * (n + 3 + 2 * (n - 1))
+        total_exec += floor
+        note += (f"; minimiser not run: at least {floor:,} more executions counted in (each "
+                 f"test's verdict runs the suite and the test alone 3 times, then pairs it "
+                 f"with the {n - 1:,} others), its wall time not")
     if data["stopped"]:
         note += f"; {data['stopped']}"
     orders = f"{iterations + 1} orders + {len(od)} minimisations"
@@ -539,28 +569,32 @@ def main() -> None:
             if "depgraph" in tools:
                 python = args.depgraph_python or ensure_venv(
                     f"depgraph-{ROOT.name}", ["pytest-xdist", "-e", str(ROOT)])
-                runs += [run_depgraph(python, folder, int(n)) for n in args.workers.split(",")]
+                runs += [timed(run_depgraph, python, folder, int(n))
+                         for n in args.workers.split(",")]
             if "dtp" in tools:
                 dtp = ensure_venv("detect-test-pollution",
                                   ["detect-test-pollution==1.2.0", "pytest"])
-                runs.append(run_dtp(dtp, folder, suite))
+                runs.append(timed(run_dtp, dtp, folder, suite))
             if "ipflakies" in tools:
-                runs.append(run_ipflakies(ensure_venv("ipflakies", ["ipflakies==1.1.1"]), folder,
-                                          args.ipflakies_iterations, args.ipflakies_minimise))
+                ipflakies = ensure_venv("ipflakies", ["ipflakies==1.1.1"])
+                runs.append(timed(run_ipflakies, ipflakies, folder, args.ipflakies_iterations,
+                                  args.ipflakies_minimise))
             for run in runs:
                 result = score(suite, run.findings)
                 results.append((suite, run, result))
                 print(f"# {size} {run.tool}: recall {result.recall}, precision "
-                      f"{result.precision}, {run.executions} executions, {run.wall:.0f} s; "
+                      f"{result.precision}, {run.executions} executions, {run.wall:.0f} s, "
+                      f"CPU {run.cpu:.0f} s; "
                       f"wrong: {result.wrong[:5]}", file=sys.stderr, flush=True)
     print("| n | tool | recall | precision | declared reported | flaky found | orders / runs "
-          "| executions | wall | notes |")
-    print("|---:|---|---:|---:|---:|---:|---|---:|---:|---|")
+          "| executions | wall | CPU | notes |")
+    print("|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---|")
     for suite, run, result in results:
         print(f"| {suite.size} | {run.tool} | {result.recall} | {result.precision} | "
               f"{result.declared} | {result.flaky_found}/{len(suite.flaky)}"
               f"{f' (+{result.flaky_false} wrong)' if result.flaky_false else ''} | "
-              f"{run.orders} | {run.executions:,} | {run.wall:,.0f} s | {run.note} |")
+              f"{run.orders} | {run.executions:,} | {run.wall:,.0f} s | {run.cpu:,.0f} s | "
+              f"{run.note} |")
     for size in sorted({s.size for s, _, _ in results}):
         suite = next(s for s, _, _ in results if s.size == size)
         print(f"\n* n = {size}: {suite.describe()}")
