@@ -245,7 +245,7 @@ class Suite:
         return (
             f"{self.size} tests in {self.modules} modules: {len(hidden)} hidden pairs "
             f"({needs} needs, {conflicts} conflicts, {chains} chains of 3 = {2 * chains} needs), "
-            f"{len(self.declared)} declared pairs, {len(self.flaky)} random failure"
+            f"{len(self.declared)} declared pairs, {len(self.flaky)} failing at random"
         )
 
     @property
