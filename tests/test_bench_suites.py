@@ -15,7 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
-import peers_bench  # bench/ is not a package: the path above
+import discover_bench  # bench/ is not a package: the path above
+import peers_bench
 
 
 def test_realistic_suite_collects_with_the_edges_it_declares_and_runs_in_order(
@@ -63,3 +64,34 @@ def test_targets_runs_the_xdist_rows_with_the_venv_that_has_the_package(
     state.venvs["depgraph"] = bare
     with pytest.raises(RuntimeError, match="bare/bin/python cannot import pytest_depgraph"):
         targets.xdist_python(state)
+
+
+def test_discovery_suite_plants_exactly_the_dependencies_it_scores(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In collection order every test passes; reversed, exactly the planted victims (and the
+    random test, made to fail) fail: the truth the bench scores the tools against is real."""
+    suite = discover_bench.Suite(200)
+    assert len(suite.hidden) == 16 and len(suite.declared) == 5 and len(suite.flaky) == 1
+    suite.write(pytester.path)
+    pytester.makepyfile(reverse_order="def pytest_collection_modifyitems(items):\n"
+                                      "    items.reverse()\n")
+
+    monkeypatch.setenv(discover_bench.FLAKY_RATE_ENV, "0")
+    in_order = pytester.runpytest_subprocess("-p", "no:depgraph", "-p", "no:cacheprovider")
+    in_order.assert_outcomes(passed=200)
+    assert discover_bench.executions(pytester.path) == 200
+
+    monkeypatch.setenv(discover_bench.FLAKY_RATE_ENV, "1")
+    reversed_ = pytester.runpytest_subprocess(
+        "-p", "no:depgraph", "-p", "no:cacheprovider", "-p", "reverse_order", "-rf")
+    failed = set(re.findall(r"^FAILED (\S+)", reversed_.stdout.str(), re.M))
+    assert failed == {*suite.victims, *suite.flaky}
+
+    truth = [discover_bench.Finding(p.kind, p.test, p.other) for p in suite.hidden]
+    declared = suite.declared[0]
+    wrong = [discover_bench.Finding("needs", declared.other, declared.test),
+             discover_bench.Finding("flaky", suite.victims[0], None)]
+    scored = discover_bench.score(suite, truth + wrong)
+    assert (scored.recall, scored.precision) == ("16/16", "16/17")
+    assert (scored.declared, scored.false, scored.flaky_false) == (1, 0, 1)
