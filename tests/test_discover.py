@@ -10,6 +10,9 @@ import json
 
 import pytest
 
+from pytest_depgraph.discover.findings import Named, covered, line
+from pytest_depgraph.discover.search import CONFLICTS, NEEDS, Finding
+
 #: a module global read along a chain (c needs b needs a), an environment variable one test
 #: sets and another reads, a file in the session's temporary folder, a declared pair, a test
 #: that always fails, one that ends its process and one after it
@@ -176,3 +179,19 @@ def test_a_declared_cycle_stops_discovery_as_it_stops_a_run(pytester: pytest.Pyt
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*dependency cycle*"])
     assert "depgraph discover" not in result.stdout.str()
+
+
+def test_a_conflict_whose_order_a_need_gives_adds_no_second_line() -> None:
+    """test_b needs test_a, and test_a fails after test_b: the need's depends_on on test_b
+    already keeps it after test_a, so the conflict asks for nothing more (it asked for a
+    second, weaker marker on the same test)."""
+    need = Finding(NEEDS, 1, 0)
+    conflict = Finding(CONFLICTS, 0, 1)
+    other = Finding(CONFLICTS, 2, 1)
+    assert covered([need, conflict, other]) == {conflict}
+    named = Named(["t.py::test_a", "t.py::test_b", "t.py::test_c"], ["t.py:1", "t.py:4", "t.py:7"])
+    assert line(conflict, named, covered=True) == (
+        "conflicts t.py::test_a fails after t.py::test_b (t.py:1): nothing more to add, the "
+        "needs line of test_b keeps it after test_a")
+    assert line(other, named).endswith(
+        'add @pytest.mark.depends_on("test_c", on_failure="run") to test_b (t.py:4)')

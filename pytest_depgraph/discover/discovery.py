@@ -120,7 +120,8 @@ class Discovery:
             children.close()
             self.processes = children.processes
             self.seconds = time.perf_counter() - started
-        shutil.rmtree(workdir, ignore_errors=True)
+            # also on Ctrl-C or pytest.exit: nothing of a discovery stays in the temp folder
+            shutil.rmtree(workdir, ignore_errors=True)
         settings = session_state(config).settings
         if settings.discover_json:
             findings.write_json(settings.discover_json, self.discovered, self.named)

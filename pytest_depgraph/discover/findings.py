@@ -66,8 +66,9 @@ def write_json(path: str, discovered: Discovered, named: Named) -> None:
         out.write("\n")
 
 
-def line(finding: Finding, named: Named) -> str:
-    """One finding in one line: kind, test, other test, where the test is, what to add."""
+def line(finding: Finding, named: Named, covered: bool = False) -> str:
+    """One finding in one line: kind, test, other test, where the test is, what to add
+    (nothing more when ``covered``: a need of the other test on this one orders them so)."""
     nodeids, locations = named.nodeids, named.locations
     test = nodeids[finding.test]
     short = test.rpartition("::")[2]
@@ -77,9 +78,20 @@ def line(finding: Finding, named: Named) -> str:
     if finding.kind == NEEDS:
         return (f"needs     {test} needs {other} ({locations[finding.test]}): add "
                 f"{suggestion(finding, named)} to {short}")
+    if covered:
+        return (f"conflicts {test} fails after {other} ({locations[finding.test]}): nothing "
+                f"more to add, the needs line of {other.rpartition('::')[2]} keeps it after "
+                f"{short}")
     return (f"conflicts {test} fails after {other} ({locations[finding.test]}): add "
             f"{suggestion(finding, named)} to {other.rpartition('::')[2]} "
             f"({locations[finding.other]})")
+
+
+def covered(findings: Sequence[Finding]) -> set[Finding]:
+    """The conflicts whose order a need already gives: T fails after P, and P needs T (the
+    need's ``depends_on`` on P keeps P after T, as the conflict's would)."""
+    needs = {(f.test, f.other) for f in findings if f.kind == NEEDS}
+    return {f for f in findings if f.kind == CONFLICTS and (f.other, f.test) in needs}
 
 
 def summary(
@@ -89,8 +101,9 @@ def summary(
     """The ``depgraph discover`` section of the terminal summary."""
     terminal.write_sep("=", "depgraph discover")
     found = discovered.findings
+    implied = covered(found)
     for finding in found:
-        terminal.write_line(line(finding, named))
+        terminal.write_line(line(finding, named, finding in implied))
     if not found:
         terminal.write_line("no hidden dependency found")
     if discovered.failing:
