@@ -25,6 +25,7 @@ from pytest_depgraph.discover.orders import (
     pytest_order,
     requirements,
     reversals,
+    shuffled_order,
     sublist,
 )
 
@@ -33,6 +34,10 @@ _T = TypeVar("_T")
 NEEDS = "needs"
 CONFLICTS = "conflicts"
 FLAKY = "flaky"
+
+#: the most tests a chain narrowed from the orders may hold before the search stops
+#: following its links (past it, the wider sets are as short)
+_CHAIN_LIMIT = 16
 
 #: which tests of a list passed (True) or not (False); a test absent did not run
 Outcomes = Mapping[int, bool]
@@ -105,15 +110,34 @@ def discover(graph: Graph, count: int, run: Runner, verify: int = 3) -> Discover
         flaky = {t for t in range(count) for o, p in zip(outcomes, again)
                  if passed(o, t) != passed(p, t)}
     result.failing = [t for t in unpassed if t not in flaky]
+    if differ - flaky:
+        # victims to search: a few random orders first, whose outcomes narrow each victim's
+        # suspects (and may expose pairs a third test masked in the reversal)
+        extra = [shuffled_order(graph, count, seed) for seed in range(evidence_orders(count))]
+        orders += extra
+        outcomes += engine.run(extra)
+        result.orders += len(extra)
+    engine.evidence = list(zip(orders, outcomes))
     searches = []
-    for t in sorted(differ - flaky):
-        if passed(serial, t):
-            exposing = next(o for o, out in zip(others, outcomes[1:]) if not passed(out, t))
+    for t in range(count):
+        if t in flaky or not passed(serial, t):
+            continue
+        exposing = next((o for o, out in zip(orders[1:], outcomes[1:]) if not passed(out, t)),
+                        None)
+        if exposing is not None:
             searches.append(engine.examine(t, first, exposing))
     findings = [Finding(FLAKY, t, None) for t in sorted(flaky)]
     findings += engine.drive(searches)
     result.findings = _unique(findings)
     return result
+
+
+def evidence_orders(count: int) -> int:
+    """How many random orders a discovery with victims runs: each costs ``count`` test
+    executions and halves, for every victim, the suspects a bisection goes through (a test
+    before the victim in every order it passed in, and after it in every order it failed in),
+    so they pay once the suspects are many -- none below 16 tests, 4 from 128 on."""
+    return min(4, max(0, count.bit_length() - 4))
 
 
 def _unique(findings: Iterable[Finding]) -> list[Finding]:
@@ -139,6 +163,8 @@ class _Engine:
         self.verify = verify
         self.result = result
         self._positions: dict[Order, list[int]] = {}
+        #: the whole orders run, with their outcomes: what narrows each victim's suspects
+        self.evidence: list[tuple[Order, Outcomes]] = []
 
     def run(self, lists: Sequence[Order]) -> list[Outcomes]:
         self.result.lists += len(lists)
@@ -214,21 +240,81 @@ class _Engine:
         declared = joined(self.graph, test)
         if (yield from self.passes(test, ())):  # passes alone: something before it breaks it
             suspects = [t for t in before(second, test) if t not in declared]
-            polluters = yield from self.minimal(test, suspects, False, second)
+            polluters: list[int] = []
+            for group in self.narrowed(test, suspects, breaks=True):
+                polluters = yield from self.minimal(test, group, False, second)
+                if polluters:
+                    break
             if len(polluters) != 1:
                 return []  # several tests together, or none reproduced: not one to name
             return (yield from self.verified(CONFLICTS, test, polluters[0], (), second, spent))
         earlier = before(first, test)
         not_earlier = set(before(second, test))
         suspects = [t for t in earlier if t not in not_earlier and t not in declared]
-        needed = yield from self.minimal(test, suspects, True, first)
         wider = [t for t in earlier if t not in declared]
-        if not needed and len(wider) > len(suspects):
-            # what it needs ran before it in the second order too, and something masked it
-            needed = yield from self.minimal(test, wider, True, first)
+        # ``wider``: what it needs ran before it in the second order too, and something
+        # masked it there
+        groups = [*self.narrowed(test, suspects, breaks=False), wider]
+        needed: list[int] = []
+        for at, group in enumerate(groups):
+            if group and (at == 0 or group != groups[at - 1]):
+                needed = yield from self.minimal(test, group, True, first)
+                if needed:
+                    break
         if not needed:
             return []
         return (yield from self.explain(test, needed, first, spent))
+
+    def narrowed(self, test: int, suspects: list[int], breaks: bool) -> list[list[int]]:
+        """``suspects``, narrowed by the whole orders' outcomes of ``test``, tightest first.
+        A search tries each in turn until one explains the test, so a narrowing that a third
+        test misled costs a short list, never a finding:
+
+        * the suspects whose place matches its outcome in every order: a test it needs
+          passed before it exactly where it passed; one that breaks it ran before it exactly
+          where it failed;
+        * for a need, those with the tests they need in turn, found the same way (a chain
+          c -> b -> a: c passes where b passed before it, and b where a ran before b);
+        * those that match where a single cause must: before it in every order it passed in
+          (for a need), in every order it failed in (for a conflict);
+        * every suspect.
+        """
+        suspected = set(suspects)
+        strict = [t for t in suspects if self._matches(t, test, breaks, strict=True)]
+        groups = [strict]
+        if not breaks:
+            chain = set(strict)
+            links = list(strict)
+            while links and len(chain) <= _CHAIN_LIMIT:
+                link = links.pop()
+                if all(passed(outcomes, link) for _, outcomes in self.evidence):
+                    continue  # passed wherever it ran: no need of its own to follow
+                for t in before(self.evidence[0][0], link):
+                    if t in suspected and t not in chain and self._matches(t, link, False, True):
+                        chain.add(t)
+                        links.append(t)
+            if len(chain) <= _CHAIN_LIMIT:
+                groups.append([t for t in suspects if t in chain])
+        groups.append([t for t in suspects if self._matches(t, test, breaks, strict=False)])
+        groups.append(suspects)
+        return [group for at, group in enumerate(groups) if group and group not in groups[:at]]
+
+    def _matches(self, suspect: int, test: int, breaks: bool, strict: bool) -> bool:
+        """Whether ``suspect``'s place in each whole order fits ``test``'s outcome there (see
+        :meth:`narrowed`); not ``strict``: only in the orders where a single cause must."""
+        for order, outcomes in self.evidence:
+            if test not in outcomes:
+                continue
+            ok = passed(outcomes, test)
+            if not strict and ok == breaks:
+                continue  # the outcome a chain or a second cause may also give
+            position = self._position(order)
+            ran_before = position[suspect] < position[test]
+            if not breaks:  # a need counts where it passed before the test
+                ran_before = ran_before and passed(outcomes, suspect)
+            if ran_before != (ok != breaks):
+                return False
+        return True
 
     def explain(self, test: int, needed: list[int], first: Order, spent: _Spent) -> Search:
         """``test`` passes with the minimal set ``needed`` before it: the members that no
@@ -264,7 +350,7 @@ class _Engine:
     ) -> Generator[list[Order], list[Outcomes], list[int]]:
         """A smallest list of ``suspects`` whose running before ``test`` makes it pass
         (``want_pass``) or fail: bisection while one half alone does it (one list a step),
-        then delta debugging (ddmin, Zeller and Hildebrandt 2002) for a set of several.
+        then, for a set of several, a binary search over prefixes for each of its tests.
         Each list is a sub-sequence of ``reference`` with what its tests require; when a test
         found requires tests of its own and those do it in its place, the search goes on
         among them (the state came from one of those). Empty when even all of them do not."""
@@ -311,25 +397,23 @@ class _Engine:
         # neither half alone: several tests together (a chain of needs), or none at all
         if not (yield from works(suspects)):
             return []
-        parts = 2
-        while len(suspects) >= 2:
-            size = -(-len(suspects) // parts)
-            chunks = [suspects[i: i + size] for i in range(0, len(suspects), size)]
-            for chunk in chunks:
-                if (yield from works(chunk)):
-                    suspects, parts = chunk, 2
-                    break
-            else:
-                for chunk in chunks:
-                    rest = [t for t in suspects if t not in chunk]
-                    if len(chunks) > 2 and (yield from works(rest)):
-                        suspects, parts = rest, max(parts - 1, 2)
-                        break
+        # one needed test at a time, the last first: the shortest prefix of the rest that
+        # does it with the tests found ends in a needed one (binary search over prefixes:
+        # log2(m) lists for each of the k tests found, where ddmin's chunks took up to m^2)
+        found: list[int] = []
+        rest = suspects
+        while rest and not (found and (yield from works(found))):
+            short, long = 0, len(rest)  # found + rest[:short] does not do it, [:long] does
+            while long - short > 1:
+                middle = (short + long) // 2
+                if (yield from works([*found, *rest[:middle]])):
+                    long = middle
                 else:
-                    if parts >= len(suspects):
-                        break
-                    parts = min(len(suspects), parts * 2)
-        return suspects
+                    short = middle
+            found.append(rest[long - 1])
+            rest = rest[: long - 1]
+        chosen = set(found)
+        return [t for t in suspects if t in chosen]  # in their order: a chain's links first
 
     def verified(
         self, kind: str, test: int, other: int, context: tuple[int, ...], reference: Order,
