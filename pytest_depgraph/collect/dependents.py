@@ -200,4 +200,4 @@ def _without_cycles(
     component = {node: k for k, members in enumerate(strongly_connected_components(graph))
                  if len(members) > 1 for node in members}
     return [edge for edge in inferred
-            if component.get(edge[0], -1) < 0 or component.get(edge[0]) != component.get(edge[1])]
+            if edge[0] not in component or component[edge[0]] != component.get(edge[1])]

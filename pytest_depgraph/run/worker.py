@@ -342,9 +342,9 @@ class OneAtATime:
         scopes it ``asked`` to tear down are."""
         if not alive and not asked:
             return
-        now = set(self._locked_alive())
-        gone = [n.nodeid for n in alive if everything or n not in now]
-        gone += [scope for scope in asked if scope not in {n.nodeid for n in now}]
+        now = {n.nodeid for n in self._locked_alive()}
+        gone = [n.nodeid for n in alive if everything or n.nodeid not in now]
+        gone += [scope for scope in asked if scope not in now]
         if gone:
             self.loop.send(TORN_EVENT, item_index=index, scopes=sorted(set(gone)))
 
