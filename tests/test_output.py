@@ -149,7 +149,11 @@ def test_dot_escapes_quotes_in_parametrized_ids(pytester: pytest.Pytester) -> No
 
 
 def test_summary_counts_edges_and_reduction(pytester: pytest.Pytester, run: Run) -> None:
-    pytester.makepyfile(test_acct=SUITE)
+    # test_read takes a while: the chain test_create -> test_read is then the longest that
+    # ran, however long test_cleanup alone takes on a loaded machine (CI once saw it longer
+    # than the two instant tests together, and the path was test_cleanup alone)
+    slow_read = SUITE.replace("    assert 0", "    time.sleep(0.3)\n    assert 0")
+    pytester.makepyfile(test_acct="import time\n" + slow_read)
     result = run()
     result.stdout.fnmatch_lines(
         [
