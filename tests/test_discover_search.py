@@ -247,3 +247,17 @@ def test_a_chain_member_needs_what_the_victim_declares_not_what_that_needs() -> 
     assert {(f.kind, f.test, f.other) for f in found.findings} == {
         (NEEDS, 1, 0), (NEEDS, 2, 1), (NEEDS, 3, 2),
     }
+
+
+def test_a_chain_through_a_declared_test_names_the_victims_own_need_only() -> None:
+    """3 runs after 1 (declared) and needs 2; 2 runs after 0 (declared) and needs 1; 1
+    needs 0. 3 passes with {0, 2} before it: 0 is what 1 needs, and 1 is what 2 needs --
+    through a test 3 declares, so no member's own search sees it (2's lists always hold 0).
+    Without 0 in 3's list, 2 fails: 0 is another member's need, not 3's (found by the
+    property test: "3 needs 0" was reported)."""
+    graph = make(4, [(2, 0, A), (3, 1, A)])
+    suite = FakeSuite(4, needs={3: 2, 2: 1, 1: 0})
+    found = discover(graph, 4, suite.run, verify=2)
+    assert {(f.kind, f.test, f.other) for f in found.findings} == {
+        (NEEDS, 1, 0), (NEEDS, 2, 1), (NEEDS, 3, 2),
+    }

@@ -335,6 +335,7 @@ class _Engine:
             needs_of[member] = yield from self.minimal(
                 member, sorted(pool - own, key=position.__getitem__), True, first)
         indirect = {n for member in needed for n in needs_of[member]}
+        indirect |= yield from self.needed_by_others(test, needed, first)
         findings: list[Finding] = []
         for member in needed:
             if member not in indirect:
@@ -344,6 +345,28 @@ class _Engine:
             if needs_of[member]:
                 findings += yield from self.explain(member, needs_of[member], first, spent)
         return findings
+
+    def needed_by_others(
+        self, test: int, needed: list[int], first: Order
+    ) -> Generator[list[Order], list[Outcomes], set[int]]:
+        """The members of ``needed`` that another member needs: without one of them, a
+        member that passed with the whole set fails (one list per member, all at once). A
+        chain may run through a test ``test`` declares, which its lists always hold: ``test``
+        needs b, b needs a declared d, d needs a; then ``test`` passes with {a, b} only, and
+        a is d's need, not ``test``'s. (A declared test that fails without a member says
+        nothing: ``test`` may need that member too.)"""
+        if len(needed) < 2:
+            return set()
+        whole = self.sublist([*self.declared_before(test), *needed, test], first)
+        # the whole list less the member alone, what it requires kept (another member may
+        # need that); a member the rest requires cannot leave the list: not asked
+        members = [m for m in needed
+                   if m not in requirements(self.graph, [t for t in whole if t != m],
+                                            self.count)]
+        outcomes, *without = yield [whole, *(tuple(t for t in whole if t != m) for m in members)]
+        witnesses = [t for t in needed if passed(outcomes, t)]
+        return {member for member, ran in zip(members, without)
+                if any(t != member and not passed(ran, t) for t in witnesses)}
 
     def minimal(
         self, test: int, suspects: list[int], want_pass: bool, reference: Order
