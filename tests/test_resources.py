@@ -471,6 +471,11 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
 
     def hand_out(first: Hashable = None) -> None:
         for worker, nodes in walk.assign(first):
+            if worker in asked_scopes:
+                # asked to tear scopes down, then given a test: the request reached it first
+                # (one channel, in order), so it tears down, then runs the test -- the walk
+                # may ask it again once it is idle and keeps a block (found by hypothesis)
+                tear_down(worker)
             for node in nodes:
                 mine = [g for g, w in open_on.items() if w == worker
                         and any(v not in handed and v not in finished for v in pinned[g])]

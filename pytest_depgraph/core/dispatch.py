@@ -382,16 +382,21 @@ class Dispatcher:
         """``(worker, towards, scopes)`` for each worker that holds nothing and keeps a block
         whose resources the waiting test ``towards`` needs (the most urgent): tear ``scopes``
         down now, towards it. After a :meth:`teardowns` request; once per kept block until
-        its worker takes another test."""
-        asked: list[tuple[Hashable, int, tuple[str, ...]]] = []
+        its worker takes another test; one request per worker (the scopes of all its blocks
+        asked at once, towards the most urgent of their waiters)."""
+        asked: dict[Hashable, tuple[int, set[str]]] = {}
         for worker, block, waiter, scopes in self._books.kept_awaited() if self._books else ():
             mine = self._asked_scopes.setdefault(worker, set())
             if (self._workers.get(worker) or worker in self._retired or block in mine
                     or self.unsettled_on(worker) in self._asked):
                 continue  # its next test or shutdown goes first, or it was asked
             mine.add(block)
-            asked.append((worker, waiter, tuple(sorted(scopes))))
-        return asked
+            towards, wanted = asked.setdefault(worker, (waiter, set()))
+            wanted.update(scopes)
+            if self._ready.order_key(waiter) < self._ready.order_key(towards):
+                asked[worker] = (waiter, wanted)
+        return [(worker, towards, tuple(sorted(wanted)))
+                for worker, (towards, wanted) in asked.items()]
 
     def ends(self) -> list[Hashable]:
         """The worker to shut down now, retired (at most one; never the last): nothing runs, no
