@@ -294,6 +294,11 @@ def test_writes(): pass
 """)
     result = run(pytester, 2)
     result.assert_outcomes(passed=5)
+    # the worker shut down early is no silent loss: the summary says which and why
+    result.stdout.fnmatch_lines([
+        "gw? was shut down early: a session-scoped fixture there kept db until its worker's "
+        "end, and test_db.py::test_writes waited for it (it could run on no other worker)",
+    ])
     fixtures, tests = spans(pytester)
     writer = tests["test_writes"]
     for reader in fixtures["first"] + fixtures["second"]:

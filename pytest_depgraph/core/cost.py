@@ -39,6 +39,17 @@ class Wait:
 
 
 @dataclass(frozen=True)
+class Ended:
+    """A worker shut down before the run's end: a fixture of its session kept ``resources``
+    (a session fixture lives until its worker ends), which ``test`` waited for and could run
+    on no worker that had them."""
+
+    worker: str
+    test: int
+    resources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Record:
     """What the shared resources cost a walk, on the books' clock."""
 
@@ -51,3 +62,5 @@ class Record:
     #: as the bound, being heavier
     limit: int | None = None
     clamped: tuple[tuple[int, int], ...] = ()
+    #: the workers shut down early for what their session kept, in order
+    ended: tuple[Ended, ...] = ()

@@ -398,17 +398,19 @@ class Dispatcher:
         return [(worker, towards, tuple(sorted(wanted)))
                 for worker, (towards, wanted) in asked.items()]
 
-    def ends(self) -> list[Hashable]:
+    def ends(self, name: Callable[[Hashable], str] = str) -> list[Hashable]:
         """The worker to shut down now, retired (at most one; never the last): nothing runs, no
         teardown is asked, and a test waits for what a block of the session keeps there but
-        cannot run there (a writer, readers of the session on two workers)."""
+        cannot run there (a writer, readers of the session on two workers). The record of
+        the walk names it (``name``: a worker's name there)."""
         books = self._books
         if books is None or self._busy or any(n in self._asked for n in self._unsettled):
             return []
         left = [w for w in self._workers if w not in self._retired]
-        for worker, _block, _waiter, _scopes in books.kept_awaited(session=True):
+        for worker, block, waiter, _scopes in books.kept_awaited(session=True):
             if worker in left and len(left) > 1 and not self._asked_scopes.get(worker):
                 self._retired.add(worker)
+                books.ended_early(name(worker), block, waiter)
                 return [worker]
         return []
 

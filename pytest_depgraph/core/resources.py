@@ -50,7 +50,7 @@ from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 
 from pytest_depgraph.core.backfill import shadow
 from pytest_depgraph.core.claims import SESSION, Claim, Claims
-from pytest_depgraph.core.cost import Record, Use, Wait
+from pytest_depgraph.core.cost import Ended, Record, Use, Wait
 
 #: :meth:`Books.check`'s answers: the test may start; it waits (set aside: look further); or
 #: nothing more may start on this worker now
@@ -130,6 +130,8 @@ class Books:
         self._start_count: dict[int, int] = {}
         self._starts = 0
         self._lent: dict[Hashable, dict[int, bool]] = {}
+        #: the workers shut down early for what their session's blocks kept
+        self._ended: list[Ended] = []
         # the figures
         self._holders = [0] * count
         self._held_since = [0.0] * count
@@ -229,6 +231,13 @@ class Books:
             if waiter is not None:
                 found.append((worker, block, waiter, frozenset(alive)))
         return found
+
+    def ended_early(self, worker: str, block: int, waiter: int) -> None:
+        """``worker`` (its name) is shut down so that ``waiter`` gets what ``block``, of its
+        session, keeps: the summary says so."""
+        names = self._claims.names
+        held = tuple(sorted({names[resource] for resource, _ in self._claims.blocks[block]}))
+        self._ended.append(Ended(worker, waiter, held))
 
     def wake_lent(self, worker: Hashable) -> None:
         """The tests that wait for what the kept blocks of the session on ``worker`` lend it
@@ -407,7 +416,8 @@ class Books:
             uses.append(Use(name, self._claims.capacity[r], held, written, sum(times),
                             len(times)))
         alone = self._alone_total + (now - self._alone_since if self._alone is not None else 0)
-        return Record(tuple(uses), waits, alone, self._limit, self._claims.clamped)
+        return Record(tuple(uses), waits, alone, self._limit, self._claims.clamped,
+                      tuple(self._ended))
 
     # -- internals -------------------------------------------------------------------------
 

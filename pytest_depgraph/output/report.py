@@ -296,7 +296,8 @@ def _critical_path(
 def resource_lines(record: Record, plan: Plan) -> list[str]:
     """What the shared resources cost a parallel walk: per resource how long a test held it
     and how long tests waited for it; the exclusive tests' time; the tests that waited for
-    slots of the bound, or for the run to empty; each weight that counted as the bound."""
+    slots of the bound, or for the run to empty; each weight that counted as the bound; each
+    worker shut down early for what a fixture of its session kept."""
     out = []
     for use in record.uses:
         waited = (f"{plural(use.waiters, 'test')} waited {use.waited:.2f} s for it"
@@ -314,6 +315,10 @@ def resource_lines(record: Record, plan: Plan) -> list[str]:
     for node, weight in record.clamped:
         out.append(f"{plan.nodeids[node]} has weight {weight}: it counts as {record.limit}, "
                    "the whole of --depgraph-parallelism")
+    for ended in record.ended:
+        out.append(f"{ended.worker} was shut down early: a session-scoped fixture there kept "
+                   f"{', '.join(ended.resources)} until its worker's end, and "
+                   f"{plan.nodeids[ended.test]} waited for it (it could run on no other worker)")
     return out
 
 

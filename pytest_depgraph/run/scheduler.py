@@ -384,7 +384,7 @@ class DepGraphScheduling:
             worker_node.sendcommand(TEARDOWN_COMMAND, towards=towards, beyond=list(scopes))
         if not given and not asked:
             # a lock that only a worker's end gives back (its session's fixture keeps it)
-            for worker in dispatcher.ends():
+            for worker in dispatcher.ends(name=_gateway_id):
                 self.log(f"{worker}: shut down, its session keeps a lock another test waits for")
                 worker_node = worker
                 worker_node.shutdown()
@@ -441,3 +441,8 @@ def _dispatcher(
         cleanups={n: cleanup.targets for n, cleanup in plan.cleanups.items()},
         ran=lambda node: recorder.ran(nodeids[node]),
     )
+
+
+def _gateway_id(worker: Any) -> str:
+    """An xdist worker's name (``gw1``), as the summary says it."""
+    return str(worker.gateway.id)
