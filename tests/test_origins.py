@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from pytest_depgraph.collect.origins import OriginKind, describe
-from pytest_depgraph.core.graph import Origin
+from pytest_depgraph.core.graph.storage import Origin
 
 
 def test_origin_describe() -> None:

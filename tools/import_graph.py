@@ -14,7 +14,7 @@ subpackage but the core and the hosts may read the top-level ``options`` and ``w
 doors to the hosts (``HOSTS``) import nothing of the package but the core, and only they import
 xdist and pytest's private modules (``DOORS_ONLY``; an import under ``if TYPE_CHECKING:``, for
 types only, may name ``_pytest`` anywhere).
-Modules are named relative to the package, dotted: ``core.graph``, ``run.scheduler``.
+Modules are named relative to the package, dotted: ``core.graph.storage``, ``run.xdist.scheduler``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ HOSTS = "hosts"
 LAYERS = ("core", HOSTS, "collect", "run", "output", "discover")
 #: top-level modules the layers above the hosts may import: the settings every part reads,
 #: and counts in a user's words
-SHARED = {"options", "words"}
+SHARED = {"options", "plurals"}
 HOST = ("pytest", "_pytest", "pluggy", "xdist", "execnet")
 #: packages only the doors import at run time (every touch of them goes through ``hosts``)
 DOORS_ONLY = ("xdist", "execnet", "_pytest")
@@ -122,7 +122,7 @@ def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
                 continue
             submodule = f"{base}.{imported}" if base else imported
             if imported and submodule in mods:
-                # from pytest_depgraph.core import graph: the module, not its package
+                # from pytest_depgraph.core.graph import storage: the module, not its package
                 target, imported = submodule, ""
             elif base in mods:
                 target = base

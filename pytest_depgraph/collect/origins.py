@@ -1,6 +1,6 @@
 """What declares an edge: the kinds of origin, and how a person reads one.
 
-The core keeps an edge's :class:`~pytest_depgraph.core.graph.Origin` with an opaque kind (a
+The core keeps an edge's :class:`~pytest_depgraph.core.graph.storage.Origin` with an opaque kind (a
 string it never compares); the words for it live here. ``OriginKind`` members are strings,
 so an origin read back from a plan's JSON (a plain string) compares and hashes the same.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 
-from pytest_depgraph.core.graph import Origin
+from pytest_depgraph.core.graph.storage import Origin
 
 
 class OriginKind(str, enum.Enum):

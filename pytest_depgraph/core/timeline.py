@@ -1,7 +1,7 @@
 """What the run looked like in time: when and where each test ran, what it waited for, why.
 
 Pure data, free of pytest objects, for the HTML run report
-(:mod:`pytest_depgraph.output.html_report`) and the terminal summary: from the plan, each
+(:mod:`pytest_depgraph.output.html_page`) and the terminal summary: from the plan, each
 test's outcome, the span its reports covered and the session's phases, it works out
 
 * each test's start and end, in seconds since the session started, and its lane (worker);
@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pytest_depgraph.core.cost import Record, Wait
-from pytest_depgraph.core.graph import Graph
-from pytest_depgraph.core.paths import critical_path
+from pytest_depgraph.core.graph.paths import critical_path
+from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.core.plan import WRITE, Plan
-from pytest_depgraph.core.urgency import readers_turn
+from pytest_depgraph.core.walk.resource_cost import Record, Wait
+from pytest_depgraph.core.walk.urgency import readers_turn
 
 #: the lane of a serial run (no xdist worker)
 SERIAL_LANE = "main"
@@ -45,7 +45,7 @@ class Bound:
     tests (a block's writers: the seconds of its tests), at most ``capacity`` of them at once;
     ``read``: per resource, its readers' turn (they never run beside a writer, so it adds to
     the writers' time): the longest reader, or the readers' seconds over N
-    (:func:`~pytest_depgraph.core.urgency.readers_turn`). Without any of it:
+    (:func:`~pytest_depgraph.core.walk.urgency.readers_turn`). Without any of it:
     ``max(chain, total / N)``.
     """
 
