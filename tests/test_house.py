@@ -38,6 +38,8 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
         f.write("\nimport pytest\nfrom pytest_depgraph.run import role\n")
     with (package / "output/dot.py").open("a") as f:
         f.write("\nfrom pytest_depgraph.collect.build import _module_of\n")
+    with (package / "core/graph/paths.py").open("a") as f:
+        f.write("\nfrom pytest_depgraph.core.plan import Plan\n")
     with (package / "run/state.py").open("a") as f:
         f.write("\nfrom pytest_depgraph.output import dot\n")
     with (package / "hosts/pytest.py").open("a") as f:
@@ -56,6 +58,7 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
         "collect.dependency_markers imports run.state, from a layer above collect",
         "core module core.walk.walker imports pytest",
         "core module core.walk.walker imports run.role, outside the core",
+        "graph algorithm core.graph.paths imports core.plan, outside core.graph",
         "output.dot imports the private name collect.build._module_of",
         "run.state imports output.dot, from a layer above run",
         "door hosts.pytest imports options: doors import the core only",
