@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_depgraph.collect.origins import OriginKind
+from pytest_depgraph.collect.origins import BLOCK_EDGES, BLOCK_LABEL, WORDS, OriginKind
 from pytest_depgraph.core.plan import Plan, ShardInfo
 from pytest_depgraph.core.walk.resource_books import ALONE, SLOTS
 from pytest_depgraph.plurals import plural
@@ -30,7 +30,6 @@ from pytest_depgraph.run.outcomes import (
 )
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
-from pytest_depgraph.run.xdist.units import BLOCK_EDGES
 
 if TYPE_CHECKING:
     from pytest_depgraph.core.timeline import Bound, WalkStats
@@ -107,30 +106,20 @@ def _stopped_by_collection_errors(terminal: pytest.TerminalReporter) -> bool:
 
 
 def _edges(plan: Plan, view: View) -> tuple[int, str]:
-    """Edge total and its parts; pinning edges only count where they mean something (xdist)."""
+    """Edge total and its parts, in each origin kind's words (:data:`WORDS`); pinning edges
+    only count where they mean something (xdist)."""
     counts = plan.edge_counts
     pins = counts.get(OriginKind.PIN, 0)
     total = sum(counts.values()) - (0 if view.parallel else pins)
-    fixture = counts.get(OriginKind.FIXTURE, 0) + counts.get(OriginKind.OUTPUT, 0)
-    compat = counts.get(OriginKind.DEPENDENCY, 0) + counts.get(OriginKind.ORDER, 0)
-    parts = [f"{counts.get(OriginKind.MARKER, 0)} explicit", f"{fixture} from fixtures"]
-    cleanup = counts.get(OriginKind.CLEANUP, 0)
-    if cleanup:
-        parts.append(f"{cleanup} from cleanup_of")
-    if compat:
-        parts.append(f"{compat} from pytest-dependency/pytest-order markers")
-    ordinal = counts.get(OriginKind.ORDINAL, 0)
-    if ordinal:
-        parts.append(f"{ordinal} keeping pytest-order's positions apart")
-    if pins and view.parallel:
-        parts.append(f"{pins} to keep pinned tests on one worker")
-    units = counts.get(OriginKind.UNIT, 0)
-    if units:
-        parts.append(f"{units} keeping --dist work units whole")
+    labels: dict[str, int] = {}
+    for kind, words in WORDS.items():
+        count = counts.get(kind, 0)
+        if (count or words.always) and (view.parallel or not words.parallel_only):
+            labels[words.label] = labels.get(words.label, 0) + count
     blocks = counts.get(BLOCK_EDGES, 0)
     if blocks:
-        parts.append(f"{blocks} keeping resource blocks whole")
-    return total, ", ".join(parts)
+        labels[BLOCK_LABEL] = blocks
+    return total, ", ".join(f"{count} {label}" for label, count in labels.items())
 
 
 def _pulled_in(plan: Plan) -> str:

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 import pytest
 
 if TYPE_CHECKING:
     from pytest_depgraph.collect.context import Context, Source
+    from pytest_depgraph.collect.origins import OriginKind
     from pytest_depgraph.collect.peer_plugins import Marks
     from pytest_depgraph.collect.problems import Problem
     from pytest_depgraph.core.graph.storage import Graph
@@ -117,6 +118,12 @@ class Reader(Protocol):
 
     #: which tests share the places :meth:`places` names for one of them
     sharing: Sharing
+    #: the names of the calls in a test file whose string arguments may name tests, of other
+    #: files too: selection reads the files they name (empty: its declarations name no test)
+    calls: ClassVar[frozenset[str]]
+    #: the origin kinds of the edges it declares (empty: claims only), each with its words in
+    #: :data:`~pytest_depgraph.collect.origins.WORDS`
+    kinds: ClassVar[frozenset[OriginKind]]
 
     def __init__(self, context: Context) -> None: ...
 

@@ -42,6 +42,8 @@ class Cleanups(Reader):
     and the decorator on its function and class."""
 
     sharing = Sharing.TEST
+    calls = frozenset({"cleanup_of"})
+    kinds = frozenset({OriginKind.CLEANUP})
 
     def __init__(self, context: Context) -> None:
         self.context = context

@@ -19,6 +19,7 @@ from pytest_depgraph.collect.dependency_markers import (
     validate,
 )
 from pytest_depgraph.collect.locate import marker_origin
+from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.collect.peer_plugins import Marks
 from pytest_depgraph.collect.readers.base import Found, Place, Reader, Sharing
 from pytest_depgraph.core.graph.storage import Origin
@@ -33,6 +34,8 @@ class OwnMarks(Reader):
     (``pytest.param(..., marks=...)``) or added by a plugin."""
 
     sharing = Sharing.TEST
+    calls = frozenset({"depends_on"})
+    kinds = frozenset({OriginKind.MARKER})
 
     def __init__(self, context: Context) -> None:
         self.context = context
@@ -76,6 +79,8 @@ class ParentMarks(Reader):
     each applies to every test below it."""
 
     sharing = Sharing.PARENT
+    calls = frozenset({"depends_on"})
+    kinds = frozenset({OriginKind.MARKER})
 
     def __init__(self, context: Context) -> None:
         self.context = context

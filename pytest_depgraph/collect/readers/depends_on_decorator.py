@@ -28,6 +28,8 @@ class Decorated(Reader):
     """``@depends_on`` on a test's function (or what it wraps) and on its class."""
 
     sharing = Sharing.DEFINITION
+    calls = frozenset({"depends_on"})
+    kinds = frozenset({OriginKind.MARKER})
 
     def __init__(self, context: Context) -> None:
         self.context = context

@@ -40,6 +40,8 @@ class Fixtures(Reader):
     (the closest override, and the ones it extends by requesting the same name)."""
 
     sharing = Sharing.DEFINITION
+    calls = frozenset({"depends_on", "output_fixture"})
+    kinds = frozenset({OriginKind.FIXTURE, OriginKind.OUTPUT})
 
     def __init__(self, context: Context) -> None:
         self.context = context

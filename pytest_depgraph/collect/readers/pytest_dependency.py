@@ -92,6 +92,9 @@ class DependencyNames:
 class DependencyReader(PeerReader):
     """Reads ``dependency`` markers and ``depends()`` calls; its name index is made once."""
 
+    calls = frozenset({"dependency"})
+    kinds = frozenset({OriginKind.DEPENDENCY})
+
     def __init__(self, context: Context) -> None:
         super().__init__(context)
         self._names: DependencyNames | None = None

@@ -46,6 +46,9 @@ class OrderReader(PeerReader):
     """Reads ``order`` markers; its label indexes and ``before=`` targets are made when the
     first test is read."""
 
+    calls = frozenset({"order"})
+    kinds = frozenset({OriginKind.ORDER, OriginKind.ORDINAL})
+
     def __init__(self, context: Context) -> None:
         super().__init__(context)
         self._indexed = False

@@ -59,6 +59,8 @@ class ResourceMarks(Reader):
     and packages, closest first: each applies to every test below it."""
 
     sharing = Sharing.TEST
+    calls = frozenset()
+    kinds = frozenset()
 
     def __init__(self, context: Context) -> None:
         self.context = context
@@ -107,6 +109,8 @@ class FixtureLocks(Reader):
     closest override, and the ones it extends)."""
 
     sharing = Sharing.DEFINITION
+    calls = frozenset()
+    kinds = frozenset()
 
     def __init__(self, context: Context) -> None:
         self.context = context
@@ -151,6 +155,8 @@ class DecoratedLocks(Reader):
     unless it says otherwise)."""
 
     sharing = Sharing.DEFINITION
+    calls = frozenset()
+    kinds = frozenset()
 
     def __init__(self, context: Context) -> None:
         self.context = context

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from pytest_depgraph.collect.origins import OriginKind, describe
+from pytest_depgraph.collect.origins import BLOCK_EDGES, OriginKind, describe
 from pytest_depgraph.core.graph.storage import Edge, Origin
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.walk.whole_groups import make_whole
@@ -105,10 +105,6 @@ def _units(plan: Plan, dist: str) -> list[str]:
         for node, group in plan.xdist_groups.items():
             names[node] = "@" + group
     return names
-
-
-#: the edge-count key of the edges that keep resource blocks whole when the run has no units
-BLOCK_EDGES = "block"
 
 
 def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
