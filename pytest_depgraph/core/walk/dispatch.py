@@ -26,8 +26,10 @@ skips), a :class:`Dispatcher` decides which ready test goes to which worker:
   their rules: :mod:`~pytest_depgraph.core.walk.resource_books`);
 * **queueing**: a worker may hold more than the test it runs (up to ``hold``), so that it
   never waits for the controller between two tests (which tests may wait behind another:
-  :mod:`~pytest_depgraph.core.walk.queueing`). Only a ready test (every dependency finished) is
-  ever handed out, so a queued test never needs recalling;
+  :mod:`~pytest_depgraph.core.walk.queueing`). A test is handed out ready (every dependency
+  finished), or, the next test of a pinned group, behind the one test it waits for; a queued
+  test goes back to the walk (ready again, or waiting for that one) only when its worker
+  leaves before it began (:meth:`Dispatcher.remove_worker`);
 * **settling**: a test whose worker knew no next test when it ran it has the teardown of its
   class, module and session fixtures still to come (the worker tears down towards the test it
   runs next). Such a test is *held*: its worker is free, but its dependents start only once
@@ -157,8 +159,6 @@ class Dispatcher:
         self._owner: dict[int, Hashable] = {}
         self._busy = 0  # workers (or anonymous starts) holding a node: the running ones
         self._last_group: dict[Hashable, int] = {}
-        #: nodes started behind the test they wait for (a unit's next test), not yet finished
-        self._early: set[int] = set()
         self._chain: dict[Hashable, list[int]] = {}
         #: held tests (run, teardown deferred) -> the worker that ran them; they settle later
         self._unsettled: dict[int, Hashable] = {}
@@ -223,7 +223,7 @@ class Dispatcher:
         """Whether ``worker`` may start ``node`` now (the bound and resources aside): it is
         ready and not set aside, and its pinned group, if any, is free or bound to
         ``worker``."""
-        return self._startable(node) and self._ready.free_for(node, worker)
+        return self._ready.may_start(node, worker)
 
     def _startable(self, node: int) -> bool:
         return self.walk.is_ready(node) and (self._books is None or not self._books.aside(node))
@@ -310,7 +310,7 @@ class Dispatcher:
         running = held.popleft() if unsettled is None else unsettled
         for node in held:  # never began: another worker takes them
             del self._owner[node]
-            self._early.discard(node)
+            self._queueing.forget(node)
             self.walk.unstart(node)
             if self._books is not None:
                 self._books.unstart(node)
@@ -465,13 +465,35 @@ class Dispatcher:
                 continue  # what is ready is pinned to other workers, or waits
             given[worker] = [node]
         if self._queueing.hold > 1:
-            self._queueing.fill(
-                order, given, self._workers, chain=self._chain, last_group=self._last_group,
-                early=self._early, may_start=self.may_start, take=self._take,
-                behind=self._behind,
-            )
+            self._queue_behind(order, given)
         self._chain.clear()
         return list(given.items())
+
+    def _queue_behind(self, order: list[Hashable], given: dict[Hashable, list[int]]) -> None:
+        """While more tests are ready than the workers take, queue tests behind the running
+        ones of the workers in ``order``, best first, one per worker per round (priority
+        spreads), as queueing chooses; each one started here and added to ``given``. Only a
+        worker that holds at most :data:`REFILL_AT` tests is topped up: in one go."""
+        queueing, holds = self._queueing, self._workers
+        queueing.begin(len(order))
+        candidates = [w for w in order if 0 < len(holds[w]) <= REFILL_AT]
+        while candidates:
+            still = []
+            for worker in candidates:
+                held = holds[worker]
+                queued = queueing.choose(
+                    worker, held, self._chain.get(worker, ()), self._last_group.get(worker)
+                )
+                if queued is None:
+                    continue
+                if queued.behind is None:
+                    self._take(queued.node, worker)
+                else:
+                    self._behind(queued.node, queued.behind, worker)
+                given.setdefault(worker, []).append(queued.node)
+                if len(held) < queueing.hold:
+                    still.append(worker)
+            candidates = still
 
     def _continue_chain(self, worker: Hashable) -> int | None:
         """A test the worker's last test made ready in its group, if it may take one now."""
@@ -545,7 +567,7 @@ class Dispatcher:
 
     def _let_go(self, node: int) -> None:
         """The worker holding ``node`` is done with it (the next one it holds runs now)."""
-        self._early.discard(node)
+        self._queueing.forget(node)
         books = self._books
         if books is not None:
             books.stop(node)

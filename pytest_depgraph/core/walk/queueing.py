@@ -21,14 +21,21 @@ worker per round (priority spreads); a test is queued only when
   more urgent test that may not be queued is ready (it gets the next idle worker), nor behind tests
   that will free what a more urgent test waits for (it gets their worker the moment they finish).
 
-Only a ready test (every dependency finished) is ever queued, so a queued test never needs
-recalling. Pure: no pytest.
+A queued test is a ready one (every dependency finished), but for the next test of a pinned
+group, which waits for the test it is queued behind alone and starts behind it (the walk's
+:meth:`~pytest_depgraph.core.walk.walker.Walker.start_early`). Either goes back to the walk only
+when its worker leaves before it began (:meth:`~pytest_depgraph.core.walk.walker.Walker.unstart`).
+
+:class:`Queueing` chooses, one test at a time (:meth:`Queueing.choose`); the dispatcher applies
+each choice and tells it which tests it queued behind another finished or went back
+(:meth:`Queueing.forget`). Pure: no pytest.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.core.walk.ready import ReadyTests
@@ -46,8 +53,30 @@ REFILL_AT = 2
 QUEUE_SECONDS = 0.05
 
 
+class Queued(NamedTuple):
+    """A test to queue behind the ones a worker holds."""
+
+    node: int
+    #: the test it waits for alone and starts behind (the last one the worker holds: the next
+    #: test of its pinned group), or None: it is ready
+    behind: int | None = None
+
+
+@dataclass
+class _Tally:
+    """What a worker's held tests add up to in one round of :meth:`Queueing.choose`, kept up
+    to date as tests are queued, so that a top-up of many tests does not add up the same tests
+    again for each (None: not known yet)."""
+
+    #: their expected seconds
+    seconds: float | None = None
+    #: the most urgent priority they can make ready (:meth:`Queueing._bar`)
+    bar: float | None = None
+
+
 class Queueing:
-    """The queueing rule of one walk, and what it knows of the tests' expected seconds."""
+    """The queueing rule of one walk, what it knows of the tests' expected seconds, and the
+    tests it queued behind the one they wait for."""
 
     def __init__(
         self,
@@ -88,6 +117,11 @@ class Queueing:
         # this run's seconds per test, for the expected duration of tests without one
         self._seen_total = 0.0
         self._seen = 0
+        #: tests queued behind the one they wait for, not finished yet
+        self._early: set[int] = set()
+        #: the round: how many workers take tests, and what each one's held tests add up to
+        self._workers = 0
+        self._tallies: dict[Hashable, _Tally] = {}
 
     def saw(self, seconds: float) -> None:
         """A test took ``seconds`` in this run."""
@@ -95,130 +129,131 @@ class Queueing:
         self._seen_total += min(seconds, QUEUE_SECONDS)
         self._seen += 1
 
-    def fill(
-        self,
-        order: list[Hashable],
-        given: dict[Hashable, list[int]],
-        holds: Mapping[Hashable, deque[int]],
-        *,
-        chain: Mapping[Hashable, list[int]],
-        last_group: Mapping[Hashable, int],
-        early: set[int],
-        may_start: Callable[[int, Hashable], bool],
-        take: Callable[[int, Hashable], None],
-        behind: Callable[[int, int, Hashable], None],
-    ) -> None:
-        """Queue tests behind the running ones of the workers in ``order`` (each holds what
-        ``holds`` says), adding them to ``given``. ``chain``: per worker, the tests its last
-        test made ready in its group; ``last_group``: the group it ran last; ``early``: the
-        tests started behind the one they wait for; ``take(node, worker)`` starts a ready
-        test, ``behind(follower, last, worker)`` one that waits for ``last`` alone."""
-        candidates = [w for w in order if 0 < len(holds[w]) <= REFILL_AT]
-        # per worker, what its held tests add up to, kept up to date as tests are queued
-        tallies: dict[Hashable, list[float | None]] = {w: [None, None] for w in candidates}
-        while candidates:
-            still = []
-            for worker in candidates:
-                held = holds[worker]
-                node = self._pick(
-                    worker, held, len(order), tallies[worker], chain.get(worker, ()),
-                    last_group.get(worker), early, may_start,
-                )
-                if node is None:
-                    continue
-                if node in early:
-                    behind(node, held[-1], worker)
-                else:
-                    take(node, worker)
-                given.setdefault(worker, []).append(node)
-                if len(held) < self.hold:
-                    still.append(worker)
-            candidates = still
+    def forget(self, node: int) -> None:
+        """``node`` finished, or went back to the walk: it is no longer queued behind
+        another."""
+        self._early.discard(node)
 
-    def _pick(
+    def begin(self, workers: int) -> None:
+        """A round of choices among ``workers`` workers: what their held tests add up to is
+        worked out afresh."""
+        self._workers = workers
+        self._tallies = {}
+
+    def choose(
         self,
         worker: Hashable,
-        held: deque[int],
-        workers: int,
-        tally: list[float | None],
+        held: Sequence[int],
         chain: Sequence[int],
         last_group: int | None,
-        early: set[int],
-        may_start: Callable[[int, Hashable], bool],
-    ) -> int | None:
-        """The best test to queue behind ``held`` (added to ``early`` when it may start
-        behind the last one at once); None if none may.
+    ) -> Queued | None:
+        """The best test to queue behind the tests ``worker`` holds (``held``, the one it
+        runs first; at least one), or None if none may. ``chain``: the tests its last test
+        made ready in its group, best first; ``last_group``: the group it ran last.
 
-        ``tally``: the expected seconds of the tests it holds and their :meth:`_bar` (None:
-        not known yet); kept up to date here, so that a top-up of many tests does not add
-        up the same tests again for each."""
+        The rules, in order: a worker holds at most :attr:`hold` tests; the next test of a
+        pinned group goes behind the group's test before it at once; then, only while tests
+        are ready, :meth:`_may_queue_more` (short tests, or more ready than the workers
+        take), :meth:`_candidate` (the chain, else the best test the fixtures allow),
+        :meth:`_resources_allow` and :meth:`_urgent_enough`."""
         if len(held) >= self.hold:
             return None
-        walk, ready, books = self._walk, self._ready, self._books
+        tally = self._tallies.setdefault(worker, _Tally())
         last = held[-1]
-        group = ready.pinned_group(last)
-        if group is not None:
-            # the next test of its pinned group (a --dist unit) waits for ``last`` alone, by
-            # an ordering edge: it runs behind it, on this worker, whatever ``last`` does
-            for follower in walk.early(last):
-                if ready.pinned_group(follower) == group and (
-                    books is None or books.queueable(follower, worker)
-                ):
-                    early.add(follower)
-                    tally[:] = None, None  # ``last`` made its chain's way: add up again
-                    return follower
-        if not walk.ready_count:
+        follower = self._next_of_pinned_group(worker, last)
+        if follower is not None:
+            self._early.add(follower)
+            tally.seconds = tally.bar = None  # ``last`` made its chain's way: add up again
+            return Queued(follower, behind=last)
+        if not self._walk.ready_count:
             return None
-        expected = tally[0]
-        if expected is None:
-            expected = 0.0
+        seconds = self._held_seconds(held, tally)
+        if not self._may_queue_more(held, short=seconds < QUEUE_SECONDS):
+            return None
+        node = self._candidate(worker, last, chain, last_group)
+        if node is None or not self._resources_allow(node, held, worker):
+            return None
+        if not self._urgent_enough(node, held, tally):
+            return None
+        expected = self._expected(node)
+        tally.seconds = QUEUE_SECONDS if expected is None else seconds + expected
+        tally.bar = max(tally.bar if tally.bar is not None else float("-inf"), self._after[node])
+        return Queued(node)
+
+    # -- the rules -----------------------------------------------------------------------------
+
+    def _next_of_pinned_group(self, worker: Hashable, last: int) -> int | None:
+        """The next test of ``last``'s pinned group (a ``--dist`` unit), which waits for
+        ``last`` alone by an ordering edge: it runs behind it, on this worker, whatever
+        ``last`` does (None: ``last`` has no pinned group, or no such test may queue)."""
+        ready, books = self._ready, self._books
+        group = ready.pinned_group(last)
+        if group is None:
+            return None
+        for follower in self._walk.early(last):
+            if ready.pinned_group(follower) == group and (
+                books is None or books.queueable(follower, worker)
+            ):
+                return follower
+        return None
+
+    def _held_seconds(self, held: Sequence[int], tally: _Tally) -> float:
+        """The expected seconds of the tests ``held`` (:data:`QUEUE_SECONDS` when one of
+        them is not known), from ``tally`` once added up."""
+        if tally.seconds is None:
+            total = 0.0
             for v in held:
                 seconds = self._expected(v)
                 if seconds is None:
-                    expected = QUEUE_SECONDS
+                    total = QUEUE_SECONDS
                     break
-                expected += seconds
-            tally[0] = expected
-        short = expected < QUEUE_SECONDS
-        # beyond one queued test only short ones; one queued behind a long test only while
-        # there is more ready than the workers take (else an idle worker may want it soon)
-        if not short and (len(held) >= 2 or walk.ready_count < workers):
-            return None
-        node: int | None = None
-        for candidate in chain:
-            if may_start(candidate, worker):
-                node = candidate
-                break
-        if node is None:
-            if not self._continues[last]:
-                node = ready.best(worker, last_group)
-            elif group is None:
-                # its chain goes on once it finished: only a test of its own group goes in
-                # between, which keeps the fixtures that chain shares set up
-                node = ready.best_of_group(last, worker)
-        if node is None or (books is not None and (
-            not books.queueable(node, worker) or books.holds_back(held, node)
-        )):
-            # a more urgent test that may not queue gets the next idle worker, and one that
-            # waits for what the worker's tests will free gets this one when they finish
-            return None
-        bar = tally[1]
-        if bar is None:
-            bar = tally[1] = self._bar(held, early)
-        if ready.priority(node) < bar:
-            return None  # it would hold back something more urgent
-        seconds = self._expected(node)
-        tally[0] = QUEUE_SECONDS if seconds is None else expected + seconds
-        tally[1] = max(bar, self._after[node])
-        return node
+                total += seconds
+            tally.seconds = total
+        return tally.seconds
 
-    def _bar(self, held: deque[int], early: set[int]) -> float:
+    def _may_queue_more(self, held: Sequence[int], *, short: bool) -> bool:
+        """Beyond one queued test only short ones; one queued behind a long test only while
+        there is more ready than the workers take (else an idle worker may want it soon)."""
+        return short or (len(held) < 2 and self._walk.ready_count >= self._workers)
+
+    def _candidate(
+        self, worker: Hashable, last: int, chain: Sequence[int], last_group: int | None
+    ) -> int | None:
+        """The test to queue behind ``last``: the first of the chain ``worker`` may start;
+        else the best ready test, unless ``last``'s chain goes on once it finished -- then only
+        a test of its own group goes in between, which keeps the fixtures that chain shares set
+        up (and none behind a test of a pinned group)."""
+        for candidate in chain:
+            if self._ready.may_start(candidate, worker):
+                return candidate
+        if not self._continues[last]:
+            return self._ready.best(worker, last_group)
+        if self._ready.pinned_group(last) is None:
+            return self._ready.best_of_group(last, worker)
+        return None
+
+    def _resources_allow(self, node: int, held: Sequence[int], worker: Hashable) -> bool:
+        """A test that takes more than its worker's slot at its start is never queued, nor one
+        behind tests that will free what a more urgent test waits for: a more urgent test that
+        may not queue gets the next idle worker, and one that waits for what the worker's
+        tests will free gets this one when they finish."""
+        books = self._books
+        return books is None or (books.queueable(node, worker) and not books.holds_back(held, node))
+
+    def _urgent_enough(self, node: int, held: Sequence[int], tally: _Tally) -> bool:
+        """``node`` is at least as urgent as anything the tests ``held`` can make ready: it
+        would hold back nothing more urgent."""
+        if tally.bar is None:
+            tally.bar = self._bar(held)
+        return self._ready.priority(node) >= tally.bar
+
+    def _bar(self, held: Sequence[int]) -> float:
         """The most urgent priority the tests ``held`` can make ready once they finished (a
         test whose follower is queued behind it already made its chain's way)."""
         bar = float("-inf")
         following = None
         for v in reversed(held):
-            if following not in early:
+            if following not in self._early:
                 bar = max(bar, self._after[v])
             following = v
         return bar

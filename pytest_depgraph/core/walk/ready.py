@@ -72,6 +72,12 @@ class ReadyTests:
         group = self._pin.get(node)
         return group is None or self._bound.get(group, worker) == worker
 
+    def may_start(self, node: int, worker: Hashable) -> bool:
+        """Whether ``worker`` may start ``node`` now (the bound and resources aside): it is
+        ready and not set aside, and its pinned group, if any, is free or bound to
+        ``worker``."""
+        return self._is_ready(node) and self.free_for(node, worker)
+
     def place(self, node: int) -> None:
         """``node`` became ready: into the heaps, or reserved for the worker its pinned group
         is bound to."""
