@@ -73,14 +73,14 @@ def bench_build(opts: argparse.Namespace) -> None:
         sys.path.insert(0, str(Path(opts.code[0]).resolve()))
     directory = suite_dir(opts.suites, Path(opts.out))
     items = collected(directory)
-    from pytest_depgraph.collect import build as module
+    from pytest_depgraph.collect import build
 
-    print(f"{opts.suites}: {len(items)} tests; package {Path(module.__file__).parent.parent}")
+    print(f"{opts.suites}: {len(items)} tests; package {Path(build.__file__).parent.parent}")
     root = directory.resolve()
     totals, phases = [], []
     for _ in range(opts.repeat):
         start = time.process_time()
-        result = module.build(items, items, root)
+        result = build.build(items, items, root)
         totals.append(time.process_time() - start)
         phases.append(result.cpu_timings)
         del result
@@ -90,13 +90,13 @@ def bench_build(opts: argparse.Namespace) -> None:
           + ", ".join(f"{k} {v * 1000:.0f}" for k, v in phases[best].items()))
     profile = cProfile.Profile()
     profile.enable()
-    module.build(items, items, root)
+    build.build(items, items, root)
     profile.disable()
     stats = pstats.Stats(profile)
     entries = stats.stats.items()  # type: ignore[attr-defined]
     python = sum(calls for (file, _, _), (_, calls, *_rest) in entries if file != "~")
     print(f"function calls: {stats.total_calls:,} ({python:,} of Python functions)")  # type: ignore[attr-defined]
-    clock = getattr(module, "_Clock", None)
+    clock = getattr(build, "_Clock", None)
     if clock is None:
         print("(no phase clock in this checkout: its memory not traced by phase)")
         return
@@ -113,7 +113,7 @@ def bench_build(opts: argparse.Namespace) -> None:
         lap(clock, phase)
 
     clock.lap = traced
-    result = module.build(items, items, root)
+    result = build.build(items, items, root)
     now, peak = tracemalloc.get_traced_memory()
     print(f"  traced after assemble: {(now - base) / 2**20:.1f} MiB, "
           f"peak {(peak - base) / 2**20:.1f} MiB (the plan: what the run keeps)")

@@ -26,15 +26,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_depgraph.core.graph import Graph, Kind, Origin
-from pytest_depgraph.core.order import stable_topological_order
-from pytest_depgraph.core.paths import critical_path
-from pytest_depgraph.core.reduction import (
+from pytest_depgraph.core.graph.paths import critical_path
+from pytest_depgraph.core.graph.reduction import (
     reduce_by_closures,
     reduce_by_search,
     transitive_reduction,
 )
-from pytest_depgraph.core.tarjan import find_cycles, strongly_connected_components
+from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
+from pytest_depgraph.core.graph.tarjan import find_cycles, strongly_connected_components
+from pytest_depgraph.core.graph.toposort import stable_topological_order
 
 ORIGIN = Origin("marker", "tests/test_bench.py:1")
 Edges = list[tuple[int, int, Kind]]
@@ -258,7 +258,7 @@ def compare_networkx(graph: Graph, repeat: int) -> None:
     print("| reduction of random DAG 10k, all edges REQUIRES | seconds | edges kept |")
     print("|---|---:|---:|")
     print(
-        f"| pytest_depgraph.core.reduction.transitive_reduction | {ours_t:.3f} "
+        f"| pytest_depgraph.core.graph.reduction.transitive_reduction | {ours_t:.3f} "
         f"| {ours.edge_count:,} |"
     )
     print(f"| networkx.transitive_reduction | {theirs_t:.3f} | {theirs.number_of_edges():,} |")

@@ -279,9 +279,9 @@ import time
 
 _OUT = os.environ.get("PEERS_BENCH_BUILD_TIMES")
 if _OUT:
-    import pytest_depgraph.run.produce as _p
+    from pytest_depgraph.run import plan_producer
 
-    _orig = _p.build
+    _orig = plan_producer.build
 
     def _timed(*args, **kwargs):
         t = time.perf_counter()
@@ -291,7 +291,7 @@ if _OUT:
             with open(_OUT, "a") as f:
                 f.write(f"{time.perf_counter() - t}\\n")
 
-    _p.build = _timed
+    plan_producer.build = _timed
 """
 
 

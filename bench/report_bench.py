@@ -34,11 +34,11 @@ from pathlib import Path
 CONFTEST = '''
 import json, os, time
 
-from pytest_depgraph.output import html_report, run_report
+from pytest_depgraph.output import html_page, run_report
 
 TIMES = {}
 _finish = run_report.RunReport.pytest_sessionfinish
-_graph = html_report.graph_svg
+_graph = html_page.graph_svg
 
 
 def _timed_finish(self, session):
@@ -59,7 +59,7 @@ def _timed_graph(*args):
 
 _timed_finish.__dict__.update(_finish.__dict__)  # the hookimpl options (trylast)
 run_report.RunReport.pytest_sessionfinish = _timed_finish
-html_report.graph_svg = _timed_graph
+html_page.graph_svg = _timed_graph
 '''
 
 

@@ -59,7 +59,7 @@ LOG = os.path.join(os.path.dirname(__file__), "times.log")
 if os.environ.get("BENCH_COLLECTION_ORDER"):
     # the walk's priorities all equal: ready tests go in collection order (the scheduler
     # looks the function up in the module each time it starts a walk)
-    from pytest_depgraph.core import dispatch
+    from pytest_depgraph.core.walk import dispatch
 
     dispatch.priorities = lambda graph, weight: [0.0] * graph.size
 

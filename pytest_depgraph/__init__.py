@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_depgraph.collect.locks import resource_lock
-from pytest_depgraph.collect.markers import cleanup_of, depends_on
+from pytest_depgraph.collect.dependency_markers import cleanup_of, depends_on
+from pytest_depgraph.collect.resource_markers import resource_lock
 
 if TYPE_CHECKING:
     from pytest_depgraph.values import DepGraph, output_fixture

@@ -7,19 +7,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_depgraph.collect import hints
-from pytest_depgraph.collect.locks import MARKER_HELP as LOCK_HELP
-from pytest_depgraph.collect.markers import (
+from pytest_depgraph.collect import file_warnings
+from pytest_depgraph.collect.dependency_markers import (
     CLEANUP_HELP,
     MARKER_HELP,
     install_marker,
     repair_stray,
     uninstall_marker,
 )
+from pytest_depgraph.collect.resource_markers import MARKER_HELP as LOCK_HELP
 from pytest_depgraph.options import add_options
-from pytest_depgraph.output import session as output_session
-from pytest_depgraph.run import produce
-from pytest_depgraph.run import session as run_session
+from pytest_depgraph.output import output_session
+from pytest_depgraph.run import plan_producer, run_session
 from pytest_depgraph.run.state import session_state
 
 if TYPE_CHECKING:
@@ -62,14 +61,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
-    produce.widen(session.config)
+    plan_producer.widen(session.config)
     return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, object, object]:
     report = yield
-    hints.explain_marked_fixture(collector, report)
+    file_warnings.explain_marked_fixture(collector, report)
     return report
 
 
@@ -85,9 +84,9 @@ class _Collection:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> Generator[None]:
-        collected = produce.collected(config, items)
+        collected = plan_producer.collected(config, items)
         yield
-        produce.session_plan(config, collected, items)
+        plan_producer.session_plan(config, collected, items)
         run_session.walk_serially(config, session_state(config))
 
 

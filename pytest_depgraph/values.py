@@ -1,7 +1,7 @@
 """Values between tests, the public side: the ``depgraph`` fixture's :class:`DepGraph` and
 :func:`output_fixture`.
 
-Both only turn the session's :class:`~pytest_depgraph.run.outputs.Outputs` (where values are
+Both only turn the session's :class:`~pytest_depgraph.run.value_store.Outputs` (where values are
 stored, sent and checked against the plan) into what a test sees: a mistake fails the test
 with one line that says what to do.
 """
@@ -13,9 +13,9 @@ from typing import Callable, Literal, TypeVar
 
 import pytest
 
-from pytest_depgraph.collect.markers import RawDeclaration, declare, describe_target
-from pytest_depgraph.run.outputs import OutputError, Outputs
+from pytest_depgraph.collect.dependency_markers import RawDeclaration, declare, describe_target
 from pytest_depgraph.run.state import find_session_state
+from pytest_depgraph.run.value_store import OutputError, Outputs
 
 __all__ = ["DepGraph", "output_fixture"]
 

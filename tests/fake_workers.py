@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from pytest_depgraph.core.graph import Kind
+from pytest_depgraph.core.graph.storage import Kind
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.run.controller import controller
 from pytest_depgraph.run.outcomes import PASSED
-from pytest_depgraph.run.scheduler import DepGraphScheduling
 from pytest_depgraph.run.state import session_state
-from pytest_depgraph.run.worker import TEARDOWN_COMMAND, TORN_INDEX
+from pytest_depgraph.run.xdist.controller import controller
+from pytest_depgraph.run.xdist.scheduler import DepGraphScheduling
+from pytest_depgraph.run.xdist.worker import TEARDOWN_COMMAND, TORN_INDEX
 
 
 class FakeNode:

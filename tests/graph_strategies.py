@@ -17,7 +17,7 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.core.graph import Graph, Kind
+from pytest_depgraph.core.graph.storage import Graph, Kind
 
 from .helpers import A, M, R, make
 

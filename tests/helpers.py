@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
-from pytest_depgraph.core.dispatch import Dispatcher
-from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.core.walk.dispatch import Dispatcher
 
 if TYPE_CHECKING:
     from typing import TypedDict

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.core.graph import Graph
-from pytest_depgraph.core.paths import reachable
+from pytest_depgraph.core.graph.paths import reachable
+from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.core.plan import Cleanup, Plan
 
 from .conftest import Run, names, skip_reasons

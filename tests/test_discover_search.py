@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_depgraph.core.graph import Graph
-from pytest_depgraph.core.paths import reachable
+from pytest_depgraph.core.graph.paths import reachable
+from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.discover.orders import (
     Order,
     arrange,

@@ -27,7 +27,7 @@ def test_output_fixtures_listed_with_their_producer(pytester: pytest.Pytester) -
         "    Output 'vpc_id' published by 'test_create_vpc'; using this fixture makes the test "
         "depend on it (pytest_depgraph.output_fixture).",
     ])
-    result.stdout.no_fnmatch_line("*fixtures defined from pytest_depgraph.run.outputs*")
+    result.stdout.no_fnmatch_line("*fixtures defined from pytest_depgraph.run.value_store*")
     result.stdout.no_fnmatch_line("*= depgraph =*")  # listing fixtures walks no graph
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_depgraph.core.disjoint import DisjointSets
+from pytest_depgraph.core.graph.disjoint import DisjointSets
 
 
 @given(st.integers(0, 30), st.lists(st.tuples(st.integers(0, 29), st.integers(0, 29))))

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.core.dispatch import Dispatcher, priorities, weights, width
-from pytest_depgraph.core.graph import Graph, Kind, Origin
-from pytest_depgraph.core.order import stable_topological_order
+from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
+from pytest_depgraph.core.graph.toposort import stable_topological_order
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.walker import Skip
+from pytest_depgraph.core.walk.dispatch import Dispatcher, priorities, weights, width
+from pytest_depgraph.core.walk.walker import Skip
 from pytest_depgraph.run.outcomes import ERROR
 
 from .fake_workers import (
@@ -115,7 +115,7 @@ def test_a_plan_without_anything_to_walk_is_handed_to_xdist_itself(
     """xdist's session then calls LoadScheduling directly: nothing of ours per event."""
     from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 
-    from pytest_depgraph.run.scheduler import DepGraphScheduling
+    from pytest_depgraph.run.xdist.scheduler import DepGraphScheduling
 
     nodeids = ["t.py::a", "t.py::b", "t.py::c"]
     plan = Plan(nodeids=nodeids, graph=Graph(3), group=[0, 0, 0], item_count=3)

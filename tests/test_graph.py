@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.core.graph import Edge, Graph, Kind, Origin
-from pytest_depgraph.core.order import stable_topological_order
-from pytest_depgraph.core.paths import critical_path
+from pytest_depgraph.core.graph.paths import critical_path
+from pytest_depgraph.core.graph.reduction import transitive_reduction
+from pytest_depgraph.core.graph.storage import Edge, Graph, Kind, Origin
+from pytest_depgraph.core.graph.tarjan import find_cycles, strongly_connected_components
+from pytest_depgraph.core.graph.toposort import stable_topological_order
 from pytest_depgraph.core.plan import Plan, edges_by_origin, graph_edges_by_origin
-from pytest_depgraph.core.reduction import transitive_reduction
-from pytest_depgraph.core.tarjan import find_cycles, strongly_connected_components
 
 from .graph_strategies import PROPERTIES, Drawn, dags
 from .helpers import A, M, R, make

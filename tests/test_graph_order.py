@@ -1,4 +1,4 @@
-"""The topological orders of core/order.py against plain references written from their rules."""
+"""The orders of core/graph/toposort.py against plain references written from their rules."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.core.graph import Graph
-from pytest_depgraph.core.order import stable_topological_order
+from pytest_depgraph.core.graph.storage import Graph
+from pytest_depgraph.core.graph.toposort import stable_topological_order
 
 from .graph_strategies import PROPERTIES, Drawn, Scopes, dags, digraphs, reachable, scope_layout
 from .helpers import A, R, make

@@ -23,7 +23,7 @@ from xdist.workermanage import WorkerController  # type: ignore[import-untyped]
 from pytest_depgraph.hosts import dependency as books
 from pytest_depgraph.hosts import pytest as host
 from pytest_depgraph.hosts import xdist as door
-from pytest_depgraph.run.units import MODES
+from pytest_depgraph.run.xdist.units import MODES
 
 from .fake_workers import FakeNode
 from .helpers import plan_of
@@ -441,7 +441,7 @@ def test_the_terminals_counts(pytester: pytest.Pytester) -> None:
 
 @pytest.mark.parametrize("dist", [d for d in sorted(MODES) if MODES[d].unit is not None])
 def test_our_units_are_xdists(pytester: pytest.Pytester, dist: str) -> None:
-    """run/units.py splits the tests into --dist units as xdist's own scheduler does
+    """run/xdist/units.py splits the tests into --dist units as xdist's own scheduler does
     (``_split_scope``), which it cannot call before the run is handed to it."""
     from xdist import scheduler as schedulers
 

@@ -26,18 +26,20 @@ def _tool() -> ModuleType:
 def test_the_package_keeps_the_house_rules() -> None:
     edges, findings = _tool().graph(ROOT)
     assert findings == []
-    assert "core.graph" in edges and "plugin" in edges
+    assert "core.graph.storage" in edges and "plugin" in edges
 
 
 def test_each_rule_is_found(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "pytest_depgraph", tmp_path / "pytest_depgraph")
     package = tmp_path / "pytest_depgraph"
-    with (package / "collect/markers.py").open("a") as f:
+    with (package / "collect/dependency_markers.py").open("a") as f:
         f.write("\nfrom pytest_depgraph.run.state import session_state\n")
-    with (package / "core/walker.py").open("a") as f:
+    with (package / "core/walk/walker.py").open("a") as f:
         f.write("\nimport pytest\nfrom pytest_depgraph.run import role\n")
     with (package / "output/dot.py").open("a") as f:
         f.write("\nfrom pytest_depgraph.collect.build import _module_of\n")
+    with (package / "core/graph/paths.py").open("a") as f:
+        f.write("\nfrom pytest_depgraph.core.plan import Plan\n")
     with (package / "run/state.py").open("a") as f:
         f.write("\nfrom pytest_depgraph.output import dot\n")
     with (package / "hosts/pytest.py").open("a") as f:
@@ -53,9 +55,10 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
     found = _tool().graph(tmp_path)[1]
     findings = "\n".join(found)
     for expected in (
-        "collect.markers imports run.state, from a layer above collect",
-        "core module core.walker imports pytest",
-        "core module core.walker imports run.role, outside the core",
+        "collect.dependency_markers imports run.state, from a layer above collect",
+        "core module core.walk.walker imports pytest",
+        "core module core.walk.walker imports run.role, outside the core",
+        "graph algorithm core.graph.paths imports core.plan, outside core.graph",
         "output.dot imports the private name collect.build._module_of",
         "run.state imports output.dot, from a layer above run",
         "door hosts.pytest imports options: doors import the core only",
@@ -68,7 +71,8 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
         assert expected in findings
     # a layer below may be imported: collect reads the doors; pytest's private modules may be
     # named for types only
-    assert not [f for f in found if "collect.selection" in f or "_pytest.nodes" in f]
+    assert not [f for f in found
+                if f.startswith("pytest_depgraph/collect/selection.py") or "_pytest.nodes" in f]
 
 
 @pytest.mark.parametrize("flag", ["--check", "--mermaid"])

@@ -221,7 +221,7 @@ def test_the_markers_shortcut_marks_exactly_as_pytest_does() -> None:
     """``@pytest.mark.depends_on("...")`` on a plain function stores its mark at once; on
     anything else pytest's own decorator does. Either way the decorated object ends up as
     pytest's plain marker leaves it: the same marks, the same object returned."""
-    from pytest_depgraph.collect.markers import MARKER, install_marker, uninstall_marker
+    from pytest_depgraph.collect.dependency_markers import MARKER, install_marker, uninstall_marker
 
     def plain(*args: object) -> pytest.MarkDecorator:
         return pytest.MarkDecorator(pytest.Mark(MARKER, args, {}, _ispytest=True), _ispytest=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.run.channel_values import VALUES_COMMAND, Relay
-from pytest_depgraph.run.outputs import ValueStore
+from pytest_depgraph.run.value_store import ValueStore
+from pytest_depgraph.run.xdist.value_relay import VALUES_COMMAND, Relay
 
 from .conftest import Run, names, skip_reasons
 

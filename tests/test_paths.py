@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.core.graph import Graph, Kind
-from pytest_depgraph.core.paths import Direction, critical_path, reachable
+from pytest_depgraph.core.graph.paths import Direction, critical_path, reachable
+from pytest_depgraph.core.graph.storage import Graph, Kind
 
 from .graph_strategies import PROPERTIES, Drawn, dags, digraphs
 from .helpers import A, R, make, to_nx

@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.core import reduction
-from pytest_depgraph.core.graph import Edge, Graph, Kind, Origin
-from pytest_depgraph.core.order import stable_topological_order
-from pytest_depgraph.core.reduction import (
+from pytest_depgraph.core.graph import reduction
+from pytest_depgraph.core.graph.reduction import (
     FILTER_BITS,
     reduce_by_closures,
     reduce_by_search,
     transitive_reduction,
 )
-from pytest_depgraph.core.tarjan import find_cycles
+from pytest_depgraph.core.graph.storage import Edge, Graph, Kind, Origin
+from pytest_depgraph.core.graph.tarjan import find_cycles
+from pytest_depgraph.core.graph.toposort import stable_topological_order
 
 from .graph_strategies import PROPERTIES, Drawn, dags, digraphs, reachable
 from .helpers import A, M, R, closure, make, to_nx

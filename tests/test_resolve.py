@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_depgraph.collect.resolve import TargetIndex, boundary_prefixes, is_path_qualified
+from pytest_depgraph.collect.targets import TargetIndex, boundary_prefixes, is_path_qualified
 
 IDS = [
     "tests/test_db.py::test_query[sqlite]",

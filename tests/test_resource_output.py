@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from pytest_depgraph.core.cost import Record, Use, Wait
-from pytest_depgraph.core.graph import Graph
+from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.core.plan import READ, WRITE, Block, Plan, Resources
-from pytest_depgraph.core.resources import ALONE, LOCK, SLOTS
 from pytest_depgraph.core.timeline import Span, WalkStats, build, resource_bound
-from pytest_depgraph.output.report import resource_lines, walk_line
+from pytest_depgraph.core.walk.resource_books import ALONE, LOCK, SLOTS
+from pytest_depgraph.core.walk.resource_cost import Record, Use, Wait
+from pytest_depgraph.output.summary import resource_lines, walk_line
 
 from .helpers import R, make
 
@@ -219,7 +219,7 @@ def _page_data(page: str) -> dict[str, Any]:
 
 
 def test_the_page_data_of_a_run_without_resources_has_none() -> None:
-    from pytest_depgraph.output.html_report import page_data
+    from pytest_depgraph.output.html_page import page_data
 
     plan = plan_with(Resources(), size=1)
     run = build(plan, lambda n: "passed", {"t.py::t0": Span(0.0, 1.0)}, {}, lambda n: True)

@@ -13,13 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.core.claims import Claims, claims_of
-from pytest_depgraph.core.dispatch import Dispatcher, priorities, weights
-from pytest_depgraph.core.graph import Graph, Kind, Origin
-from pytest_depgraph.core.order import stable_topological_order
+from pytest_depgraph.collect.origins import BLOCK_EDGES
+from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
+from pytest_depgraph.core.graph.toposort import stable_topological_order
 from pytest_depgraph.core.plan import READ, WRITE, Block, Plan, Resources
-from pytest_depgraph.core.resources import ALONE, LOCK, SLOTS
-from pytest_depgraph.run.units import BLOCK_EDGES, bind_units, block_cycles
+from pytest_depgraph.core.walk.claims import Claims, claims_of
+from pytest_depgraph.core.walk.dispatch import Dispatcher, priorities, weights
+from pytest_depgraph.core.walk.resource_books import ALONE, LOCK, SLOTS
+from pytest_depgraph.run.xdist.units import bind_units, block_cycles
 
 from .fake_workers import start, walked
 from .graph_strategies import PROPERTIES, Drawn, dags

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from pytest_depgraph.core import timeline
-from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.timeline import Phase, Span
-from pytest_depgraph.output import html_report
+from pytest_depgraph.output import html_page
 from pytest_depgraph.run.outcomes import FAILED, NOT_RUN, PASSED, SKIPPED, UPSTREAM, OutcomeRecorder
 
 # -- the data layer --------------------------------------------------------------------------
@@ -159,18 +159,18 @@ def test_the_session_around_the_tests_on_the_same_timeline() -> None:
 
 def test_path_checks(tmp_path: Path) -> None:
     def check(path: Path) -> str:
-        return html_report.check_path(str(path), f"--depgraph-report {path}")
+        return html_page.check_path(str(path), f"--depgraph-report {path}")
 
     assert check(tmp_path / "r.html") == str(tmp_path / "r.html")
     (tmp_path / "d.html").mkdir()
-    with pytest.raises(html_report.ReportError, match=r"d\.html is a directory"):
+    with pytest.raises(html_page.ReportError, match=r"d\.html is a directory"):
         check(tmp_path / "d.html")
-    with pytest.raises(html_report.ReportError, match=r"missing does not exist"):
+    with pytest.raises(html_page.ReportError, match=r"missing does not exist"):
         check(tmp_path / "missing" / "r.html")
-    with pytest.raises(html_report.ReportError, match=r"r\.txt: .* ending in \.html"):
+    with pytest.raises(html_page.ReportError, match=r"r\.txt: .* ending in \.html"):
         check(tmp_path / "r.txt")
     (tmp_path / "f").write_text("a file, not a folder")
-    with pytest.raises(html_report.ReportError, match=r"f does not exist"):
+    with pytest.raises(html_page.ReportError, match=r"f does not exist"):
         check(tmp_path / "f" / "r.html")
 
 
@@ -179,7 +179,7 @@ def test_node_ids_cannot_break_out_of_the_page() -> None:
     plan = _plan([nodeid], [])
     run = timeline.build(plan, _outcomes({nodeid: PASSED}), {nodeid: Span(0, 1)}, {},
                          _ran({nodeid: PASSED}))
-    page = html_report.render(run, "", "no graph", title="<t>", command="pytest")
+    page = html_page.render(run, "", "no graph", title="<t>", command="pytest")
     assert page.count("</script>") == 2  # the template's own two
     assert "<title>&lt;t&gt;</title>" in page
     data = _page_data(page)
@@ -191,10 +191,10 @@ def test_graph_said_plainly_when_graphviz_is_missing(
 ) -> None:
     plan = _plan(["t::a", "t::b"], [(1, 0)])
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    svg, why = html_report.graph_svg(plan, OutcomeRecorder(), {})
+    svg, why = html_page.graph_svg(plan, OutcomeRecorder(), {})
     assert svg == "" and "Graphviz is not installed" in why
-    monkeypatch.setattr(html_report, "GRAPH_LIMIT", 1)
-    assert "too many to draw" in html_report.graph_svg(plan, OutcomeRecorder(), {})[1]
+    monkeypatch.setattr(html_page, "GRAPH_LIMIT", 1)
+    assert "too many to draw" in html_page.graph_svg(plan, OutcomeRecorder(), {})[1]
 
 
 # -- the plugin -------------------------------------------------------------------------------
@@ -727,7 +727,7 @@ def test_page_counts_of_one(tmp_path: Path) -> None:
     run = timeline.build(plan, _outcomes({"t.py::test_one": PASSED}),
                          {"t.py::test_one": Span(0, 1)}, {}, _ran({"t.py::test_one": PASSED}))
     page = tmp_path / "one.html"
-    page.write_text(html_report.render(run, "", "no graph", title="t", command="pytest"),
+    page.write_text(html_page.render(run, "", "no graph", title="t", command="pytest"),
                     encoding="utf-8")
     read = _read(page, tmp_path)
     figures = read["figures"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_depgraph.run.xdist_hooks import dist_location
+from pytest_depgraph.run.xdist.hooks import dist_location
 
 #: one failing test and 25 dependents of it, and a chain of 8 tests with long names
 MANY = "import pytest\n\ndef test_root():\n    assert False\n" + "".join(

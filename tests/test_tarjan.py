@@ -5,8 +5,8 @@ from __future__ import annotations
 import networkx as nx
 from hypothesis import given, settings
 
-from pytest_depgraph.core.graph import Edge, Graph
-from pytest_depgraph.core.tarjan import find_cycles, strongly_connected_components
+from pytest_depgraph.core.graph.storage import Edge, Graph
+from pytest_depgraph.core.graph.tarjan import find_cycles, strongly_connected_components
 
 from .graph_strategies import PROPERTIES, Drawn, dags, digraphs
 from .helpers import A, M, R, make, to_nx

@@ -20,11 +20,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_depgraph.core.dispatch import Dispatcher
-from pytest_depgraph.core.graph import Graph, Kind, Origin
-from pytest_depgraph.core.order import stable_topological_order
-from pytest_depgraph.core.reduction import transitive_reduction
-from pytest_depgraph.core.walker import Skip, Step, Walker
+from pytest_depgraph.core.graph.reduction import transitive_reduction
+from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
+from pytest_depgraph.core.graph.toposort import stable_topological_order
+from pytest_depgraph.core.walk.dispatch import Dispatcher
+from pytest_depgraph.core.walk.walker import Skip, Step, Walker
 
 from .graph_strategies import PROPERTIES, Drawn, dags, reachable
 from .helpers import A, R, dispatcher, make, oracle, run_serial, to_nx

@@ -15,11 +15,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.run.controller import Controller
 from pytest_depgraph.run.outcomes import FAILED, PASSED
-from pytest_depgraph.run.xdist_hooks import shows_places, unhonoured_message
+from pytest_depgraph.run.xdist.controller import Controller
+from pytest_depgraph.run.xdist.hooks import shows_places, unhonoured_message
 
 from .fake_workers import collected_plan, complete, controller_config, running, start_on, walked
 from .helpers import RAN_CONFTEST, ran

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pytest_depgraph.collect.origins import describe
-from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
+from pytest_depgraph.core.graph.tarjan import find_cycles
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.tarjan import find_cycles
 from pytest_depgraph.run.outcomes import FAILED
 
 from .fake_workers import collected_plan, complete, running, start, walked, walks
@@ -287,7 +287,7 @@ def test_bind_units_gives_way_to_positions_that_tie_units_into_a_cycle() -> None
     """test_a.py and test_b.py each have a "first" test: across files, each file would wait for
     the other. Only those position edges give way; "last" in test_c.py still holds, a position
     that explicit edges already imply holds, and a cycle of explicit edges stays an error."""
-    from pytest_depgraph.run.units import bind_units
+    from pytest_depgraph.run.xdist.units import bind_units
 
     nodeids = ["a.py::a1", "a.py::a2", "b.py::b1", "b.py::b2", "c.py::c1"]
     first_a, first_b, last = (Origin("ordinal", w) for w in ("a.py:2", "b.py:2", "c.py:2"))
@@ -448,7 +448,7 @@ def test_workers_beyond_what_can_run_at_once_are_stopped_before_any_test(
 def test_bind_units_merges_pinned_groups_that_span_units_and_gates_each_unit() -> None:
     """A pinned group across two loadscope units makes them one; a unit's first test waits
     for what any of its tests needs outside it; the chain follows plan order."""
-    from pytest_depgraph.run.units import bind_units
+    from pytest_depgraph.run.xdist.units import bind_units
 
     nodeids = ["t.py::A::a1", "t.py::A::a2", "t.py::B::b1", "t.py::B::b2", "t.py::C::c1",
                "t.py::C::c2"]

@@ -7,14 +7,15 @@
 Every import counts, also those inside functions (they hide cycles, they do not remove them).
 Rules checked: no cycle between the package's modules; no module imports another module's
 private (``_``-prefixed) name; the graph core (the ``core`` subpackage, ``CORE`` below) imports
-nothing from pytest, pluggy or xdist, nor from the rest of the package outside the core; a
+nothing from pytest, pluggy or xdist, nor from the rest of the package outside the core, and
+its graph algorithms (``core.graph``, ``GRAPH``) nothing of the core but each other; a
 subpackage imports nothing from a layer above it (``LAYERS``: core, hosts, collect, run,
 output, discover; the top-level modules -- the plugin and ``__init__`` -- wire them together; every
-subpackage but the core and the hosts may read the top-level ``options`` and ``words``); the
+subpackage but the core and the hosts may read the top-level ``options`` and ``plurals``); the
 doors to the hosts (``HOSTS``) import nothing of the package but the core, and only they import
 xdist and pytest's private modules (``DOORS_ONLY``; an import under ``if TYPE_CHECKING:``, for
 types only, may name ``_pytest`` anywhere).
-Modules are named relative to the package, dotted: ``core.graph``, ``run.scheduler``.
+Modules are named relative to the package, dotted: ``core.graph.storage``, ``run.xdist.scheduler``.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ PACKAGE = "pytest_depgraph"
 CORE = "core"
 #: the subpackage of the doors to other packages' private API: it imports only the core
 HOSTS = "hosts"
+#: the core's graph algorithms: they import nothing else of the core (the walk and the plan
+#: build on them)
+GRAPH = "core.graph"
 #: the subpackages from the bottom up: each may import the ones below it, never one above
 LAYERS = ("core", HOSTS, "collect", "run", "output", "discover")
 #: top-level modules the layers above the hosts may import: the settings every part reads,
 #: and counts in a user's words
-SHARED = {"options", "words"}
+SHARED = {"options", "plurals"}
 HOST = ("pytest", "_pytest", "pluggy", "xdist", "execnet")
 #: packages only the doors import at run time (every touch of them goes through ``hosts``)
 DOORS_ONLY = ("xdist", "execnet", "_pytest")
@@ -89,6 +93,11 @@ def in_core(name: str) -> bool:
     return name == CORE or name.startswith(CORE + ".")
 
 
+def in_graph(name: str) -> bool:
+    """Whether the module ``name`` (relative, dotted) is one of the core's graph algorithms."""
+    return name == GRAPH or name.startswith(GRAPH + ".")
+
+
 def in_hosts(name: str) -> bool:
     """Whether the module ``name`` (relative, dotted) is one of the doors to the hosts."""
     return name == HOSTS or name.startswith(HOSTS + ".")
@@ -122,7 +131,7 @@ def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
                 continue
             submodule = f"{base}.{imported}" if base else imported
             if imported and submodule in mods:
-                # from pytest_depgraph.core import graph: the module, not its package
+                # from pytest_depgraph.core.graph import storage: the module, not its package
                 target, imported = submodule, ""
             elif base in mods:
                 target = base
@@ -132,6 +141,10 @@ def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
                 findings.append(f"{where}: {name} imports the private name {target}.{imported}")
             if in_core(name) and not in_core(target):
                 findings.append(f"{where}: core module {name} imports {target}, outside the core")
+            elif in_graph(name) and not in_graph(target):
+                findings.append(
+                    f"{where}: graph algorithm {name} imports {target}, outside {GRAPH}"
+                )
             if in_hosts(name) and not (in_core(target) or in_hosts(target)):
                 findings.append(
                     f"{where}: door {name} imports {target}: doors import the core only"

@@ -5,12 +5,12 @@ Input: every collected item (targets resolve against all of them) and the select
 Output: the items to run, in order, and a :class:`~pytest_depgraph.core.plan.Plan` -- or
 problems, each a message for a person that names the test, the file and line, and what to do.
 
-* **resolve** (:func:`pytest_depgraph.collect.edges.resolve`): what the selected tests
+* **resolve** (:func:`pytest_depgraph.collect.phases.resolve.resolve`): what the selected tests
   declare, resolved into edges between collection positions; dependencies pulled in, and the
   tests that name a test of the run in a declaration that reaches past its targets
-  (``cleanup_of``, :func:`pytest_depgraph.collect.dependents.find`).
-* **follow** (:func:`pytest_depgraph.collect.dependents.follow`): once the other edges are
-  known, each such test's edges to its targets and to every test that depends on them.
+  (``cleanup_of``, :func:`pytest_depgraph.collect.phases.follow_cleanups.find`).
+* **follow** (:func:`pytest_depgraph.collect.phases.follow_cleanups.follow`): once the other edges
+  are known, each such test's edges to its targets and to every test that depends on them.
 * **number**: the tests of the run numbered in the order pytest left them, each pulled-in
   dependency just before its first dependent; the graph over these numbers.
 * **validate**: the problems found so far, the cycles, the tests that cannot run.
@@ -18,7 +18,7 @@ problems, each a message for a person that names the test, the file and line, an
 * **reduce**: the transitive reduction; the edges that follow the order (pytest-order's
   groups); the graph over the plan's numbers.
 * **assemble**: the plan, with the shared resources its tests claim
-  (:func:`pytest_depgraph.collect.resources.resources`).
+  (:func:`pytest_depgraph.collect.phases.assemble_resources.resources`).
 
 A session in which no test can declare anything takes none of these: its plan is the selected
 tests in their order, without edges. ``--depgraph-timings`` names the phases resolve (with
@@ -38,22 +38,27 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
-from pytest_depgraph.collect import dependents as reaching
-from pytest_depgraph.collect import problems as wording
 from pytest_depgraph.collect.context import Context
 from pytest_depgraph.collect.declarations import Declarations
-from pytest_depgraph.collect.dependents import Followed
-from pytest_depgraph.collect.edges import Resolved, resolve
-from pytest_depgraph.collect.peers import Settings
-from pytest_depgraph.collect.problems import Problem, capped, cycle_message
+from pytest_depgraph.collect.peer_plugins import Settings
+from pytest_depgraph.collect.phases import follow_cleanups
+from pytest_depgraph.collect.phases.assemble_resources import resources
+from pytest_depgraph.collect.phases.follow_cleanups import Followed
+from pytest_depgraph.collect.phases.resolve import Resolved, resolve
+from pytest_depgraph.collect.problems import (
+    Problem,
+    broken_dependent,
+    capped,
+    cycle_message,
+    inconsistency,
+)
 from pytest_depgraph.collect.readers.base import ClaimKind, Ordered
-from pytest_depgraph.collect.resources import resources
-from pytest_depgraph.core.graph import Graph, Kind
-from pytest_depgraph.core.order import positions_in, stable_topological_order
-from pytest_depgraph.core.paths import reachable
+from pytest_depgraph.core.graph.paths import reachable
+from pytest_depgraph.core.graph.reduction import transitive_reduction
+from pytest_depgraph.core.graph.storage import Graph, Kind
+from pytest_depgraph.core.graph.tarjan import find_cycles, strongly_connected_components
+from pytest_depgraph.core.graph.toposort import positions_in, stable_topological_order
 from pytest_depgraph.core.plan import Cleanup, Plan, graph_edges_by_origin
-from pytest_depgraph.core.reduction import transitive_reduction
-from pytest_depgraph.core.tarjan import find_cycles, strongly_connected_components
 
 if TYPE_CHECKING:
     from pytest_depgraph.collect.pinning import Pins
@@ -134,10 +139,10 @@ def _build(
         result = _without_declarations(context, chosen)
         clock.lap("resolve")
         return clock.timed(result)
-    found = reaching.find(context, declarations)
+    found = follow_cleanups.find(context, declarations)
     resolved = resolve(context, declarations, chosen, pull_dependencies, ignore_unselected,
                        found.pulls)
-    followed = reaching.follow(context, found, resolved)
+    followed = follow_cleanups.follow(context, found, resolved)
     context.release()
     declarations.release()
     numbered = number(context, resolved, followed)
@@ -302,7 +307,7 @@ def validate(context: Context, numbered: Numbered, verbosity: int) -> Validated:
                 broken.setdefault(node, broken[component[0]])
     # tests that require a broken test cannot run either: say which one
     for dependent, node in reachable(graph, list(broken), "dependents", (Kind.REQUIRES,)).items():
-        broken[dependent] = wording.broken_dependent(nodeids[dependent], nodeids[node])
+        broken[dependent] = broken_dependent(nodeids[dependent], nodeids[node])
     acyclic = graph.subgraph_without(set(broken))
     # the graph as declared is read by its columns from here on: its adjacency lists and
     # look-up tables go before the order and the reduction make the acyclic graph's
@@ -368,12 +373,12 @@ def inconsistent(numbered: Numbered, validated: Validated) -> Validated:
     stuck = sorted(node for component in strongly_connected_components(acyclic)
                    for node in component
                    if len(component) > 1 or acyclic.edge(node, node) is not None)
-    message = wording.inconsistency([nodeids[node] for node in stuck])
+    message = inconsistency([nodeids[node] for node in stuck])
     broken = dict(validated.broken)
     for node in stuck:
         broken[node] = message
     for dependent, node in reachable(acyclic, stuck, "dependents", (Kind.REQUIRES,)).items():
-        broken.setdefault(dependent, wording.broken_dependent(nodeids[dependent], nodeids[node]))
+        broken.setdefault(dependent, broken_dependent(nodeids[dependent], nodeids[node]))
     problem = Problem(message, nodeids[stuck[0]].split("::", 1)[0])
     return Validated([*validated.problems, problem], broken,
                      numbered.graph.subgraph_without(set(broken)), [])

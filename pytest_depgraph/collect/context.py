@@ -15,12 +15,12 @@ from typing import NamedTuple
 import pytest
 
 from pytest_depgraph.collect import safe
+from pytest_depgraph.collect.dependency_markers import Declaration
 from pytest_depgraph.collect.locate import Locator
-from pytest_depgraph.collect.markers import Declaration
-from pytest_depgraph.collect.peers import Settings
+from pytest_depgraph.collect.peer_plugins import Settings
 from pytest_depgraph.collect.problems import Problem, Problems
-from pytest_depgraph.collect.resolve import TargetIndex
-from pytest_depgraph.core.graph import Origin
+from pytest_depgraph.collect.targets import TargetIndex
+from pytest_depgraph.core.graph.storage import Origin
 from pytest_depgraph.hosts.pytest import session_fixture_names, session_fixtures
 
 

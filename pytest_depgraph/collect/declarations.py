@@ -16,7 +16,7 @@ from collections.abc import Hashable, Sequence
 import pytest
 
 from pytest_depgraph.collect.context import Context, Source
-from pytest_depgraph.collect.peers import marks_of
+from pytest_depgraph.collect.peer_plugins import marks_of
 from pytest_depgraph.collect.readers import READERS
 from pytest_depgraph.collect.readers.base import (
     NOTHING,

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_depgraph.collect import safe
 from pytest_depgraph.collect.origins import OriginKind
-from pytest_depgraph.core.graph import Origin
+from pytest_depgraph.core.graph.storage import Origin
 
 if TYPE_CHECKING:
     from _pytest.nodes import Node

@@ -26,7 +26,7 @@ Three rules make a group (docs/parallel.md, docs/choices.md):
 Each group is chained with AFTER edges between consecutive members in the serial (stable
 topological) order, so the order, the DOT file and the walk all see it; the chain follows an
 order that is already valid, so it never makes a cycle. The walker binds a group to the worker
-that starts its first test (:class:`~pytest_depgraph.core.walker.Walker`).
+that starts its first test (:class:`~pytest_depgraph.core.walk.walker.Walker`).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from typing import Any
 from pytest_depgraph.collect import safe
 from pytest_depgraph.collect.context import Context
 from pytest_depgraph.collect.origins import OriginKind
-from pytest_depgraph.core.disjoint import DisjointSets
-from pytest_depgraph.core.graph import Graph, Kind, Origin
+from pytest_depgraph.core.graph.disjoint import DisjointSets
+from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
 from pytest_depgraph.hosts.pytest import (
     fixture_closure,
     fixture_function,

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from pytest_depgraph.collect.origins import OriginKind, describe
-from pytest_depgraph.core.graph import Edge, Origin
-from pytest_depgraph.words import noun
+from pytest_depgraph.core.graph.storage import Edge, Origin
+from pytest_depgraph.plurals import noun
 
 #: declarations listed under one grouped error (default verbosity)
 SHOW = 3

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_depgraph.words import noun
+from pytest_depgraph.plurals import noun
 
 _LOCK_USAGE = ("resource_lock takes a name, mode='write' or 'read' and scope='test', 'class', "
                "'module', 'package' or 'session'")

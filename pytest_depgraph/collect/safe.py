@@ -13,7 +13,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from pytest_depgraph.hosts.pytest import fixture_name
-from pytest_depgraph.words import plural
+from pytest_depgraph.plurals import plural
 
 if TYPE_CHECKING:
     from typing import TypeGuard

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_depgraph.collect.readers import READERS
+from pytest_depgraph.collect.readers.peer_reader import PeerReader
+
 
 @dataclass
 class NodeIdSelection:
@@ -156,7 +159,7 @@ def _test_files(directory: Path, config: pytest.Config) -> list[Path]:
                     text = path.read_text(encoding="utf-8")
                 except (OSError, UnicodeDecodeError):
                     continue
-                if any(call in text for call in _DECLARING_CALLS):
+                if any(call in text for call in DECLARING_CALLS):
                     found.append(path)
     return found
 
@@ -178,8 +181,12 @@ def uncollected_file(target: object, nodeid: str, rootpath: Path,
     return None
 
 
-#: calls whose string arguments may name tests in other files
-_DECLARING_CALLS = {"depends_on", "cleanup_of", "output_fixture", "dependency", "order"}
+#: calls whose string arguments may name tests in other files: every reader's
+DECLARING_CALLS = frozenset(call for reader in READERS for call in reader.calls)
+#: those of the peer plugins' readers
+PEER_CALLS = frozenset(
+    call for reader in READERS if issubclass(reader, PeerReader) for call in reader.calls
+)
 
 
 def referenced_files(
@@ -188,9 +195,10 @@ def referenced_files(
     """Test files that ``files`` (and the conftest.py files above them) name in dependency
     declarations, transitively — ``"tests/test_db.py::test_q"`` names ``tests/test_db.py``.
 
-    A static scan of string literals in ``depends_on``/``cleanup_of``/``output_fixture``/
-    ``dependency``/``order`` calls: a target it cannot see (built at run time) is still reported
-    as matching no collected test, never skipped silently. ``only`` narrows a file to some of
+    A static scan of string literals in the calls the readers name (:data:`DECLARING_CALLS`:
+    ``depends_on``, ``cleanup_of``, ``output_fixture``, ``dependency``, ``order``): a target
+    it cannot see (built at run time) is still reported as matching no collected test, never
+    skipped silently. ``only`` narrows a file to some of
     its top-level tests (node-id arguments): then only their declarations are read, with those
     of the tests they name in the same file, and of everything in the file that is not a test
     (fixtures, ``pytestmark``); a target in another file is read the same way, narrowed to the
@@ -294,9 +302,9 @@ def _call_strings(tree: ast.AST) -> tuple[list[str], set[str], bool]:
             continue
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if name not in _DECLARING_CALLS:
+        if name not in DECLARING_CALLS:
             continue
-        other_plugins = other_plugins or name in ("dependency", "order")
+        other_plugins = other_plugins or name in PEER_CALLS
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             for leaf in ast.walk(arg):
                 if isinstance(leaf, ast.Constant) and isinstance(leaf.value, str):

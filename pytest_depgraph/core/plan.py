@@ -9,7 +9,7 @@ are not part of this run (``--depgraph-no-deps``), which count as unsatisfied.
 The JSON holds what the workers build, and only that: every worker of a run sends the same
 text, so the controller compares the texts as they come. What only the controller knows (the
 previous run's durations, the tests' locations, sent by one worker beside its plan) is kept by
-the controller (:mod:`pytest_depgraph.run.controller`), not here.
+the controller (:mod:`pytest_depgraph.run.xdist.controller`), not here.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_depgraph.core.graph import Graph, Origin
+from pytest_depgraph.core.graph.storage import Graph, Origin
 
 #: What the controller and its workers must share to understand each other: the plan's JSON
 #: below, the events and commands between them and the flags in ``workerinput``. A worker of
@@ -155,7 +155,7 @@ class Resources:
 @dataclass(frozen=True)
 class Cleanup:
     """What a cleanup (``cleanup_of``) cleans up after: it runs when one of its targets ran,
-    and is skipped when none did (the walk decides, :class:`~pytest_depgraph.core.walker.
+    and is skipped when none did (the walk decides, :class:`~pytest_depgraph.core.walk.walker.
     Walker`)."""
 
     #: its targets in the run (nodes, ascending)

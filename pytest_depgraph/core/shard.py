@@ -19,8 +19,8 @@ import math
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pytest_depgraph.core.disjoint import DisjointSets
-from pytest_depgraph.core.graph import Graph
+from pytest_depgraph.core.graph.disjoint import DisjointSets
+from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.core.plan import Plan, ShardInfo, edges_by_origin
 
 
@@ -54,7 +54,7 @@ def components(
     """Weakly connected components of nodes ``0..size-1`` joined by ``edges`` and by
     ``groups`` (each group one component); each sorted, listed by smallest member.
 
-    O((V + E) log V) at worst (:class:`~pytest_depgraph.core.disjoint.DisjointSets`).
+    O((V + E) log V) at worst (:class:`~pytest_depgraph.core.graph.disjoint.DisjointSets`).
     """
     sets = DisjointSets(size)
     for a, b in edges:

@@ -1,7 +1,7 @@
 """What the run looked like in time: when and where each test ran, what it waited for, why.
 
 Pure data, free of pytest objects, for the HTML run report
-(:mod:`pytest_depgraph.output.html_report`) and the terminal summary: from the plan, each
+(:mod:`pytest_depgraph.output.html_page`) and the terminal summary: from the plan, each
 test's outcome, the span its reports covered and the session's phases, it works out
 
 * each test's start and end, in seconds since the session started, and its lane (worker);
@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pytest_depgraph.core.cost import Record, Wait
-from pytest_depgraph.core.graph import Graph
-from pytest_depgraph.core.paths import critical_path
+from pytest_depgraph.core.graph.paths import critical_path
+from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.core.plan import WRITE, Plan
-from pytest_depgraph.core.urgency import readers_turn
+from pytest_depgraph.core.walk.resource_cost import Record, Wait
+from pytest_depgraph.core.walk.urgency import readers_turn
 
 #: the lane of a serial run (no xdist worker)
 SERIAL_LANE = "main"
@@ -45,7 +45,7 @@ class Bound:
     tests (a block's writers: the seconds of its tests), at most ``capacity`` of them at once;
     ``read``: per resource, its readers' turn (they never run beside a writer, so it adds to
     the writers' time): the longest reader, or the readers' seconds over N
-    (:func:`~pytest_depgraph.core.urgency.readers_turn`). Without any of it:
+    (:func:`~pytest_depgraph.core.walk.urgency.readers_turn`). Without any of it:
     ``max(chain, total / N)``.
     """
 
@@ -327,28 +327,89 @@ def build(
     that ran tests). ``resources``: the walk's books, whose waits are on the reporting
     process's clock.
     """
-    offsets = clock_offsets or {}
-    shifted = {
-        nodeid: (span.start + offsets.get(span.worker or "", 0.0),
-                 span.stop + offsets.get(span.worker or "", 0.0),
-                 span.worker or SERIAL_LANE)
-        for nodeid, span in spans.items()
-    }
-    items = plan.nodeids[: plan.item_count]
-    # skipped before its setup: no bar (--dist each runs them on the workers, but then the
-    # controller skipped nothing)
-    bars = {nodeid: shifted[nodeid] for nodeid in items
-            if nodeid in shifted and nodeid not in skips}
+    bars = _bars(plan, spans, skips, clock_offsets or {})
     first = min((start for start, _, _ in bars.values()), default=None)
     last = max((stop for _, stop, _ in bars.values()), default=None)
+    # the session's first moment, on the reporting process's clock: every time is from it
     origin = min([p.start for p in phases] + ([] if first is None else [first]), default=0.0)
-    ends: list[float | None] = []
-    for nodeid in plan.nodeids:
-        found = shifted.get(nodeid)
-        ends.append(None if found is None else found[1] - origin)
+    tests, busy = _test_times(plan, bars, _ends(plan, spans, clock_offsets or {}, origin),
+                              outcome, skips, resources, origin)
+    if end is None:
+        end = max([p.stop for p in phases] + ([] if last is None else [last]), default=origin)
+    critical, chain_seconds = ([], 0.0) if not bars else critical_chain(
+        plan, lambda n: bars[n][1] - bars[n][0] if n in bars and ran(n) else None
+    )
+    workers = max(1, parallelism or len(busy))
+    stats = WalkStats(
+        wall=0.0 if first is None or last is None else last - first,
+        critical_path=chain_seconds,
+        total=sum(busy.values()),
+        parallelism=workers,
+        bound=_bound_with_resources(plan, tests, ran, workers),
+        resources=resources,
+    )
+    return Timeline(
+        tests=tests,
+        lanes=sorted(set(busy) | {p.lane for p in phases}, key=_lane_order),
+        critical=critical,
+        stats=stats,
+        phases=[Phase(p.lane, p.name, p.start - origin, p.stop - origin) for p in phases],
+        span=max(0.0, end - origin),
+        first_test=(end if first is None else first) - origin,
+        busy=busy,
+        skipped=_skipped_by_root(plan, skips),
+    )
+
+
+#: a test's bar: (start, stop, lane) on the reporting process's clock
+_Bar = tuple[float, float, str]
+
+
+def _on_reporting_clock(span: Span, offsets: Mapping[str, float]) -> _Bar:
+    """``span`` read on the reporting process's clock, in its lane (a worker, or the serial
+    lane)."""
+    shift = offsets.get(span.worker or "", 0.0)
+    return span.start + shift, span.stop + shift, span.worker or SERIAL_LANE
+
+
+def _bars(
+    plan: Plan, spans: Mapping[str, Span], skips: Mapping[str, str],
+    offsets: Mapping[str, float],
+) -> dict[str, _Bar]:
+    """The bar of each collected test that has a span, by node id. A test skipped before its
+    setup has none (``--dist each`` runs them on the workers, but then the controller skipped
+    nothing)."""
+    return {nodeid: _on_reporting_clock(spans[nodeid], offsets)
+            for nodeid in plan.nodeids[: plan.item_count]
+            if nodeid in spans and nodeid not in skips}
+
+
+def _ends(
+    plan: Plan, spans: Mapping[str, Span], offsets: Mapping[str, float], origin: float
+) -> list[float | None]:
+    """Per node (external ones too), when its span ended, from ``origin``; None without
+    one."""
+    return [
+        None if nodeid not in spans else _on_reporting_clock(spans[nodeid], offsets)[1] - origin
+        for nodeid in plan.nodeids
+    ]
+
+
+def _test_times(
+    plan: Plan,
+    bars: Mapping[str, _Bar],
+    ends: Sequence[float | None],
+    outcome: Callable[[str], str],
+    skips: Mapping[str, str],
+    resources: Record | None,
+    origin: float,
+) -> tuple[list[TestTime], dict[str, float]]:
+    """Each collected test in time, from ``origin``: its bar, what it waited for and the one
+    that finished last, the resources it waited for once ready; and each lane's busy
+    seconds."""
     tests: list[TestTime] = []
     busy: dict[str, float] = {}
-    for node, nodeid in enumerate(items):
+    for node, nodeid in enumerate(plan.nodeids[: plan.item_count]):
         waits = tuple(plan.graph.dependencies_of(node))
         finished = [(ends[d], d) for d in waits if ends[d] is not None]
         held_by = max(finished)[1] if finished else None
@@ -359,52 +420,41 @@ def build(
             continue
         start, stop, lane = found
         busy[lane] = busy.get(lane, 0.0) + (stop - start)
-        locks = () if resources is None else tuple(
-            Wait(w.kind, w.name, w.since - origin, w.until - origin)
-            for w in resources.waits.get(node, ())
-        )
         tests.append(TestTime(node, nodeid, outcome(nodeid), start - origin, stop - origin, lane,
-                              waits, held_by, lock_waits=locks))
-    critical: list[int] = []
-    chain_seconds = 0.0
-    if bars:
-        critical, chain_seconds = critical_chain(
-            plan, lambda n: bars[n][1] - bars[n][0] if n in bars and ran(n) else None
-        )
-    workers = max(1, parallelism or len(busy))
-    bound = None
-    if plan.resources:
-        seconds = [0.0] * len(plan.nodeids)
-        for test in tests:
-            if test.start is not None and ran(test.nodeid):
-                seconds[test.node] = test.duration
-        bound = resource_bound(plan, seconds, workers)
-    stats = WalkStats(
-        wall=0.0 if first is None or last is None else last - first,
-        critical_path=chain_seconds,
-        total=sum(busy.values()),
-        parallelism=workers,
-        bound=bound,
-        resources=resources,
-    )
-    if end is None:
-        end = max([p.stop for p in phases] + ([] if last is None else [last]), default=origin)
+                              waits, held_by, lock_waits=_lock_waits(resources, node, origin)))
+    return tests, busy
+
+
+def _lock_waits(resources: Record | None, node: int, origin: float) -> tuple[Wait, ...]:
+    """What ``node`` waited for once ready, from the walk's books, from ``origin``."""
+    if resources is None:
+        return ()
+    return tuple(Wait(w.kind, w.name, w.since - origin, w.until - origin)
+                 for w in resources.waits.get(node, ()))
+
+
+def _bound_with_resources(
+    plan: Plan, tests: Sequence[TestTime], ran: Callable[[str], bool], workers: int
+) -> Bound | None:
+    """The lower bound with the plan's shared resources, over this run's durations of the
+    tests that ran (None: the plan has none, and ``max(chain, total / N)`` is the bound)."""
+    if not plan.resources:
+        return None
+    seconds = [0.0] * len(plan.nodeids)
+    for test in tests:
+        if test.start is not None and ran(test.nodeid):
+            seconds[test.node] = test.duration
+    return resource_bound(plan, seconds, workers)
+
+
+def _skipped_by_root(plan: Plan, skips: Mapping[str, str]) -> dict[str, list[str]]:
+    """The tests skipped by an upstream test, by root cause, in plan order."""
     skipped: dict[str, list[str]] = {}
-    for nodeid in items:
+    for nodeid in plan.nodeids[: plan.item_count]:
         root = skips.get(nodeid)
         if root is not None:
             skipped.setdefault(root, []).append(nodeid)
-    return Timeline(
-        tests=tests,
-        lanes=sorted(set(busy) | {p.lane for p in phases}, key=_lane_order),
-        critical=critical,
-        stats=stats,
-        phases=[Phase(p.lane, p.name, p.start - origin, p.stop - origin) for p in phases],
-        span=max(0.0, end - origin),
-        first_test=(end if first is None else first) - origin,
-        busy=busy,
-        skipped=skipped,
-    )
+    return skipped
 
 
 def clock_offset(received: Sequence[tuple[float, float]]) -> float:

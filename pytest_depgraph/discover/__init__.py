@@ -5,6 +5,6 @@ graph, each in a fresh process, and minimises what an order exposed to one other
 :mod:`.orders` (the orders, pure), :mod:`.search` (minimisation and verification, pure,
 driven by an injected runner), :mod:`.children` (the child processes), :mod:`.zygote` (the
 process each slot forks them from), :mod:`.child` (the child's side: the order kept, the
-outcomes recorded), :mod:`.report` (the findings in words and JSON), :mod:`.session` (the
+outcomes recorded), :mod:`.findings` (the findings in words and JSON), :mod:`.discovery` (the
 session that ties them together).
 """

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from pytest_depgraph.core.graph import Graph
+from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.discover import findings
 from pytest_depgraph.discover.child import OrderKeeper
 from pytest_depgraph.discover.children import ChildFailed, Children, child_command
 from pytest_depgraph.discover.orders import Order
 from pytest_depgraph.discover.search import Discovered, Outcomes, discover
 from pytest_depgraph.hosts import xdist
+from pytest_depgraph.plurals import tests
 from pytest_depgraph.run.role import role
 from pytest_depgraph.run.state import SessionState, session_state
-from pytest_depgraph.words import tests
 
 
 def configure(config: pytest.Config, state: SessionState) -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from pytest_depgraph.discover.search import CONFLICTS, FLAKY, NEEDS, Discovered, Finding
-from pytest_depgraph.words import noun, plural, tests
+from pytest_depgraph.plurals import noun, plural, tests
 
 #: what a flaky test is told
 FLAKY_ADVICE = (

@@ -11,8 +11,8 @@ import heapq
 import random
 from collections.abc import Iterable, Sequence
 
-from pytest_depgraph.core.graph import Graph, Kind
-from pytest_depgraph.core.paths import reachable
+from pytest_depgraph.core.graph.paths import reachable
+from pytest_depgraph.core.graph.storage import Graph, Kind
 
 #: one list of tests to run in one fresh process, in this order
 Order = tuple[int, ...]

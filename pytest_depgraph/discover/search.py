@@ -1,6 +1,6 @@
 """The search: orders run, victims minimised to the one test that explains them, verified.
 
-Pure: the tests are node numbers, the declared graph a :class:`~pytest_depgraph.core.graph.
+Pure: the tests are node numbers, the declared graph a :class:`~pytest_depgraph.core.graph.storage.
 Graph`, and running is an injected function that runs lists of tests (each in a fresh process,
 as many at once as it likes) and answers, for each list, which of its tests passed. Each
 victim's search is a generator that yields the lists it wants run and receives their
@@ -14,9 +14,9 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from pytest_depgraph.core.graph import Graph
-from pytest_depgraph.core.order import positions_in
-from pytest_depgraph.core.paths import reachable
+from pytest_depgraph.core.graph.paths import reachable
+from pytest_depgraph.core.graph.storage import Graph
+from pytest_depgraph.core.graph.toposort import positions_in
 from pytest_depgraph.discover.orders import (
     Order,
     arrange,

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import pytest
 
 from pytest_depgraph.collect.origins import OriginKind, describe
-from pytest_depgraph.core.graph import Edge, Kind
+from pytest_depgraph.core.graph.storage import Edge, Kind
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.output.written import WrittenFile
 from pytest_depgraph.run.outcomes import (

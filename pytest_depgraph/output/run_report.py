@@ -4,7 +4,7 @@ Runs on the process that sees every report (serial session or xdist controller):
 collects when and where each test ran, the session log when the session started, collected and
 started its workers, and at the end of the session the timeline
 (:mod:`~pytest_depgraph.core.timeline`) and the page
-(:mod:`~pytest_depgraph.output.html_report`) are made from them, the plan and the outcomes.
+(:mod:`~pytest_depgraph.output.html_page`) are made from them, the plan and the outcomes.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import pytest
 from pytest_depgraph.core import timeline
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.options import report_option
-from pytest_depgraph.output import html_report
-from pytest_depgraph.output.report import RAN
+from pytest_depgraph.output import html_page
 from pytest_depgraph.output.runlog import SessionLog, SpanLog, process_start
+from pytest_depgraph.output.summary import RAN
 from pytest_depgraph.output.written import WrittenFile
 from pytest_depgraph.run.outcomes import UPSTREAM
 from pytest_depgraph.run.state import session_state
@@ -31,8 +31,8 @@ _PLUGIN_NAME = "depgraph-run-report"
 def configure(config: pytest.Config, path: str) -> None:
     """Check ``path`` (a usage error naming it) and start logging the run."""
     try:
-        full = html_report.check_path(path, report_option(config, path))
-    except html_report.ReportError as error:
+        full = html_page.check_path(path, report_option(config, path))
+    except html_page.ReportError as error:
         raise pytest.UsageError(str(error)) from None
     if config.pluginmanager.get_plugin(_PLUGIN_NAME) is None:
         started = process_start(config.invocation_params.args)
@@ -118,16 +118,16 @@ class RunReport(WrittenFile):
             parallelism=None if state.walk is None else state.walk.parallelism,
             resources=None if state.walk is None else state.walk.resources,
         )
-        svg, no_graph = html_report.graph_svg(plan, recorder, skips)
+        svg, no_graph = html_page.graph_svg(plan, recorder, skips)
         args = " ".join(config.invocation_params.args)
-        page = html_report.render(
+        page = html_page.render(
             run, svg, no_graph,
             title=f"pytest-depgraph run report: {config.rootpath.name}",
             command=f"pytest {args}".strip(),
         )
         try:
-            html_report.write(self.path, page)
-        except html_report.ReportError as error:
+            html_page.write(self.path, page)
+        except html_page.ReportError as error:
             self.failed(session, str(error))
             return
         self.written(f"generated depgraph run report: {self.path}")

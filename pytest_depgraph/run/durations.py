@@ -21,10 +21,10 @@ import pytest
 
 from pytest_depgraph.hosts.pytest import warn_at
 from pytest_depgraph.options import durations_option
+from pytest_depgraph.plurals import tests
 from pytest_depgraph.run.outcomes import OutcomeRecorder
 from pytest_depgraph.run.role import role
 from pytest_depgraph.run.state import session_state
-from pytest_depgraph.words import tests
 
 CACHE_KEY = "depgraph/durations"
 _PLUGIN_NAME = "depgraph-durations"

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_depgraph.core.graph import Kind
-from pytest_depgraph.core.paths import reachable
+from pytest_depgraph.core.graph.paths import reachable
+from pytest_depgraph.core.graph.storage import Kind
 from pytest_depgraph.hosts.pytest import is_subtest_report
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.walker import Walker
+from pytest_depgraph.core.walk.walker import Walker
 from pytest_depgraph.hosts.pytest import skip_at_test
 from pytest_depgraph.run.outcomes import OutcomeRecorder, cause_of, skip_reason
 

@@ -16,14 +16,14 @@ import pytest
 
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.core import shard
-from pytest_depgraph.core.graph import Graph
+from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.core.plan import Plan, ShardInfo
 from pytest_depgraph.core.shard import seconds as _seconds
 from pytest_depgraph.options import Settings
+from pytest_depgraph.plurals import tests
 from pytest_depgraph.run import durations
 from pytest_depgraph.run.role import role
 from pytest_depgraph.run.state import session_state
-from pytest_depgraph.words import tests
 
 #: ``workerinput`` key of the durations the controller hands its workers
 WORKERINPUT_DURATIONS = "depgraph_durations"
@@ -73,12 +73,12 @@ class ShardHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        """The first worker's plan (the controller's, kept by ``xdist_hooks``' hook, which
+        """The first worker's plan (the controller's, kept by ``run/xdist/hooks.py``' hook, which
         runs first): warn once about oversized groups."""
         if self._reported:
             return
         self._reported = True
-        from pytest_depgraph.run.controller_warnings import record_warning
+        from pytest_depgraph.run.xdist.controller_warnings import record_warning
 
         plans = session_state(node.config).controller
         plan = None if plans is None else plans.first_plan()

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from pytest_depgraph.collect.peers import Settings as PeerSettings
+from pytest_depgraph.collect.peer_plugins import Settings as PeerSettings
 from pytest_depgraph.options import Settings
-from pytest_depgraph.run.channel_values import Relay
 from pytest_depgraph.run.outcomes import OutcomeRecorder
-from pytest_depgraph.run.outputs import Outputs
+from pytest_depgraph.run.value_store import Outputs
+from pytest_depgraph.run.xdist.value_relay import Relay
 
 if TYPE_CHECKING:  # types only: the timeline is the controller's, at the end of a walk
     from pytest_depgraph.collect.selection import NodeIdSelection
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # types only: the timeline is the controller's, at the end of
 
 class Planning(Protocol):
     """What the session's hooks and outputs read from the xdist controller's plan keeper
-    (:class:`~pytest_depgraph.run.controller.Controller`), named here without importing it:
+    (:class:`~pytest_depgraph.run.xdist.controller.Controller`), named here without importing it:
     it reads and writes this state."""
 
     #: collection errors of the plan that stopped the run
@@ -46,7 +46,7 @@ class Planning(Protocol):
 
 class Walking(Protocol):
     """What the session's hooks read from the xdist scheduler
-    (:class:`~pytest_depgraph.run.scheduler.DepGraphScheduling`), named here without importing
+    (:class:`~pytest_depgraph.run.xdist.scheduler.DepGraphScheduling`), named here without importing
     it: it imports the dispatch policy, which only a controller that walks needs."""
 
     @property
@@ -83,7 +83,7 @@ class SessionState:
     selection: NodeIdSelection | None = None
     #: the plan built after collection (serial session and every xdist worker); on the
     #: controller the workers' agreed plan, or the first worker's (written by the controller
-    #: only, :mod:`pytest_depgraph.run.controller`)
+    #: only, :mod:`pytest_depgraph.run.xdist.controller`)
     plan: Plan | None = None
     #: the durations a shard split weighs, node id -> seconds (loaded when first needed)
     durations: dict[str, float] | None = None

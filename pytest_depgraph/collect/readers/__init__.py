@@ -8,13 +8,17 @@ line in :data:`READERS`.
 from __future__ import annotations
 
 from pytest_depgraph.collect.readers.base import Reader
-from pytest_depgraph.collect.readers.cleanup import Cleanups
-from pytest_depgraph.collect.readers.decorated import Decorated
-from pytest_depgraph.collect.readers.dependency import DependencyReader
+from pytest_depgraph.collect.readers.cleanup_of import Cleanups
+from pytest_depgraph.collect.readers.depends_on import OwnMarks, ParentMarks
+from pytest_depgraph.collect.readers.depends_on_decorator import Decorated
 from pytest_depgraph.collect.readers.fixtures import Fixtures
-from pytest_depgraph.collect.readers.marks import OwnMarks, ParentMarks
-from pytest_depgraph.collect.readers.order import OrderReader
-from pytest_depgraph.collect.readers.resources import DecoratedLocks, FixtureLocks, ResourceMarks
+from pytest_depgraph.collect.readers.pytest_dependency import DependencyReader
+from pytest_depgraph.collect.readers.pytest_order import OrderReader
+from pytest_depgraph.collect.readers.resource_lock import (
+    DecoratedLocks,
+    FixtureLocks,
+    ResourceMarks,
+)
 
 #: the readers, in the order their declarations apply to a test: the first edge declared
 #: between two tests keeps its origin, and problems are reported in the order found

@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 import pytest
 
 if TYPE_CHECKING:
     from pytest_depgraph.collect.context import Context, Source
-    from pytest_depgraph.collect.peers import Marks
+    from pytest_depgraph.collect.origins import OriginKind
+    from pytest_depgraph.collect.peer_plugins import Marks
     from pytest_depgraph.collect.problems import Problem
-    from pytest_depgraph.core.graph import Graph
+    from pytest_depgraph.core.graph.storage import Graph
 
 
 class Sharing(enum.Enum):
@@ -68,7 +69,7 @@ class ClaimKind(str, enum.Enum):
     #: (``value``: its ``file:line``); the module's tests share one worker
     COMPUTED_NAMES = "computed names"
     #: a shared resource the test holds (``value``: a
-    #: :class:`~pytest_depgraph.collect.locks.Held`)
+    #: :class:`~pytest_depgraph.collect.resource_markers.Held`)
     LOCK = "lock"
     #: the test runs with no other test running (``value``: None)
     EXCLUSIVE = "exclusive"
@@ -117,6 +118,12 @@ class Reader(Protocol):
 
     #: which tests share the places :meth:`places` names for one of them
     sharing: Sharing
+    #: the names of the calls in a test file whose string arguments may name tests, of other
+    #: files too: selection reads the files they name (empty: its declarations name no test)
+    calls: ClassVar[frozenset[str]]
+    #: the origin kinds of the edges it declares (empty: claims only), each with its words in
+    #: :data:`~pytest_depgraph.collect.origins.WORDS`
+    kinds: ClassVar[frozenset[OriginKind]]
 
     def __init__(self, context: Context) -> None: ...
 
@@ -135,8 +142,8 @@ class Reader(Protocol):
         """Whether each declaration of this reader reaches past its targets: its test is pulled
         into the run by a target that runs, and runs after every test that depends on a
         target, directly or not (a cleanup). Such declarations are read for every collected
-        test, and resolved by a phase of their own (:mod:`pytest_depgraph.collect.dependents`),
-        not with the others."""
+        test, and resolved by a phase of their own
+        (:mod:`pytest_depgraph.collect.phases.follow_cleanups`), not with the others."""
         return False
 
     def order_edges(self, ordered: Ordered) -> dict[str, int]:

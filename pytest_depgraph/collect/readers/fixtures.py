@@ -10,9 +10,7 @@ import pytest
 
 from pytest_depgraph.collect import problems, safe
 from pytest_depgraph.collect.context import Context, Source
-from pytest_depgraph.collect.locate import own_marks
-from pytest_depgraph.collect.locks import MARKERS as LOCK_MARKERS
-from pytest_depgraph.collect.markers import (
+from pytest_depgraph.collect.dependency_markers import (
     CLEANUP_ATTRIBUTE,
     CLEANUP_MARKER,
     MARKER,
@@ -21,11 +19,13 @@ from pytest_depgraph.collect.markers import (
     declarations_made,
     declarations_of,
 )
+from pytest_depgraph.collect.locate import own_marks
 from pytest_depgraph.collect.origins import OriginKind
-from pytest_depgraph.collect.peers import Marks
+from pytest_depgraph.collect.peer_plugins import Marks
 from pytest_depgraph.collect.readers.base import NOTHING, Found, Place, Reader, Sharing
-from pytest_depgraph.collect.readers.marks import as_source
-from pytest_depgraph.core.graph import Origin
+from pytest_depgraph.collect.readers.depends_on import as_source
+from pytest_depgraph.collect.resource_markers import MARKERS as LOCK_MARKERS
+from pytest_depgraph.core.graph.storage import Origin
 from pytest_depgraph.hosts.pytest import (
     fixture_arguments,
     fixture_closure,
@@ -40,6 +40,8 @@ class Fixtures(Reader):
     (the closest override, and the ones it extends by requesting the same name)."""
 
     sharing = Sharing.DEFINITION
+    calls = frozenset({"depends_on", "output_fixture"})
+    kinds = frozenset({OriginKind.FIXTURE, OriginKind.OUTPUT})
 
     def __init__(self, context: Context) -> None:
         self.context = context
