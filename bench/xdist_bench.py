@@ -59,9 +59,9 @@ LOG = os.path.join(os.path.dirname(__file__), "times.log")
 if os.environ.get("BENCH_COLLECTION_ORDER"):
     # the walk's priorities all equal: ready tests go in collection order (the scheduler
     # looks the function up in the module each time it starts a walk)
-    from pytest_depgraph.core.walk import dispatch
+    from pytest_depgraph.core.walk import inputs
 
-    dispatch.priorities = lambda graph, weight: [0.0] * graph.size
+    inputs.priorities = lambda graph, weight: [0.0] * graph.size
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):

@@ -110,7 +110,7 @@ def collect(
 def running(scheduler: DepGraphScheduling, node: FakeNode) -> int | None:
     """The test ``node`` runs now (the first it holds), None when it holds none."""
     dispatcher = scheduler.dispatcher
-    held = dispatcher.held(node) if dispatcher is not None else ()
+    held = dispatcher.view.held(node) if dispatcher is not None else ()
     return held[0] if held else None
 
 
@@ -254,7 +254,7 @@ def walked(
                 settled.add(done)
                 walk.finished_at[plan.nodeids[done]] = event
             else:
-                holds = len(dispatcher.held(node)) == 1 and rng.random() < 0.6
+                holds = len(dispatcher.view.held(node)) == 1 and rng.random() < 0.6
                 index = running(scheduler, node)
                 assert index is not None
                 outcome = outcomes.get(plan.nodeids[index], PASSED)

@@ -11,7 +11,7 @@ import networkx as nx
 
 from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.walk.dispatch import Dispatcher
+from pytest_depgraph.core.walk.dispatch import Dispatcher, WalkInputs
 
 if TYPE_CHECKING:
     from typing import TypedDict
@@ -96,7 +96,7 @@ def dispatcher(
     graph: Graph, workers: Iterable[Hashable] = ("w",), **options: Unpack[Options]
 ) -> Dispatcher:
     """A :class:`Dispatcher` of ``graph`` with its ``options`` and ``workers`` added."""
-    made = Dispatcher(graph, **options)
+    made = Dispatcher(WalkInputs(graph, **options))
     for worker in workers:
         made.add_worker(worker)
     return made

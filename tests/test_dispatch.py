@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
 from pytest_depgraph.core.graph.toposort import stable_topological_order
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.walk.dispatch import Dispatcher, priorities, weights, width
+from pytest_depgraph.core.walk.dispatch import Dispatcher, WalkInputs, priorities, weights, width
 from pytest_depgraph.core.walk.walker import Skip
 from pytest_depgraph.run.outcomes import ERROR
 
@@ -42,7 +42,9 @@ def test_a_worker_continues_the_chain_of_its_group_before_better_work() -> None:
     """1 follows 0 in group 0; 2 and 3 (group 1) have a longer path behind them. When w1
     finishes 0 it takes 1 (class/module fixtures stay up), not the better-placed 3."""
     graph = make(5, [(1, 0, R), (4, 3, R)])
-    dispatcher = Dispatcher(graph, priority=[3.0, 2.0, 9.0, 8.0, 1.0], group=[0, 0, 1, 1, 1])
+    dispatcher = Dispatcher(
+        WalkInputs(graph, priority=[3.0, 2.0, 9.0, 8.0, 1.0], group=[0, 0, 1, 1, 1])
+    )
     for worker in ("w1", "w2"):
         dispatcher.add_worker(worker)
     assert dispatcher.assign() == [("w1", [2]), ("w2", [3])]
@@ -58,7 +60,7 @@ def test_a_worker_continues_the_chain_of_its_group_before_better_work() -> None:
 def test_the_chain_rule_yields_to_a_bound_pinned_group() -> None:
     # w1 holds pinned group [0, 2]; 1 (same group as 0) and 2 become ready when 0 finishes
     graph = make(3, [(1, 0, R), (2, 0, A)])
-    dispatcher = Dispatcher(graph, group=[0, 0, 1], pinned=[[0, 2]])
+    dispatcher = Dispatcher(WalkInputs(graph, group=[0, 0, 1], pinned=[[0, 2]]))
     dispatcher.add_worker("w1")
     assert dispatcher.assign() == [("w1", [0])]
     dispatcher.complete("w1", 0, True)
@@ -66,17 +68,17 @@ def test_the_chain_rule_yields_to_a_bound_pinned_group() -> None:
 
 
 def test_the_bound_counts_running_tests() -> None:
-    dispatcher = Dispatcher(Graph(4), limit=2)
+    dispatcher = Dispatcher(WalkInputs(Graph(4), limit=2))
     for worker in ("w1", "w2", "w3"):
         dispatcher.add_worker(worker)
     assert dispatcher.assign() == [("w1", [0]), ("w2", [1])]
-    assert dispatcher.running == 2 and dispatcher.assign() == []
+    assert dispatcher.view.running == 2 and dispatcher.assign() == []
     dispatcher.complete("w2", 1, True)
     assert dispatcher.assign(first="w3") == [("w3", [2])]
 
 
 def test_a_retired_worker_gets_nothing_and_the_walk_waits_for_a_new_one() -> None:
-    dispatcher = Dispatcher(Graph(2))
+    dispatcher = Dispatcher(WalkInputs(Graph(2)))
     dispatcher.add_worker("w1")
     dispatcher.retire("w1")
     assert dispatcher.assign() == [] and not dispatcher.finished
@@ -87,7 +89,7 @@ def test_a_retired_worker_gets_nothing_and_the_walk_waits_for_a_new_one() -> Non
 
 def test_a_worker_that_leaves_fails_its_test_and_frees_its_group() -> None:
     graph = make(4, [(1, 0, A), (2, 1, R)])
-    dispatcher = Dispatcher(graph, pinned=[[0, 1, 2]])
+    dispatcher = Dispatcher(WalkInputs(graph, pinned=[[0, 1, 2]]))
     for worker in ("w1", "w2"):
         dispatcher.add_worker(worker)
     assert dispatcher.assign() == [("w1", [0]), ("w2", [3])]
@@ -189,13 +191,15 @@ def test_a_held_test_settles_before_its_dependents_start_and_keeps_its_chain() -
     """0 -> 1 in group 0, 2 in group 1, one worker. w1 ran 0 with its teardown deferred: 1
     waits for that teardown; w1 takes nothing else (2 would tear down group 0's fixtures) and
     is asked to finish the teardown towards 1, which it then runs."""
-    dispatcher = Dispatcher(make(3, [(1, 0, R)]), priority=[2.0, 1.0, 5.0], group=[0, 0, 1])
+    dispatcher = Dispatcher(
+        WalkInputs(make(3, [(1, 0, R)]), priority=[2.0, 1.0, 5.0], group=[0, 0, 1])
+    )
     dispatcher.add_worker("w1")
     assert dispatcher.assign() == [("w1", [2])]
     dispatcher.complete("w1", 2, True)
     assert dispatcher.assign(first="w1") == [("w1", [0])]
     assert dispatcher.complete("w1", 0, True, held=True).ready == []
-    assert dispatcher.unsettled(0) and dispatcher.unsettled_on("w1") == 0
+    assert dispatcher.unsettled(0) and dispatcher.view.unsettled_on("w1") == 0
     assert dispatcher.assign(first="w1") == [] and not dispatcher.finished
     assert dispatcher.teardowns() == [("w1", 0, 1)]
     assert dispatcher.teardowns() == []  # asked once
@@ -235,8 +239,8 @@ def queued(
     size = graph.size
     known = {} if seconds is None else dict.fromkeys(range(size), seconds)
     weight = weights(known, size, size)
-    dispatcher = Dispatcher(graph, priority=priorities(graph, weight), weight=weight,
-                            hold=16, durations=known, **kw)
+    dispatcher = Dispatcher(WalkInputs(graph, priority=priorities(graph, weight), weight=weight,
+                                       hold=16, durations=known, **kw))
     for w in range(workers):
         dispatcher.add_worker(f"w{w}")
     return dispatcher
@@ -246,10 +250,10 @@ def test_short_tests_go_out_in_batches_and_the_bound_counts_only_running_ones() 
     dispatcher = queued(Graph(40), 0.001, limit=2)
     given = dict(dispatcher.assign())
     assert [len(given["w0"]), len(given["w1"])] == [16, 16]
-    assert dispatcher.running == 2 and dispatcher.in_flight == 32
+    assert dispatcher.view.running == 2 and dispatcher.view.in_flight == 32
     for node in given["w0"][:14]:  # topped up only once it holds two: one message
         dispatcher.complete("w0", node, True, 0.001)
-        if len(dispatcher.held("w0")) > 3:
+        if len(dispatcher.view.held("w0")) > 3:
             assert dispatcher.assign(first="w0") == []
     assert dispatcher.assign(first="w0") == [("w0", [32, 33, 34, 35, 36, 37, 38, 39])]
 
@@ -270,8 +274,8 @@ def test_nothing_waits_behind_a_test_that_releases_more_urgent_work() -> None:
     graph = make(9, [(1, 0, R), (2, 1, R)])
     known = {0: 1.0, 1: 1.0, 2: 1.0, **dict.fromkeys(range(3, 9), 0.001)}
     weight = weights(known, 9, 9)
-    dispatcher = Dispatcher(graph, priority=priorities(graph, weight), weight=weight,
-                            hold=16, durations=known)
+    dispatcher = Dispatcher(WalkInputs(graph, priority=priorities(graph, weight), weight=weight,
+                                       hold=16, durations=known))
     dispatcher.add_worker("w0")
     dispatcher.add_worker("w1")
     given = dict(dispatcher.assign())
@@ -313,7 +317,7 @@ def test_a_unit_goes_out_whole_and_a_required_test_inside_it_is_not_queued_early
     assert step.skipped == [] and dispatcher.assign(first="w0") == []
     dispatcher.complete("w0", 1, True, 0.001)
     dispatcher.complete("w0", 2, False, 0.001)
-    assert dict(dispatcher.skipped) == {3: 2}
+    assert dict(dispatcher.view.skipped) == {3: 2}
     assert dispatcher.assign(first="w0") == [("w0", [4])]
 
 
@@ -373,11 +377,11 @@ def test_random_queued_walks_run_every_test_once_after_its_dependencies(
     known = {v: rng.choice([0.0005, 0.002, 0.3]) for v in range(size) if rng.random() < 0.7}
     weight = weights(known, size, size)
     limit = rng.choice([None, 1, 2, 3])
-    dispatcher = Dispatcher(
+    dispatcher = Dispatcher(WalkInputs(
         graph, priority=priorities(graph, weight), weight=weight,
         group=[rng.randrange(3) for _ in range(size)], limit=limit, pinned=pinned, hold=16,
         durations=known,
-    )
+    ))
     failing = {v for v in range(size) if rng.random() < 0.1}
     holding = rng.choice([0.0, 0.5, 1.0])
     deps: dict[int, list[tuple[int, Kind]]] = {v: [] for v in range(size)}
@@ -408,7 +412,7 @@ def test_random_queued_walks_run_every_test_once_after_its_dependencies(
             asked.add(worker)
         assert limit is None or sum(1 for q in queues.values() if q) <= limit
         for worker, queue in queues.items():
-            assert list(dispatcher.held(worker)) == queue
+            assert list(dispatcher.view.held(worker)) == queue
             if queue and worker not in held:
                 begin(worker, queue[0])
 
@@ -474,5 +478,5 @@ def test_random_queued_walks_run_every_test_once_after_its_dependencies(
         assert not step.ready and not step.skipped, "the walk ended before all could run"
         finished[node] = node not in failing
     assert sorted(finished) == list(range(size))
-    assert len(ran) == len(set(ran)) == size - len(dispatcher.skipped)
-    assert set(dispatcher.skipped) == oracle(graph, {v for v in ran if not finished[v]}, set())
+    assert len(ran) == len(set(ran)) == size - len(dispatcher.view.skipped)
+    assert set(dispatcher.view.skipped) == oracle(graph, {v for v in ran if not finished[v]}, set())

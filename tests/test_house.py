@@ -40,6 +40,10 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
         f.write("\nfrom pytest_depgraph.collect.build import _module_of\n")
     with (package / "core/graph/paths.py").open("a") as f:
         f.write("\nfrom pytest_depgraph.core.plan import Plan\n")
+    with (package / "output/summary.py").open("a") as f:
+        f.write("\nfrom pytest_depgraph.output import dot as graphviz\n"
+                "from pytest_depgraph.hosts import pytest as host\n")
+    (package / "run/xdist/dot.py").write_text('"""A second dot.py."""\n')
     with (package / "run/state.py").open("a") as f:
         f.write("\nfrom pytest_depgraph.output import dot\n")
     with (package / "hosts/pytest.py").open("a") as f:
@@ -59,6 +63,8 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
         "core module core.walk.walker imports pytest",
         "core module core.walk.walker imports run.role, outside the core",
         "graph algorithm core.graph.paths imports core.plan, outside core.graph",
+        "output.summary imports output.dot under another name",
+        "modules output.dot, run.xdist.dot share the file name dot.py",
         "output.dot imports the private name collect.build._module_of",
         "run.state imports output.dot, from a layer above run",
         "door hosts.pytest imports options: doors import the core only",
@@ -73,6 +79,8 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
     # named for types only
     assert not [f for f in found
                 if f.startswith("pytest_depgraph/collect/selection.py") or "_pytest.nodes" in f]
+    # a door of the hosts may be named after its host
+    assert not [f for f in found if "hosts.pytest under another name" in f]
 
 
 @pytest.mark.parametrize("flag", ["--check", "--mermaid"])

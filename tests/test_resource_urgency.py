@@ -14,7 +14,7 @@ from pytest_depgraph.core.plan import READ, WRITE, Plan, Resources
 from pytest_depgraph.core.timeline import resource_bound
 from pytest_depgraph.core.walk.backfill import shadow
 from pytest_depgraph.core.walk.claims import Claims, claims_of
-from pytest_depgraph.core.walk.dispatch import Dispatcher, priorities, weights
+from pytest_depgraph.core.walk.dispatch import Dispatcher, WalkInputs, priorities, weights
 from pytest_depgraph.core.walk.urgency import readers_turn, with_resources
 
 from .helpers import R, make
@@ -48,9 +48,11 @@ def simulate(plan: Plan, seconds: list[float], workers: int) -> float:
     workers, each test handed out the moment its worker is free: a clock of events, not time."""
     weight = weights(dict(enumerate(seconds)), len(seconds), len(seconds))
     now = [0.0]
-    walk = Dispatcher(plan.graph, priority=priorities(plan.graph, weight), weight=weight,
-                      limit=workers, claims=claims_of(plan, workers), pinned=plan.pinned,
-                      durations=dict(enumerate(seconds)), clock=lambda: now[0])
+    walk = Dispatcher(WalkInputs(
+        plan.graph, priority=priorities(plan.graph, weight), weight=weight, limit=workers,
+        claims=claims_of(plan, workers), pinned=plan.pinned, durations=dict(enumerate(seconds)),
+        clock=lambda: now[0],
+    ))
     names = [f"w{i}" for i in range(workers)]
     for name in names:
         walk.add_worker(name)
@@ -133,8 +135,8 @@ def test_a_heavy_test_waiting_for_slots_lets_short_known_tests_use_the_idle_ones
     for durations, started in ((known, [0, 1, 3]), (None, [0, 1])):
         weight = weights(dict(enumerate(seconds)), 5, 5)
         priority = [3.0, 2.9, 2.8, 1.0, 0.5]  # urgency in node order
-        walk = Dispatcher(graph, priority=priority, weight=weight, limit=4, claims=claims,
-                          durations=durations, clock=lambda: 0.0)
+        walk = Dispatcher(WalkInputs(graph, priority=priority, weight=weight, limit=4,
+                                     claims=claims, durations=durations, clock=lambda: 0.0))
         for name in ("w0", "w1", "w2", "w3"):
             walk.add_worker(name)
         given = sorted(v for _, nodes in walk.assign() for v in nodes)

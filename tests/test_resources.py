@@ -18,7 +18,7 @@ from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
 from pytest_depgraph.core.graph.toposort import stable_topological_order
 from pytest_depgraph.core.plan import READ, WRITE, Block, Plan, Resources
 from pytest_depgraph.core.walk.claims import Claims, claims_of
-from pytest_depgraph.core.walk.dispatch import Dispatcher, priorities, weights
+from pytest_depgraph.core.walk.dispatch import Dispatcher, WalkInputs, priorities, weights
 from pytest_depgraph.core.walk.resource_books import ALONE, LOCK, SLOTS
 from pytest_depgraph.run.xdist.units import bind_units, block_cycles
 
@@ -39,7 +39,7 @@ def dispatcher(
 ) -> Dispatcher:
     """A dispatcher of ``graph`` with ``claims``, ``workers`` named w0, w1, ..., and a clock
     that ticks once per reading."""
-    made = Dispatcher(graph, claims=claims, clock=count().__next__, **kw)
+    made = Dispatcher(WalkInputs(graph, claims=claims, clock=count().__next__, **kw))
     for w in range(workers):
         made.add_worker(f"w{w}")
     return made
@@ -421,11 +421,11 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
     graph, pinned = bound.graph, bound.pinned
     known = {v: rng.choice([0.0005, 0.002, 0.3]) for v in range(size) if rng.random() < 0.7}
     weight = weights(known, size, size)
-    walk = Dispatcher(
+    walk = Dispatcher(WalkInputs(
         graph, priority=priorities(graph, weight), weight=weight, group=bound.group,
         limit=limit, pinned=pinned, hold=16, durations=known, claims=claims,
         clock=count().__next__,
-    )
+    ))
     block_of = {v: g for g in claims.blocks for v in pinned[g]}
     failing = {v for v in range(size) if rng.random() < 0.1}
     holding = rng.choice([0.0, 0.5, 1.0])
@@ -497,7 +497,7 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
                     } >= set(scopes)
             asked_scopes[worker] = scopes
         for worker, queue in queues.items():
-            assert list(walk.held(worker)) == queue
+            assert list(walk.view.held(worker)) == queue
             if queue and worker not in held:
                 begin(queue[0])
         check_rules()
@@ -574,8 +574,8 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
         assert not step.ready and not step.skipped, "the walk ended before all could run"
         finished[node] = node not in failing
     assert sorted(finished) == list(range(size))
-    assert len(ran) == len(set(ran)) == size - len(walk.skipped)
-    assert set(walk.skipped) == oracle(graph, {v for v in ran if not finished[v]}, set())
+    assert len(ran) == len(set(ran)) == size - len(walk.view.skipped)
+    assert set(walk.view.skipped) == oracle(graph, {v for v in ran if not finished[v]}, set())
 
 
 # -- the scheduler, on fake workers, in many finishing orders --------------------------------

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from pytest_depgraph.core.graph.reduction import transitive_reduction
 from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
 from pytest_depgraph.core.graph.toposort import stable_topological_order
-from pytest_depgraph.core.walk.dispatch import Dispatcher
-from pytest_depgraph.core.walk.walker import Skip, Step, Walker
+from pytest_depgraph.core.walk.dispatch import Dispatcher, WalkInputs
+from pytest_depgraph.core.walk.walker import QueueingWalker, Skip, Step, Walker
 
 from .graph_strategies import PROPERTIES, Drawn, dags, reachable
 from .helpers import A, R, dispatcher, make, oracle, run_serial, to_nx
@@ -38,9 +38,9 @@ def test_diamond_runs_in_order() -> None:
     assert walk.initial == Step([0], [])
     assert walk.assign() == [("w1", [0])]
     assert walk.assign() == []
-    assert walk.in_flight == 1
+    assert walk.view.in_flight == 1
     assert walk.complete("w1", 0, True) == Step([1, 2], [])
-    assert walk.ready_count == 2
+    assert walk.view.ready_count == 2
     assert walk.assign() == [("w1", [1]), ("w2", [2])]
     assert walk.complete("w2", 2, True) == Step([], [])
     assert walk.complete("w1", 1, True) == Step([3], [])
@@ -54,8 +54,8 @@ def test_failure_skips_requires_dependents_with_the_first_failure_as_root() -> N
     assert walk.assign() == [("w", [0])]
     step = walk.complete("w", 0, False)
     assert step == Step([3], [Skip(1, 0), Skip(2, 0)])
-    assert walk.skipped == {1: 0, 2: 0}
-    assert walk.walk.root_cause(2) == 0 and walk.walk.root_cause(3) is None
+    assert walk.view.skipped == {1: 0, 2: 0}
+    assert walk.view.root_cause(2) == 0 and walk.view.root_cause(3) is None
     assert run_serial(walk) == [3, 4]
 
 
@@ -79,7 +79,7 @@ def test_unsatisfied_nodes_at_construction() -> None:
     assert walk.initial == Step([0], [])
     assert run_serial(walk) == [0]
     with pytest.raises(ValueError):
-        Dispatcher(Graph(1), unsatisfied=[1])
+        Dispatcher(WalkInputs(Graph(1), unsatisfied=[1]))
 
 
 def test_priority_then_id() -> None:
@@ -103,8 +103,8 @@ def test_group_affinity_only_at_equal_priority() -> None:
 def test_the_bound_and_a_finish_of_what_never_started() -> None:
     walk = dispatcher(Graph(3), ("w1", "w2", "w3"), limit=2)
     assert walk.assign() == [("w1", [0]), ("w2", [1])]
-    assert not walk.walk.is_ready(0)
-    assert walk.running == 2 and walk.assign() == []  # the bound
+    assert not walk.view.is_ready(0)
+    assert walk.view.running == 2 and walk.assign() == []  # the bound
     with pytest.raises(ValueError):
         walk.finish(2, True)  # not started
     walk.complete("w1", 0, True)
@@ -113,12 +113,13 @@ def test_the_bound_and_a_finish_of_what_never_started() -> None:
     walk.complete("w1", 2, True)
     assert walk.done
     with pytest.raises(ValueError):
-        Dispatcher(Graph(1), limit=0)
+        Dispatcher(WalkInputs(Graph(1), limit=0))
 
 
 def test_the_walk_state_alone_is_shaped_like_graphlib() -> None:
-    """No choice between ready nodes: start, finish, is_active; a node given back is ready."""
-    walker = Walker(make(4, [(1, 0, R), (2, 0, A), (3, 1, R)]))
+    """No choice between ready nodes: start, finish, is_active; a node given back (by the
+    walk of workers that hold several tests) is ready."""
+    walker = QueueingWalker(make(4, [(1, 0, R), (2, 0, A), (3, 1, R)]))
     assert walker.initial == Step([0], []) and walker.is_active()
     walker.start(0)
     with pytest.raises(ValueError):
@@ -212,7 +213,7 @@ def simulate(
                     running[node] = worker
                     started.append(node)
             assert limit is None or len(running) <= limit
-            assert walk.in_flight == len(running)
+            assert walk.view.in_flight == len(running)
         assert running, "stalled"
         node = rng.choice(sorted(running))
         step = walk.complete(running.pop(node), node, node not in failing)
@@ -223,7 +224,7 @@ def simulate(
             finished.add(skip.node)
         assert not (set(step.ready) & finished)
         ready.update(step.ready)
-        assert walk.ready_count == len(ready)
+        assert walk.view.ready_count == len(ready)
     assert not running and not ready
     assert len(started) == len(set(started))
     assert finished == set(range(graph.size))
@@ -244,10 +245,10 @@ def test_random_walks_match_the_oracle(
     requires = to_nx(graph, (R,))
     for walked in (graph, transitive_reduction(graph)):
         walker = simulate(walked, graph, failing, unsatisfied, limit, seed)
-        assert set(walker.skipped) == expected
-        for node, root in walker.skipped.items():
+        assert set(walker.view.skipped) == expected
+        for node, root in walker.view.skipped.items():
             assert root in failing | unsatisfied
-            assert root not in walker.skipped
+            assert root not in walker.view.skipped
             assert nx.has_path(requires, node, root)
 
 
@@ -260,11 +261,11 @@ def test_a_pinned_group_stays_on_the_worker_that_started_it() -> None:
     walk = dispatcher(graph, ("w1", "w2"), priority=[5.0, 5.0, 3.0], pinned=[[0, 1]])
     assert walk.assign() == [("w1", [0]), ("w2", [2])]
     walk.complete("w1", 0, True)
-    assert not walk.may_start(1, "w2") and walk.may_start(1, "w1")
+    assert not walk.view.may_start(1, "w2") and walk.view.may_start(1, "w1")
     walk.complete("w2", 2, True)
     assert walk.assign(first="w2") == [("w1", [1])]  # w2 asks first and gets nothing
     walk.complete("w1", 1, True)
-    assert walk.done and walk.bound_groups("w1") == []
+    assert walk.done and walk.view.bound_groups("w1") == []
 
 
 def test_a_bound_worker_takes_its_group_before_better_work() -> None:
@@ -307,14 +308,14 @@ def test_a_group_is_free_again_once_every_node_finished_or_skipped() -> None:
     assert walk.assign() == [("w1", [0])]
     step = walk.complete("w1", 0, False)
     assert step.skipped == [Skip(1, 0)]
-    assert walk.bound_groups("w1") == []
+    assert walk.view.bound_groups("w1") == []
     walk.add_worker("w2")
     assert walk.assign(first="w2") == [("w2", [2])]
 
 
 def test_pinned_groups_are_checked() -> None:
     with pytest.raises(ValueError, match="two groups"):
-        Dispatcher(make(3, []), pinned=[[0, 1], [1, 2]])
+        Dispatcher(WalkInputs(make(3, []), pinned=[[0, 1], [1, 2]]))
 
 
 @st.composite
@@ -601,8 +602,8 @@ def walk_against_reference(drawn: Drawn, plan: WalkPlan) -> dict[str, set[int]]:
             running[w] = node
             last[w] = group[node]
         assert not given, "a busy worker got a test"
-        assert walk.in_flight == len(running) == reference.running()
-        assert walk.ready_count == len(reference.ready())
+        assert walk.view.in_flight == len(running) == reference.running()
+        assert walk.view.ready_count == len(reference.ready())
         if not running:
             raise AssertionError("stalled: nothing runs, nothing is handed out")
         w = rng.choice(sorted(running))
@@ -624,13 +625,13 @@ def walk_against_reference(drawn: Drawn, plan: WalkPlan) -> dict[str, set[int]]:
             first, chain = w, [v for v in step.ready if group[v] == group[node]]
             reference.finish(node, satisfied, step)
     assert all(s in DONE for s in reference.state.values())
-    assert walk.skipped == {v: reference.root[v] for v, s in reference.state.items()
+    assert walk.view.skipped == {v: reference.root[v] for v, s in reference.state.items()
                             if s == SKIPPED}
     by_outcome: dict[str, set[int]] = {s: set() for s in DONE}
     for v, s in reference.state.items():
         by_outcome[s].add(v)
     requires = reachable(graph, (R,))
-    for v, root in walk.skipped.items():  # the root cause is unsatisfied and upstream
+    for v, root in walk.view.skipped.items():  # the root cause is unsatisfied and upstream
         assert root in by_outcome[FAILED] | by_outcome[UNSATISFIED]
         assert requires[v] >> root & 1
     return by_outcome
@@ -696,17 +697,17 @@ def _lockstep(full: Graph, reduced: Graph, plan: WalkPlan) -> list[tuple[int, in
         for worker, [node] in given[0]:
             assert isinstance(worker, int)  # the dispatcher hands back the workers it was given
             running[worker] = node
-        assert [w.in_flight for w in walks] == [len(running)] * 2
+        assert [w.view.in_flight for w in walks] == [len(running)] * 2
         assert running, "stalled"
         first = rng.choice(sorted(running))
         node = running.pop(first)
         satisfied = node not in failing
         steps = [w.complete(first, node, satisfied) for w in walks]
     assert walks[1].done
-    assert walks[0].skipped.keys() == walks[1].skipped.keys()
+    assert walks[0].view.skipped.keys() == walks[1].view.skipped.keys()
     return [
-        (v, root, walks[1].skipped[v])
-        for v, root in walks[0].skipped.items() if walks[1].skipped[v] != root
+        (v, root, walks[1].view.skipped[v])
+        for v, root in walks[0].view.skipped.items() if walks[1].view.skipped[v] != root
     ]
 
 

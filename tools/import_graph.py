@@ -14,7 +14,9 @@ output, discover; the top-level modules -- the plugin and ``__init__`` -- wire t
 subpackage but the core and the hosts may read the top-level ``options`` and ``plurals``); the
 doors to the hosts (``HOSTS``) import nothing of the package but the core, and only they import
 xdist and pytest's private modules (``DOORS_ONLY``; an import under ``if TYPE_CHECKING:``, for
-types only, may name ``_pytest`` anywhere).
+types only, may name ``_pytest`` anywhere); no two modules share a file name, and no module of
+the package is imported under another name (a door of the hosts may be named after its host):
+a module whose name reads wrong where it is used is renamed.
 Modules are named relative to the package, dotted: ``core.graph.storage``, ``run.xdist.scheduler``.
 """
 
@@ -79,6 +81,39 @@ def imports(name: str, path: Path) -> Iterator[tuple[str, str, int, bool]]:
                 base = ".".join([PACKAGE, *[p for p in parent if p], *([base] if base else [])])
             for alias in node.names:
                 yield base, alias.name, node.lineno, id(node) in typing_only
+
+
+def shared_file_names(mods: dict[str, Path]) -> list[str]:
+    """Modules that share a file name (``__init__.py`` aside): one vocabulary, one name each."""
+    by_name: dict[str, list[str]] = {}
+    for name, path in mods.items():
+        if path.name != "__init__.py":
+            by_name.setdefault(path.name, []).append(name)
+    return [
+        f"modules {', '.join(sorted(names))} share the file name {file}"
+        for file, names in sorted(by_name.items()) if len(names) > 1
+    ]
+
+
+def renamed_modules(name: str, path: Path, mods: dict[str, Path]) -> Iterator[tuple[int, str]]:
+    """(line, module) for each module of the package that ``name`` imports under another name
+    (``import ... as``); a door of the hosts may be named after its host."""
+    package = name.rsplit(".", 1)[0] if "." in name else ""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            renamed = [a.name for a in node.names if a.asname and a.name.startswith(PACKAGE)]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([PACKAGE, *[p for p in parent if p], *([base] if base else [])])
+            renamed = [f"{base}.{a.name}" for a in node.names if a.asname]
+        else:
+            continue
+        for module in renamed:
+            relative = module[len(PACKAGE) + 1:] if module.startswith(PACKAGE + ".") else ""
+            if relative in mods and not in_hosts(relative):
+                yield node.lineno, relative
 
 
 def _names_type_checking(test: ast.expr) -> bool:
@@ -162,6 +197,12 @@ def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
                 )
             if target != name:
                 edges[name].add(target)
+    for name, path in mods.items():
+        for line, module in renamed_modules(name, path, mods):
+            findings.append(
+                f"{path.relative_to(root)}:{line}: {name} imports {module} under another name"
+            )
+    findings.extend(shared_file_names(mods))
     findings = list(dict.fromkeys(findings))  # one per line, however many names it imports
     for cycle in cycles(edges):
         findings.append("import cycle: " + " -> ".join([*cycle, cycle[0]]))

@@ -54,32 +54,20 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
-from pytest_depgraph.core.graph.paths import critical_path
 from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.core.graph.toposort import chain_cover
-from pytest_depgraph.core.walk.claims import Claims
+from pytest_depgraph.core.walk.inputs import WalkInputs, priorities, weights
 from pytest_depgraph.core.walk.queueing import MAX_HOLD, REFILL_AT, Queueing
 from pytest_depgraph.core.walk.ready import ReadyTests
 from pytest_depgraph.core.walk.resource_books import START, STOP, Books
 from pytest_depgraph.core.walk.resource_cost import Record
 from pytest_depgraph.core.walk.urgency import with_resources
-from pytest_depgraph.core.walk.walker import Skip, Step, Walker
+from pytest_depgraph.core.walk.walker import QueueingWalker, Skip, Step
 
-__all__ = ["MAX_HOLD", "Dispatcher", "Skip", "Step", "priorities", "weights", "width"]
-
-def weights(durations: Mapping[int, float], item_count: int, size: int) -> list[float]:
-    """Expected seconds per node: the previous run's, else their mean (1 without any); 0 for
-    the nodes beyond the items (unselected: they never run)."""
-    default = sum(durations.values()) / len(durations) if durations else 1.0
-    found = [durations.get(n, default) for n in range(item_count)]
-    return found + [0.0] * (size - item_count)
-
-
-def priorities(graph: Graph, weight: Sequence[float]) -> list[float]:
-    """Per node, the expected seconds from its start to the end of the longest chain it
-    heads (itself included). O(V + E)."""
-    return critical_path(graph, weight)
-
+__all__ = [
+    "MAX_HOLD", "Dispatcher", "Skip", "Step", "WalkInputs", "WalkView", "priorities", "weights",
+    "width",
+]
 
 def width(graph: Graph, never: Iterable[int]) -> int:
     """How many tests of ``graph`` can ever run at once (a chain keeps one worker busy), but
@@ -90,66 +78,32 @@ def width(graph: Graph, never: Iterable[int]) -> int:
 class Dispatcher:
     """Hands out ready nodes to workers by priority, affinity, pinned groups and the bound."""
 
-    def __init__(
-        self,
-        graph: Graph,
-        *,
-        priority: Sequence[float] | None = None,
-        weight: Sequence[float] | None = None,
-        group: Sequence[int] | None = None,
-        limit: int | None = None,
-        unsatisfied: Iterable[int] = (),
-        pinned: Sequence[Sequence[int]] = (),
-        hold: int = 1,
-        durations: Mapping[int, float] | None = None,
-        claims: Claims | None = None,
-        clock: Callable[[], float] = lambda: 0.0,
-        cleanups: Mapping[int, Sequence[int]] | None = None,
-        ran: Callable[[int], bool] = lambda node: True,
-    ) -> None:
-        """Prepare the walk of an acyclic ``graph``. O(V + E).
-
-        ``priority``: higher runs first (default all 0; ties by node id); ``weight``: each
-        node's expected seconds (what :func:`priorities` summed), for the queueing rule.
-        ``group``: an int per node (e.g. its module) for affinity. ``limit``: most nodes
-        running at once (None: no bound). ``unsatisfied``: nodes that will not run and count
-        as failed. ``pinned``: disjoint groups of nodes bound to the worker that starts the
-        first of them. ``hold``: most nodes one worker holds (1: nothing is queued).
-        ``durations``: the previous run's seconds of the nodes that have one. ``claims``:
-        the resources, slots and exclusive tests (blocks: by their index in ``pinned``);
-        ``clock``: seconds, for the books' figures only. ``cleanups`` and ``ran``: the
-        cleanups' targets, and whether a finished node ran (:class:`Walker`).
-        """
+    def __init__(self, inputs: WalkInputs) -> None:
+        """Prepare the walk of ``inputs``' acyclic graph with its options. O(V + E)."""
+        graph, priority, weight = inputs.graph, inputs.priority, inputs.weight
+        group, limit, pinned, claims = inputs.group, inputs.limit, inputs.pinned, inputs.claims
+        durations = inputs.durations
         size = graph.size
-        if priority is not None and len(priority) != size:
-            raise ValueError(f"{len(priority)} priorities for {size} nodes")
-        if weight is not None and len(weight) != size:
-            raise ValueError(f"{len(weight)} weights for {size} nodes")
-        if group is not None and len(group) != size:
-            raise ValueError(f"{len(group)} groups for {size} nodes")
-        if limit is not None and limit < 1:
-            raise ValueError(f"limit must be at least 1, not {limit}")
-        if hold < 1:
-            raise ValueError(f"hold must be at least 1, not {hold}")
         if claims is not None and priority is not None and weight is not None:
             # a resource's queue of holders is a chain of its own (urgency's docstring)
             priority = with_resources(priority, weight, claims, pinned, limit)
-        self.walk = Walker(graph, unsatisfied=unsatisfied, cleanups=cleanups, ran=ran)
+        self._walk = QueueingWalker(graph, unsatisfied=inputs.unsatisfied, cleanups=inputs.cleanups,
+                           ran=inputs.ran)
         self._graph = graph
         self._width: int | None = None
         self._limit = limit
         self._group = group
         self._books = None if claims is None else Books(
-            claims, limit=limit, priority=priority, pinned=pinned, clock=clock,
+            claims, limit=limit, priority=priority, pinned=pinned, clock=inputs.clock,
             expected=durations,
         )
         self._ready = ReadyTests(
             size, priority, group, pinned,
-            self.walk.is_ready if self._books is None else self._startable,
+            self._walk.is_ready if self._books is None else self._startable,
         )
         self._queueing = Queueing(
-            graph, self.walk, self._ready, priority=priority, weight=weight, group=group,
-            hold=hold, durations=durations or {}, books=self._books,
+            graph, self._walk, self._ready, priority=priority, weight=weight, group=group,
+            hold=inputs.hold, durations=durations or {}, books=self._books,
         )
         # workers: what each holds (the first runs, the rest wait behind it), in the order
         # they were added; who holds a node; the group each ran last; the tests its last test
@@ -168,8 +122,8 @@ class Dispatcher:
         #: takes another test)
         self._asked_scopes: dict[Hashable, set[int]] = {}
 
-        initial = self.walk.initial
-        for v in [*self.walk.unsatisfied, *(skip.node for skip in initial.skipped)]:
+        initial = self._walk.initial
+        for v in [*self._walk.unsatisfied, *(skip.node for skip in initial.skipped)]:
             self._ready.unpin(v)
             if self._books is not None:
                 self._books.resolve(v)
@@ -180,29 +134,14 @@ class Dispatcher:
     # -- the walk ------------------------------------------------------------------------------
 
     @property
-    def skipped(self) -> Mapping[int, int]:
-        """Every skip so far: node -> root cause."""
-        return self.walk.skipped
-
-    @property
-    def in_flight(self) -> int:
-        """Nodes handed out and not finished (running or queued)."""
-        return self.walk.in_flight
-
-    @property
-    def running(self) -> int:
-        """Nodes running: one per worker that holds any (what the bound counts)."""
-        return self._busy
-
-    @property
-    def ready_count(self) -> int:
-        """Nodes ready and not handed out."""
-        return self.walk.ready_count
+    def view(self) -> WalkView:
+        """The walk as it is now, read-only (what the tests check at every event)."""
+        return WalkView(self)
 
     @property
     def done(self) -> bool:
         """Every node finished, skipped, or unsatisfied from the start."""
-        return self.walk.done
+        return self._walk.done
 
     @property
     def finished(self) -> bool:
@@ -215,33 +154,23 @@ class Dispatcher:
         """
         if self._busy:
             return False
-        if any(self.walk.waiting_dependents(node) for node in self._unsettled):
+        if any(self._walk.waiting_dependents(node) for node in self._unsettled):
             return False
-        return self.walk.done or self.walk.ready_count == 0
-
-    def may_start(self, node: int, worker: Hashable) -> bool:
-        """Whether ``worker`` may start ``node`` now (the bound and resources aside): it is
-        ready and not set aside, and its pinned group, if any, is free or bound to
-        ``worker``."""
-        return self._ready.may_start(node, worker)
+        return self._walk.done or self._walk.ready_count == 0
 
     def _startable(self, node: int) -> bool:
-        return self.walk.is_ready(node) and (self._books is None or not self._books.aside(node))
+        return self._walk.is_ready(node) and (self._books is None or not self._books.aside(node))
 
     def record(self) -> Record | None:
         """What the shared resources cost the walk so far (None: it has none)."""
         return None if self._books is None else self._books.record()
-
-    def bound_groups(self, worker: Hashable) -> list[int]:
-        """The pinned groups bound to ``worker`` now (indexes into ``pinned``)."""
-        return self._ready.bound_groups(worker)
 
     def width(self) -> int:
         """How many tests can ever run at once, bound aside: the graph's :func:`width` without
         the tests that never run (unsatisfied from the start, skipped at once). O(V + E) the
         first time."""
         if self._width is None:
-            never = {*self.walk.unsatisfied, *(skip.node for skip in self.initial.skipped)}
+            never = {*self._walk.unsatisfied, *(skip.node for skip in self.initial.skipped)}
             self._width = width(self._graph, never)
         return self._width
 
@@ -270,10 +199,6 @@ class Dispatcher:
         if worker in self._workers:
             self._retired.add(worker)
 
-    def held(self, worker: Hashable) -> Sequence[int]:
-        """What ``worker`` holds, the one it runs first."""
-        return tuple(self._workers.get(worker, ()))
-
     def running_on(self, worker: Hashable) -> int | None:
         """The test ``worker`` runs now (the first it holds); None when it holds none."""
         held = self._workers.get(worker)
@@ -283,7 +208,7 @@ class Dispatcher:
         """Whether ``node`` ran with its teardown deferred and has not settled yet."""
         return node in self._unsettled
 
-    def unsettled_on(self, worker: Hashable) -> int | None:
+    def _unsettled_on(self, worker: Hashable) -> int | None:
         """The held test of ``worker`` that has not settled yet (None when there is none)."""
         return next((n for n, w in self._unsettled.items() if w == worker), None)
 
@@ -302,7 +227,7 @@ class Dispatcher:
         self._retired.discard(worker)
         self._last_group.pop(worker, None)
         self._chain.pop(worker, None)
-        unsettled = self.unsettled_on(worker)
+        unsettled = self._unsettled_on(worker)
         held = self._workers.pop(worker, None)
         if not held:
             return unsettled
@@ -311,10 +236,10 @@ class Dispatcher:
         for node in held:  # never began: another worker takes them
             del self._owner[node]
             self._queueing.forget(node)
-            self.walk.unstart(node)
+            self._walk.unstart(node)
             if self._books is not None:
                 self._books.unstart(node)
-            if self.walk.is_ready(node):
+            if self._walk.is_ready(node):
                 self._ready.place(node)
         return running
 
@@ -362,7 +287,7 @@ class Dispatcher:
         for node, worker in self._unsettled.items():
             if node in self._asked or self._workers.get(worker) or worker in self._retired:
                 continue  # its next test, or its shutdown, finishes the teardown anyway
-            waiting = self._chain_after(node) or self.walk.waiting_dependents(node)
+            waiting = self._chain_after(node) or self._walk.waiting_dependents(node)
             if not waiting and self._books is not None:
                 # the last test of a block: its settling frees what a waiting test needs
                 awaited = self._books.awaited(node)
@@ -389,7 +314,7 @@ class Dispatcher:
         for worker, block, waiter, scopes in self._books.kept_awaited() if self._books else ():
             mine = self._asked_scopes.setdefault(worker, set())
             if (self._workers.get(worker) or worker in self._retired or block in mine
-                    or self.unsettled_on(worker) in self._asked):
+                    or self._unsettled_on(worker) in self._asked):
                 continue  # its next test or shutdown goes first, or it was asked
             mine.add(block)
             towards, wanted = asked.setdefault(worker, (waiter, set()))
@@ -419,7 +344,7 @@ class Dispatcher:
         """Whether ``worker``'s held test, once settled, makes a test of its own group ready:
         then the worker waits for that chain (it is asked to settle, :meth:`teardowns`) rather
         than take a test that would tear down the fixtures the chain shares."""
-        held = self.unsettled_on(worker)
+        held = self._unsettled_on(worker)
         return held is not None and bool(self._chain_after(held))
 
     def _chain_after(self, held: int) -> list[int]:
@@ -427,7 +352,7 @@ class Dispatcher:
         group = self._group
         if group is None:
             return []
-        return [u for u in self.walk.released_by(held) if group[u] == group[held]]
+        return [u for u in self._walk.released_by(held) if group[u] == group[held]]
 
     def _continue_after(self, worker: Hashable, step: Step) -> None:
         """The tests ``step`` made ready in the group ``worker`` ran last: its chain."""
@@ -505,12 +430,12 @@ class Dispatcher:
     def _continue_chain(self, worker: Hashable) -> int | None:
         """A test the worker's last test made ready in its group, if it may take one now."""
         chain = self._chain.get(worker)
-        if not chain or self.bound_groups(worker):
+        if not chain or self._ready.bound_groups(worker):
             return None  # its pinned group (or --dist unit) comes first
         if self._full():
             return None
         for node in chain:  # best first
-            if self.may_start(node, worker) and (
+            if self._ready.may_start(node, worker) and (
                 self._books is None or self._books.check(node, worker) == START
             ):
                 self._take(node, worker)
@@ -592,7 +517,7 @@ class Dispatcher:
 
     def _resolve(self, node: int, satisfied: bool) -> Step:
         """Tell the walk how ``node`` went; place what became ready."""
-        step = self.walk.finish(node, satisfied)
+        step = self._walk.finish(node, satisfied)
         for v in [node, *(skip.node for skip in step.skipped)]:
             self._ready.unpin(v)
             if self._books is not None:
@@ -606,12 +531,12 @@ class Dispatcher:
 
     def _take(self, node: int, worker: Hashable) -> None:
         """Start ready ``node`` as the last one ``worker`` holds."""
-        self.walk.start(node)
+        self._walk.start(node)
         self._hand(node, worker)
 
     def _behind(self, node: int, last: int, worker: Hashable) -> None:
         """Start ``node``, which waits for ``last`` alone, behind it on ``worker``."""
-        self.walk.start_early(node, last)
+        self._walk.start_early(node, last)
         self._hand(node, worker)
 
     def _hand(self, node: int, worker: Hashable) -> None:
@@ -627,3 +552,56 @@ class Dispatcher:
         if self._group is not None:
             self._last_group[worker] = self._group[node]
         self._ready.bind(node, worker)
+
+
+
+class WalkView:
+    """A dispatcher's walk as it is now, read-only: what the tests of the walk check at every
+    event, beside what the dispatcher's one API answers."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self._of = dispatcher
+
+    @property
+    def skipped(self) -> Mapping[int, int]:
+        """Every skip so far: node -> root cause."""
+        return self._of._walk.skipped
+
+    @property
+    def in_flight(self) -> int:
+        """Nodes handed out and not finished (running or queued)."""
+        return self._of._walk.in_flight
+
+    @property
+    def ready_count(self) -> int:
+        """Nodes ready and not handed out."""
+        return self._of._walk.ready_count
+
+    @property
+    def running(self) -> int:
+        """Nodes running: one per worker that holds any (what the bound counts)."""
+        return self._of._busy
+
+    def is_ready(self, node: int) -> bool:
+        """Whether ``node`` is ready and not handed out."""
+        return self._of._walk.is_ready(node)
+
+    def root_cause(self, node: int) -> int | None:
+        """The root cause of a skipped node; None for a node that is not skipped."""
+        return self._of._walk.root_cause(node)
+
+    def may_start(self, node: int, worker: Hashable) -> bool:
+        """Whether ``worker`` may start ``node`` now (the bound and resources aside)."""
+        return self._of._ready.may_start(node, worker)
+
+    def bound_groups(self, worker: Hashable) -> list[int]:
+        """The pinned groups bound to ``worker`` now (indexes into ``pinned``)."""
+        return self._of._ready.bound_groups(worker)
+
+    def held(self, worker: Hashable) -> Sequence[int]:
+        """What ``worker`` holds, the one it runs first."""
+        return tuple(self._of._workers.get(worker, ()))
+
+    def unsettled_on(self, worker: Hashable) -> int | None:
+        """The held test of ``worker`` that has not settled yet (None when there is none)."""
+        return self._of._unsettled_on(worker)

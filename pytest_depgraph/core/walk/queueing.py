@@ -23,8 +23,9 @@ worker per round (priority spreads); a test is queued only when
 
 A queued test is a ready one (every dependency finished), but for the next test of a pinned
 group, which waits for the test it is queued behind alone and starts behind it (the walk's
-:meth:`~pytest_depgraph.core.walk.walker.Walker.start_early`). Either goes back to the walk only
-when its worker leaves before it began (:meth:`~pytest_depgraph.core.walk.walker.Walker.unstart`).
+:meth:`~pytest_depgraph.core.walk.walker.QueueingWalker.start_early`). Either goes back to the
+walk only when its worker leaves before it began
+(:meth:`~pytest_depgraph.core.walk.walker.QueueingWalker.unstart`).
 
 :class:`Queueing` chooses, one test at a time (:meth:`Queueing.choose`); the dispatcher applies
 each choice and tells it which tests it queued behind another finished or went back
@@ -40,7 +41,7 @@ from typing import NamedTuple
 from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.core.walk.ready import ReadyTests
 from pytest_depgraph.core.walk.resource_books import Books
-from pytest_depgraph.core.walk.walker import Walker
+from pytest_depgraph.core.walk.walker import QueueingWalker
 
 #: most tests a worker holds at once (the one it runs and those queued behind it)
 MAX_HOLD = 16
@@ -81,7 +82,7 @@ class Queueing:
     def __init__(
         self,
         graph: Graph,
-        walk: Walker,
+        walk: QueueingWalker,
         ready: ReadyTests,
         *,
         priority: Sequence[float] | None,

@@ -5,7 +5,8 @@ started (:meth:`Walker.start`) and reports its outcome (:meth:`Walker.finish`); 
 answers which nodes became ready and which will never run, with their root causes. It makes
 no choice between ready nodes: which one runs next, and where, is the dispatch policy's
 (:mod:`pytest_depgraph.core.walk.dispatch`). The serial run drives a walker directly; the xdist
-scheduler drives it through the policy.
+scheduler drives it through the policy, as a :class:`QueueingWalker`: the same walk with the
+verbs of workers that hold more than the test they run.
 
 A node is resolved once *all* of its dependencies have finished, never earlier: then it is
 skipped if one of its REQUIRES dependencies is unsatisfied (failed, skipped, or unsatisfied
@@ -151,58 +152,6 @@ class Walker:
         self._in_flight += 1
         self._ready_count -= 1
 
-    def early(self, node: int) -> list[int]:
-        """The nodes that wait only for ``node`` (started), through an AFTER edge, and that no
-        unsatisfied dependency holds back: they will be ready once ``node`` finished, whatever
-        its outcome. A caller that runs them after ``node`` in one queue may start them now
-        (:meth:`start_early`). O(AFTER-dependents of ``node``)."""
-        if self._state[node] != _STARTED:
-            return []
-        state, waiting, cause = self._state, self._waiting, self._cause
-        return [
-            u for u in self._after_dependents[node]
-            if waiting[u] == 1 and state[u] == _WAITING and cause[u] is None
-            and (u not in self._cleanups or self._target_ran(u))
-        ]
-
-    def waiting_dependents(self, node: int) -> list[int]:
-        """The dependents of ``node`` that still wait for their dependencies (``node`` among
-        them, if it has not finished). O(dependents of ``node``)."""
-        state = self._state
-        return [
-            u for dependents in (self._requires_dependents[node], self._after_dependents[node])
-            for u in dependents if state[u] == _WAITING
-        ]
-
-    def released_by(self, node: int) -> list[int]:
-        """The dependents of ``node`` that wait for ``node`` alone: they are decided (ready or
-        skipped) when it finishes. O(dependents of ``node``)."""
-        state, waiting = self._state, self._waiting
-        return [
-            u for dependents in (self._requires_dependents[node], self._after_dependents[node])
-            for u in dependents if state[u] == _WAITING and waiting[u] == 1
-        ]
-
-    def start_early(self, node: int, after: int) -> None:
-        """Start ``node`` before ``after`` finished, to run behind it (see :meth:`early`).
-        ValueError if ``node`` does not wait for ``after`` alone. O(AFTER-dependents)."""
-        if node not in self.early(after):
-            raise ValueError(f"node {node} does not wait for {after} alone")
-        self._state[node] = _STARTED
-        self._in_flight += 1
-
-    def unstart(self, node: int) -> None:
-        """A started node that never began (its worker left first) waits again: it is ready
-        again, or waits for the dependency it was started early behind. O(1)."""
-        if not 0 <= node < self._size or self._state[node] != _STARTED:
-            raise ValueError(f"node {node} is not running")
-        self._in_flight -= 1
-        if self._waiting[node]:
-            self._state[node] = _WAITING
-        else:
-            self._state[node] = _READY
-            self._ready_count += 1
-
     def finish(self, node: int, satisfied: bool) -> Step:
         """Record the outcome of a started node; say what became ready and what skips.
 
@@ -260,3 +209,61 @@ class Walker:
         state, ran = self._state, self._ran
         return any(state[t] == _FINISHED and ran(t) for t in self._cleanups[cleanup])
 
+
+class QueueingWalker(Walker):
+    """The walk of workers that hold more than the test they run
+    (:mod:`~pytest_depgraph.core.walk.queueing`): beside graphlib's verbs, the tests a started
+    one will release, the next one started behind it before it is ready, a started test given
+    back when its worker left before it began."""
+
+    def early(self, node: int) -> list[int]:
+        """The nodes that wait only for ``node`` (started), through an AFTER edge, and that no
+        unsatisfied dependency holds back: they will be ready once ``node`` finished, whatever
+        its outcome. A caller that runs them after ``node`` in one queue may start them now
+        (:meth:`start_early`). O(AFTER-dependents of ``node``)."""
+        if self._state[node] != _STARTED:
+            return []
+        state, waiting, cause = self._state, self._waiting, self._cause
+        return [
+            u for u in self._after_dependents[node]
+            if waiting[u] == 1 and state[u] == _WAITING and cause[u] is None
+            and (u not in self._cleanups or self._target_ran(u))
+        ]
+
+    def waiting_dependents(self, node: int) -> list[int]:
+        """The dependents of ``node`` that still wait for their dependencies (``node`` among
+        them, if it has not finished). O(dependents of ``node``)."""
+        state = self._state
+        return [
+            u for dependents in (self._requires_dependents[node], self._after_dependents[node])
+            for u in dependents if state[u] == _WAITING
+        ]
+
+    def released_by(self, node: int) -> list[int]:
+        """The dependents of ``node`` that wait for ``node`` alone: they are decided (ready or
+        skipped) when it finishes. O(dependents of ``node``)."""
+        state, waiting = self._state, self._waiting
+        return [
+            u for dependents in (self._requires_dependents[node], self._after_dependents[node])
+            for u in dependents if state[u] == _WAITING and waiting[u] == 1
+        ]
+
+    def start_early(self, node: int, after: int) -> None:
+        """Start ``node`` before ``after`` finished, to run behind it (see :meth:`early`).
+        ValueError if ``node`` does not wait for ``after`` alone. O(AFTER-dependents)."""
+        if node not in self.early(after):
+            raise ValueError(f"node {node} does not wait for {after} alone")
+        self._state[node] = _STARTED
+        self._in_flight += 1
+
+    def unstart(self, node: int) -> None:
+        """A started node that never began (its worker left first) waits again: it is ready
+        again, or waits for the dependency it was started early behind. O(1)."""
+        if not 0 <= node < self._size or self._state[node] != _STARTED:
+            raise ValueError(f"node {node} is not running")
+        self._in_flight -= 1
+        if self._waiting[node]:
+            self._state[node] = _WAITING
+        else:
+            self._state[node] = _READY
+            self._ready_count += 1

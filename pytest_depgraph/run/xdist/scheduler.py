@@ -419,29 +419,13 @@ def _dispatcher(
     previous run's seconds, at most ``limit`` tests running, each worker holding a few, the
     tests' resources granted by the books (on this process's clock, the run report's); a
     cleanup runs if one of its targets ran (as ``recorder`` says)."""
-    from pytest_depgraph.core.walk import claims, dispatch
+    from pytest_depgraph.core.walk import dispatch, inputs
 
-    size = len(plan.nodeids)
     nodeids = plan.nodeids
-    weight = dispatch.weights(durations, plan.item_count, size)
-    group = plan.group
-    return dispatch.Dispatcher(
-        plan.graph,
-        # looked up in the module when called: the bench replaces it to measure plain
-        # collection order (bench/xdist_bench.py)
-        priority=dispatch.priorities(plan.graph, weight),
-        weight=weight,
-        group=group + [-1] * (size - len(group)) if len(group) < size else group[:size],
-        limit=limit,
-        unsatisfied=[*plan.broken, *plan.external],
-        pinned=plan.pinned,
-        hold=dispatch.MAX_HOLD,
-        durations=durations,
-        claims=claims.claims_of(plan, limit) if plan.resources else None,
-        clock=time.time,
-        cleanups={n: cleanup.targets for n, cleanup in plan.cleanups.items()},
+    return dispatch.Dispatcher(inputs.from_plan(
+        plan, durations, limit, dispatch.MAX_HOLD, clock=time.time,
         ran=lambda node: recorder.ran(nodeids[node]),
-    )
+    ))
 
 
 def _gateway_id(worker: Any) -> str:
