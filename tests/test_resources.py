@@ -242,6 +242,14 @@ def test_a_session_block_lends_its_lock_to_its_worker_until_it_ends() -> None:
     walk.complete("w0", 2, True)
     assert walk.assign(first="w1") == [("w0", [3])]
     assert walk.scope_teardowns() == [] and walk.ends() == []
+    walk.complete("w0", 3, True)
+    # 2 and 3 ran under the block's lock, not beside it: one writer at a time, so the
+    # seconds gpu was written are those it was held (they were counted twice: the block's
+    # whole life, and 2's and 3's own runs again)
+    record = walk.record()
+    assert record is not None
+    (gpu,) = record.uses
+    assert gpu.written == gpu.held > 0
 
 
 def test_a_writer_that_two_sessions_readers_keep_out_waits_for_one_worker_to_end() -> None:

@@ -130,6 +130,8 @@ class Books:
         self._start_count: dict[int, int] = {}
         self._starts = 0
         self._lent: dict[Hashable, dict[int, bool]] = {}
+        #: node -> the claims it took at its start (not those a kept block lends its worker)
+        self._took: dict[int, list[Claim]] = {}
         #: the workers shut down early for what their session's blocks kept
         self._ended: list[Ended] = []
         # the figures
@@ -172,7 +174,7 @@ class Books:
         lent = self._lent.get(worker)
         for resource, writes in claims:
             keeps = None if lent is None else lent.get(resource)
-            if keeps is not None and (keeps or not writes):
+            if self._covered(keeps, writes):
                 continue  # a block of the session keeps it on this worker: the test runs there
             if not self._free(resource, writes, node, own_reader=keeps is False):
                 return self._wait(node, LOCK, resource)
@@ -288,7 +290,13 @@ class Books:
         self._started.add(node)
         block = self._block_of.get(node)
         if block is None:
-            for resource, writes in self._claims.tests.get(node, ()):
+            # what a kept block of the session lends the worker is the block's: the test
+            # holds it under the block's lock, not a second time
+            lent = self._lent.get(worker, {})
+            took = self._took[node] = [
+                (resource, writes) for resource, writes in self._claims.tests.get(node, ())
+                if not self._covered(lent.get(resource), writes)]
+            for resource, writes in took:
                 self._take(resource, writes, node, now)
         else:
             if block not in self._open:
@@ -332,7 +340,7 @@ class Books:
         block = self._block_of.get(node)
         if block is None:
             self._used -= self._slots(node)
-            for resource, writes in self._claims.tests.get(node, ()):
+            for resource, writes in self._took.pop(node, ()):
                 self._give(resource, writes, node, now)
         else:
             self._active[block] -= 1
@@ -553,6 +561,12 @@ class Books:
         if not self._pending[block] and not self._active[block] and block in self._keeps:
             self._used -= self._keeps.pop(block)
             self._wake_list(self._wait_slots)
+
+    @staticmethod
+    def _covered(keeps: bool | None, writes: bool) -> bool:
+        """Whether a claim (``writes``) is covered by what a kept block of the session lends
+        the worker (``keeps``: it writes the resource; None: it lends none of it)."""
+        return keeps is not None and (keeps or not writes)
 
     def _lend(self, worker: Hashable) -> None:
         """What the kept blocks of the session on ``worker`` lend its tests, anew."""
