@@ -12,8 +12,10 @@ import socket
 
 import pytest
 
+from pytest_depgraph.discover.child import read_record
 from pytest_depgraph.discover.findings import Named, covered, line
 from pytest_depgraph.discover.search import CONFLICTS, NEEDS, Finding
+from pytest_depgraph.discover.server import Runner
 
 #: a module global read along a chain (c needs b needs a), an environment variable one test
 #: sets and another reads, a file in the session's temporary folder, a declared pair, a test
@@ -224,6 +226,48 @@ def test_a_gateway_that_cannot_start_is_a_usage_error(pytester: pytest.Pytester)
         f"ERROR: --tx socket=127.0.0.1:{port}: cannot start the gateway (*refused*)*",
     ])
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "started"])
+def test_a_slots_list_runs_in_a_fresh_session_and_its_record_comes_back(
+    pytester: pytest.Pytester, fork: bool
+) -> None:
+    """A slot's side (on a gateway or here): a list forked from the zygote, or, where the
+    system does not fork, started as ``python -m pytest``; the record and the exit code come
+    back in the answer, and the slot's folder goes when it closes."""
+    if fork and not hasattr(os, "fork"):
+        pytest.skip("the system does not fork")
+    pytester.makepyfile(test_r="""
+        import os
+
+        def test_one():
+            pass
+
+        def test_two():
+            assert 0
+
+        def test_exit():
+            os._exit(3)
+
+        def test_never():
+            pass
+    """)
+    runner = Runner(str(pytester.path), fork, cache=False)
+    try:
+        answer = runner.run({
+            "args": ["-p", "no:cacheprovider", f"--rootdir={pytester.path}",
+                     str(pytester.path / "test_r.py")],
+            "tests": ["test_r.py::test_two", "test_r.py::test_one", "test_r.py::test_exit",
+                      "test_r.py::test_never"],
+        })
+    finally:
+        runner.close()
+    assert read_record(answer["record"]) == (
+        {"test_r.py::test_two": False, "test_r.py::test_one": True, "test_r.py::test_exit": False},
+        "test_r.py::test_exit",
+    )
+    assert answer["code"] == 3
+    assert not os.path.exists(runner.workdir)
 
 
 def test_nothing_hidden_exits_0_and_bad_paths_are_usage_errors(pytester: pytest.Pytester) -> None:
