@@ -158,7 +158,11 @@ def test_forked_on_a_gateway():
     hidden = [(e["kind"], e["test"], e["other"]) for e in found if e["kind"] != "flaky"]
     assert hidden == [("needs", "test_two.py::test_read", "test_two.py::test_fill")]
     assert all(e["test"] == "test_two.py::test_coin" for e in found if e["kind"] == "flaky")
-    result.stdout.fnmatch_lines(["*(2 at once)*"])
+    result.stdout.fnmatch_lines([
+        "depgraph discover: 5 tests in orders consistent with the declared graph, on 2 "
+        "gateways at once (2*popen)",
+        "*(2 at once)*",
+    ])
     assert "test_forked_on_a_gateway" not in result.stdout.str()  # it passed everywhere
     assert "workers [" not in result.stdout.str()  # xdist started no worker session
 

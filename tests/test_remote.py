@@ -273,4 +273,7 @@ def test_discovery_on_remote_gateways_without_a_shared_filesystem(
     ]
     text = result.stdout.str()
     assert "failing in pytest's own order" not in text  # test_runs_off_the_controller passed
-    result.stdout.fnmatch_lines(["*2 processes at once*", "cost: * (2 at once), *"])
+    result.stdout.fnmatch_lines([
+        f"*on 2 gateways at once (socket=127.0.0.1:{ports[0]}, socket=127.0.0.1:{ports[1]})",
+        "cost: * (2 at once), *",
+    ])

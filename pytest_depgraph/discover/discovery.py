@@ -110,9 +110,12 @@ class Discovery:
 
         terminal = config.pluginmanager.get_plugin("terminalreporter")
         if terminal is not None and config.get_verbosity() >= 0:
+            where = (f"on {self.workers} gateway{'s' if self.workers != 1 else ''} at once "
+                     f"({_specs(self.specs)})" if self.specs else
+                     f"{self.workers} process{'es' if self.workers != 1 else ''} at once")
             terminal.write_line(
                 f"depgraph discover: {tests(count)} in orders consistent with the declared "
-                f"graph, {self.workers} process{'es' if self.workers != 1 else ''} at once"
+                f"graph, {where}"
             )
         try:
             self.discovered = discover(graph, count, run, config.option.depgraph_discover_verify)
@@ -146,6 +149,14 @@ class Discovery:
         findings.summary(terminalreporter, self.discovered, self.named, self.processes,
                        self.workers, self.seconds,
                        session_state(config).settings.discover_json)
+
+
+def _specs(specs: Sequence[str]) -> str:
+    """The gateways' specs as ``--tx`` takes them: ``2*popen, socket=host:8888``."""
+    counts: dict[str, int] = {}
+    for spec in specs:
+        counts[spec] = counts.get(spec, 0) + 1
+    return ", ".join(spec if n == 1 else f"{n}*{spec}" for spec, n in counts.items())
 
 
 def _location(item: pytest.Item) -> str:
