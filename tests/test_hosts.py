@@ -660,6 +660,8 @@ def test_a_discoverys_gateways_are_made_and_fed_as_xdists(pytester: pytest.Pytes
         assert channel.receive(10) == str(elsewhere), "remote_exec no longer runs in chdir"
     finally:
         gateways.close()
+    with pytest.raises(door.GatewayFailed, match=r"^ValueError: .*'nonsense'$"):
+        door.Gateways(config, ["nonsense"]).open(0)
 
 
 def test_a_configure_time_warning_can_be_placed_at_a_line_of_a_file(

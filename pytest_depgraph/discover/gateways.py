@@ -74,13 +74,11 @@ def open_children(config: pytest.Config, specs: Sequence[str], options: Sequence
         for index, spec in enumerate(specs):
             try:
                 gateway = gateways.open(index)
-            except pytest.UsageError:
-                raise
-            except Exception as error:
+            except xdist.GatewayFailed as error:
                 raise pytest.UsageError(
-                    f"--tx {spec}: cannot start the gateway ({type(error).__name__}: "
-                    f"{error}); check the spec, that the host is reachable and, for socket=, "
-                    "that execnet's socket server runs there"
+                    f"--tx {spec}: cannot start the gateway ({error}); check the spec, that "
+                    "the host is reachable and, for socket=, that execnet's socket server "
+                    "runs there"
                 ) from None
             remote = xdist.is_remote(gateway)
             roots = gateways.roots if remote else None

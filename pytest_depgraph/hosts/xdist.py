@@ -93,6 +93,10 @@ def tx_specs(config: pytest.Config) -> list[str]:
     return [str(spec) for spec in parse_tx_spec_config(config)]
 
 
+class GatewayFailed(Exception):
+    """A gateway that execnet could not make: what it said."""
+
+
 class Gateways:
     """execnet gateways made from ``specs`` as xdist makes its workers' (a discovery's slots):
     ``workermanage.NodeManager`` gives them their ids (gw0, gw1, ...), execnet's
@@ -110,9 +114,16 @@ class Gateways:
         self.roots: list[Path] = [Path(root) for root in self._manager.roots]
 
     def open(self, index: int) -> Any:
-        """The gateway of the ``index``-th spec, connected and sent the roots. Raises what
-        execnet raises when it cannot connect (``OSError``, ``execnet.HostNotFound``, ...)."""
-        gateway = self._manager.group.makegateway(self._manager.specs[index])
+        """The gateway of the ``index``-th spec, connected and sent the roots;
+        :class:`GatewayFailed` when execnet cannot make it (``OSError``, ``HostNotFound``, a
+        spec it does not read, ...)."""
+        spec = self._manager.specs[index]
+        try:
+            gateway = self._manager.group.makegateway(spec)
+        except Exception as error:
+            # NodeManager prefixes each spec with the execution model: not the user's words
+            said = str(error).replace(f"execmodel={spec.execmodel}//", "")
+            raise GatewayFailed(f"{type(error).__name__}: {said}") from None
         self._manager.rsync_roots(gateway)
         return gateway
 
