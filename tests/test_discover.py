@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import venv
 
 import pytest
 
@@ -218,7 +219,12 @@ def test_where():
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
 
 
-def test_a_gateway_that_cannot_start_is_a_usage_error(pytester: pytest.Pytester) -> None:
+def test_a_gateway_that_cannot_start_or_run_pytest_is_a_usage_error(
+    pytester: pytest.Pytester,
+) -> None:
+    """A spec nothing answers, and a gateway whose Python has no pytest (a bare virtualenv):
+    each stops the discovery naming the spec, without a traceback (the second ran every list
+    and reported every test as failing in pytest's order)."""
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
@@ -228,6 +234,18 @@ def test_a_gateway_that_cannot_start_is_a_usage_error(pytester: pytest.Pytester)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
         f"ERROR: --tx socket=127.0.0.1:{port}: cannot start the gateway (*refused*)*",
+    ])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    bare = pytester.path / "bare"
+    venv.create(bare, with_pip=False)
+    python = bare / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    result = pytester.runpytest("-p", "xdist", "--depgraph-discover",
+                                "--tx", f"popen//python={python}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([
+        f"*depgraph discover: a discovery process on gw0 (popen//python={python}) ended with "
+        "exit code 1 before running any test:",
+        "*No module named pytest*",
     ])
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
 

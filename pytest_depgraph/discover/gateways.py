@@ -26,6 +26,7 @@ from pytest_depgraph.discover.children import (
     Children,
     Slot,
     keeps_cache,
+    local_options,
 )
 from pytest_depgraph.hosts import xdist
 
@@ -83,11 +84,18 @@ def open_children(config: pytest.Config, specs: Sequence[str], options: Sequence
             remote = xdist.is_remote(gateway)
             roots = gateways.roots if remote else None
             slot_options = (_remote_options(config, spec, gateways.roots, options, files)
-                            if remote else _local_options(config, options))
-            channel = xdist.execute(gateway, server)
-            channel.send({"cwd": None if remote else str(config.invocation_params.dir),
-                          "fork": None, "cache": keeps_cache(config)})
-            started = channel.receive()
+                            if remote else local_options(config, options))
+            try:
+                channel = xdist.execute(gateway, server)
+                channel.send({"cwd": None if remote else str(config.invocation_params.dir),
+                              "fork": None, "cache": keeps_cache(config)})
+                started = channel.receive()
+            except Exception as error:  # the gateway's side raised, or the gateway ended
+                said = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+                raise pytest.UsageError(
+                    f"--tx {spec}: the gateway started but cannot run a discovery's lists: "
+                    f"{said}"
+                ) from None
             slots.append(GatewaySlot(gateway, spec, channel, str(started["python"]),
                                      slot_options, roots))
     except BaseException:
@@ -96,13 +104,6 @@ def open_children(config: pytest.Config, specs: Sequence[str], options: Sequence
         gateways.close()
         raise
     return Children(slots, config.rootpath, then=gateways.close)
-
-
-def _local_options(config: pytest.Config, options: Sequence[str]) -> list[str]:
-    kept = [*options, f"--rootdir={config.rootpath}"]
-    if config.inipath is not None:
-        kept += ["-c", str(config.inipath)]
-    return kept
 
 
 def _remote_options(config: pytest.Config, spec: str, roots: Sequence[Path],
