@@ -1,4 +1,4 @@
-"""pytest-xdist's internals behind one door each: the worker loop, a worker's events, the session.
+"""pytest-xdist's internals behind one door each: a worker's loop and events, the session, gateways.
 
 Checked against pytest-xdist 3.7 and 3.8 (the plugin requires ``>=3.7,<4``; ``TestQueue`` with
 its ``lock()`` appeared in 3.7). What xdist documents -- its hooks, ``config.workerinput``, and
