@@ -188,6 +188,7 @@ def test_checkout():
 
 def test_where():
     assert os.path.basename(os.getcwd()) in ("elsewhere", {pytester.path.name!r})
+    assert os.path.dirname(__file__).endswith("suite")
 """)
     elsewhere = pytester.path.parent / f"{pytester.path.name}-elsewhere" / "elsewhere"
     elsewhere.parent.mkdir()
@@ -204,6 +205,15 @@ def test_where():
     ])
     assert "failing in pytest's own order" not in result.stdout.str()
     assert (elsewhere / "suite" / "test_moved.py").exists()  # rsynced there
+    # the rootdir itself sent: the sessions there start from its copy
+    result = pytester.runpytest(
+        "-p", "xdist", "-W", "ignore::DeprecationWarning", "--depgraph-discover",
+        "--depgraph-discover-verify", "1", "--tx", f"popen//chdir={elsewhere}",
+        "--rsyncdir", str(pytester.path), str(suite),
+    )
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["needs     suite/test_moved.py::test_checkout needs *"])
+    assert (elsewhere / pytester.path.name / "suite" / "test_moved.py").exists()
     other = pytester.mkpydir("other")
     (other / "test_left_here.py").write_text("def test_one():\n    pass\n")
     result = pytester.runpytest(
