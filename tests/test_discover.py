@@ -7,11 +7,16 @@ all it can; the search itself is tested in-process in ``test_discover_search.py`
 from __future__ import annotations
 
 import json
+import os
+import socket
+import venv
 
 import pytest
 
+from pytest_depgraph.discover.child import read_record
 from pytest_depgraph.discover.findings import Named, covered, line
 from pytest_depgraph.discover.search import CONFLICTS, NEEDS, Finding
+from pytest_depgraph.discover.server import Runner
 
 #: a module global read along a chain (c needs b needs a), an environment variable one test
 #: sets and another reads, a file in the session's temporary folder, a declared pair, a test
@@ -106,28 +111,47 @@ def test_serial_discovery_finds_reports_and_writes_json(pytester: pytest.Pyteste
     assert not lastfailed.exists() or "test_always_fails" not in lastfailed.read_text()
 
 
-def test_discovery_on_two_processes_with_a_flaky_test(pytester: pytest.Pytester) -> None:
-    """``-n 2``: two processes at once, no xdist worker; a test failing at random is never a
-    dependency (flaky, failing in pytest's order, or nothing when it happened to agree)."""
-    pytester.makepyfile(test_two="""
-        import random
-        import pytest
+#: (in a suite's module) the parent of a process, from Linux's /proc
+PARENT = """
+def parent(pid):
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+"""
 
-        SEEN = []
 
-        def test_fill():
-            SEEN.append(1)
+def test_discovery_on_two_gateways_with_a_flaky_test(pytester: pytest.Pytester) -> None:
+    """``-n 2``: two execnet gateways at once, as xdist makes its workers' (no worker session
+    starts on them); each list runs in a process forked on a gateway's side, not here; a test
+    failing at random is never a dependency (flaky, failing in pytest's order, or nothing
+    when it happened to agree)."""
+    if not os.path.exists(f"/proc/{os.getpid()}/stat"):
+        pytest.skip("reads the processes' parents from Linux's /proc")
+    pytester.makepyfile(test_two=PARENT + f"""
+import random
+import os
+import pytest
 
-        def test_read():
-            assert SEEN
+SEEN = []
+CONTROLLER = {os.getpid()}
 
-        def test_coin():
-            assert random.random() < 0.5
+def test_fill():
+    SEEN.append(1)
 
-        @pytest.mark.depends_on("test_fill")
-        def test_declared():
-            assert SEEN
-    """)
+def test_read():
+    assert SEEN
+
+def test_coin():
+    assert random.random() < 0.5
+
+@pytest.mark.depends_on("test_fill")
+def test_declared():
+    assert SEEN
+
+def test_forked_on_a_gateway():
+    zygote = os.getppid()
+    gateway = parent(zygote)
+    assert gateway != CONTROLLER and parent(gateway) == CONTROLLER
+""")
     result = pytester.runpytest("-n", "2", "--depgraph-discover",
                                 "--depgraph-discover-json", "found.json")
     assert result.ret == 1
@@ -135,8 +159,147 @@ def test_discovery_on_two_processes_with_a_flaky_test(pytester: pytest.Pytester)
     hidden = [(e["kind"], e["test"], e["other"]) for e in found if e["kind"] != "flaky"]
     assert hidden == [("needs", "test_two.py::test_read", "test_two.py::test_fill")]
     assert all(e["test"] == "test_two.py::test_coin" for e in found if e["kind"] == "flaky")
-    result.stdout.fnmatch_lines(["*(2 at once)*"])
-    assert "workers [" not in result.stdout.str()  # xdist started none
+    result.stdout.fnmatch_lines([
+        "depgraph discover: 5 tests in orders consistent with the declared graph, on 2 "
+        "gateways at once (2*popen)",
+        "*(2 at once)*",
+    ])
+    assert "test_forked_on_a_gateway" not in result.stdout.str()  # it passed everywhere
+    assert "workers [" not in result.stdout.str()  # xdist started no worker session
+
+
+def test_discovery_on_a_gateway_in_a_folder_of_its_own(pytester: pytest.Pytester) -> None:
+    """``--tx popen//chdir=DIR``: a gateway that works in another folder receives the
+    ``--rsyncdir`` folders, as a remote one does, and its children name the tests as this
+    session does; beside it a ``popen`` gateway in this folder. A test file the gateway does
+    not receive is a usage error naming the spec."""
+    suite = pytester.mkpydir("suite")
+    (suite / "test_moved.py").write_text(PARENT + f"""
+import os
+
+CART = []
+HERE = {str(suite)!r}
+
+def test_add():
+    CART.append(1)
+
+def test_checkout():
+    assert CART == [1]
+
+def test_where():
+    assert os.path.basename(os.getcwd()) in ("elsewhere", {pytester.path.name!r})
+    assert os.path.dirname(__file__).endswith("suite")
+""")
+    elsewhere = pytester.path.parent / f"{pytester.path.name}-elsewhere" / "elsewhere"
+    elsewhere.parent.mkdir()
+    result = pytester.runpytest(
+        "-p", "xdist", "-W", "ignore::DeprecationWarning",  # --rsyncdir: removed in xdist 4
+        "--depgraph-discover", "--depgraph-discover-verify", "1",
+        "--tx", "popen", "--tx", f"popen//chdir={elsewhere}", "--rsyncdir", str(suite),
+        str(suite),
+    )
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "needs     suite/test_moved.py::test_checkout needs suite/test_moved.py::test_add*",
+        "cost: * (2 at once), *",
+    ])
+    assert "failing in pytest's own order" not in result.stdout.str()
+    assert (elsewhere / "suite" / "test_moved.py").exists()  # rsynced there
+    # the rootdir itself sent: the sessions there start from its copy
+    result = pytester.runpytest(
+        "-p", "xdist", "-W", "ignore::DeprecationWarning", "--depgraph-discover",
+        "--depgraph-discover-verify", "1", "--tx", f"popen//chdir={elsewhere}",
+        "--rsyncdir", str(pytester.path), str(suite),
+    )
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["needs     suite/test_moved.py::test_checkout needs *"])
+    assert (elsewhere / pytester.path.name / "suite" / "test_moved.py").exists()
+    other = pytester.mkpydir("other")
+    (other / "test_left_here.py").write_text("def test_one():\n    pass\n")
+    result = pytester.runpytest(
+        "-p", "xdist", "-W", "ignore::DeprecationWarning", "--depgraph-discover",
+        "--tx", f"popen//chdir={elsewhere}", "--rsyncdir", str(suite), str(suite), str(other),
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        f"ERROR: --tx popen//chdir={elsewhere}: the test file other/test_left_here.py is not "
+        f"in a folder the gateway receives (*, {suite}): add --rsyncdir {pytester.path} (the "
+        "rootdir), or run the discovery there",
+    ])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_gateway_that_cannot_start_or_run_pytest_is_a_usage_error(
+    pytester: pytest.Pytester,
+) -> None:
+    """A spec nothing answers, and a gateway whose Python has no pytest (a bare virtualenv):
+    each stops the discovery naming the spec, without a traceback (the second ran every list
+    and reported every test as failing in pytest's order)."""
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # nothing listens there once the socket is closed
+    result = pytester.runpytest("-p", "xdist", "--depgraph-discover",
+                                "--tx", f"socket=127.0.0.1:{port}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        f"ERROR: --tx socket=127.0.0.1:{port}: cannot start the gateway (*refused*)*",
+    ])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    bare = pytester.path / "bare"
+    venv.create(bare, with_pip=False)
+    python = bare / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    result = pytester.runpytest("-p", "xdist", "--depgraph-discover",
+                                "--tx", f"popen//python={python}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([
+        f"*depgraph discover: a discovery process on gw0 (popen//python={python}) ended with "
+        "exit code 1 before running any test:",
+        "*No module named pytest*",
+    ])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "started"])
+def test_a_slots_list_runs_in_a_fresh_session_and_its_record_comes_back(
+    pytester: pytest.Pytester, fork: bool
+) -> None:
+    """A slot's side (on a gateway or here): a list forked from the zygote, or, where the
+    system does not fork, started as ``python -m pytest``; the record and the exit code come
+    back in the answer, and the slot's folder goes when it closes."""
+    if fork and not hasattr(os, "fork"):
+        pytest.skip("the system does not fork")
+    pytester.makepyfile(test_r="""
+        import os
+
+        def test_one():
+            pass
+
+        def test_two():
+            assert 0
+
+        def test_exit():
+            os._exit(3)
+
+        def test_never():
+            pass
+    """)
+    runner = Runner(str(pytester.path), fork, cache=False)
+    try:
+        answer = runner.run({
+            "args": ["-p", "no:cacheprovider", f"--rootdir={pytester.path}",
+                     str(pytester.path / "test_r.py")],
+            "tests": ["test_r.py::test_two", "test_r.py::test_one", "test_r.py::test_exit",
+                      "test_r.py::test_never"],
+        })
+    finally:
+        runner.close()
+    assert read_record(answer["record"]) == (
+        {"test_r.py::test_two": False, "test_r.py::test_one": True, "test_r.py::test_exit": False},
+        "test_r.py::test_exit",
+    )
+    assert answer["code"] == 3
+    assert not os.path.exists(runner.workdir)
 
 
 def test_nothing_hidden_exits_0_and_bad_paths_are_usage_errors(pytester: pytest.Pytester) -> None:

@@ -635,6 +635,35 @@ def test_workers_asked_for_are_counted_and_not_started(pytester: pytest.Pytester
     assert (config.option.tx, config.option.dist, config.option.numprocesses) == ([], "no", 0)
 
 
+def test_a_discoverys_gateways_are_made_and_fed_as_xdists(pytester: pytest.Pytester) -> None:
+    """The specs as xdist reads them, its NodeManager's gateways and rsync, its rule for a
+    gateway in a folder of its own and its paths relative to the roots, execnet's
+    remote_exec: a discovery's slots (``discover/gateways.py``)."""
+    suite = pytester.mkpydir("suite")
+    (suite / "test_x.py").write_text("def test_x():\n    pass\n")
+    elsewhere = pytester.path / "elsewhere"
+    config = pytester.parseconfig("-p", "xdist", "--tx", "2*popen", "--rsyncdir", str(suite))
+    assert door.tx_specs(config) == ["popen", "popen"], "xdist no longer reads 2*popen as two"
+    gateways = door.Gateways(config, ["popen", f"popen//chdir={elsewhere}"])
+    try:
+        assert suite in gateways.roots, "xdist's NodeManager no longer keeps the rsync roots"
+        local, remote = gateways.open(0), gateways.open(1)
+        assert (local.id, door.is_remote(local)) == ("gw0", False)
+        assert (remote.id, door.is_remote(remote)) == ("gw1", True)
+        assert (elsewhere / "suite" / "test_x.py").exists(), "rsync_roots sent nothing"
+        assert door.relative_to_roots(gateways.roots, [str(suite / "test_x.py"), "-q"]) == [
+            "suite/test_x.py", "-q"
+        ], "make_reltoroot no longer names a path by its root's name"
+        with pytest.raises(ValueError):
+            door.relative_to_roots([suite], [str(pytester.path)])
+        channel = door.execute(remote, "import os; channel.send(os.getcwd())")
+        assert channel.receive(10) == str(elsewhere), "remote_exec no longer runs in chdir"
+    finally:
+        gateways.close()
+    with pytest.raises(door.GatewayFailed, match=r"^ValueError: .*'nonsense'$"):
+        door.Gateways(config, ["nonsense"]).open(0)
+
+
 def test_a_configure_time_warning_can_be_placed_at_a_line_of_a_file(
     pytester: pytest.Pytester,
 ) -> None:

@@ -1,4 +1,5 @@
-"""Remote xdist workers that share no filesystem with the controller: values, skips, order.
+"""Remote xdist gateways that share no filesystem with the controller: a run's workers (values,
+skips, order) and a discovery's slots.
 
 Each worker is an execnet socket server in its own mount namespace (``unshare -m``) with a
 fresh tmpfs on /tmp: it sees neither the controller's /tmp (where pytester's suite and any
@@ -10,6 +11,7 @@ root); skipped, saying why, where unshare or mount is not permitted.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import shlex
@@ -217,3 +219,61 @@ def test_remote_workers_without_a_shared_filesystem(pytester: pytest.Pytester) -
         "test_needs_broken": root_cause,
         "test_needs_broken_transitively": root_cause,
     }
+
+
+#: a discovery's suite on the isolated gateways: a need, a conflict, and a test that passes
+#: only where the controller's folders are out of sight (its lists ran there, not here)
+DISCOVERY_SUITE = '''
+import os
+
+CONTROLLER_FOLDER = {folder!r}
+STATE = []
+
+def test_fill():
+    STATE.append(1)
+
+def test_read():
+    assert STATE == [1]
+
+def test_default_mode():
+    assert os.environ.get("REMOTE_MODE", "prod") == "prod"
+
+def test_debug_mode():
+    os.environ["REMOTE_MODE"] = "debug"
+
+def test_runs_off_the_controller():
+    assert not os.path.exists(CONTROLLER_FOLDER)
+'''
+
+
+def test_discovery_on_remote_gateways_without_a_shared_filesystem(
+    pytester: pytest.Pytester,
+) -> None:
+    """``--depgraph-discover`` with two ``socket=`` gateways: the suite reaches them through
+    ``--rsyncdir``, each list runs in a fresh pytest there and its record comes back over the
+    channel (no path of the controller exists there)."""
+    suite = pytester.mkpydir("remote")
+    (suite / "test_hidden.py").write_text(DISCOVERY_SUITE.format(folder=str(pytester.path)))
+    with isolated_workers(2) as ports:
+        result = pytester.runpytest(
+            "-p", "xdist", "-W", "ignore::DeprecationWarning",  # --rsyncdir: removed in xdist 4
+            "--depgraph-discover", "--depgraph-discover-verify", "1",
+            "--depgraph-discover-json", "found.json",
+            *(arg for port in ports for arg in ("--tx", f"socket=127.0.0.1:{port}")),
+            "--rsyncdir", str(suite), str(suite / "test_hidden.py"),
+        )
+    assert _running_servers(ports) == []
+    assert result.ret == 1, result.stdout.str()
+    found = json.loads((pytester.path / "found.json").read_text())
+    assert [(e["kind"], e["test"], e["other"], e["location"]) for e in found] == [
+        ("needs", "remote/test_hidden.py::test_read", "remote/test_hidden.py::test_fill",
+         "remote/test_hidden.py:10"),
+        ("conflicts", "remote/test_hidden.py::test_default_mode",
+         "remote/test_hidden.py::test_debug_mode", "remote/test_hidden.py:13"),
+    ]
+    text = result.stdout.str()
+    assert "failing in pytest's own order" not in text  # test_runs_off_the_controller passed
+    result.stdout.fnmatch_lines([
+        f"*on 2 gateways at once (socket=127.0.0.1:{ports[0]}, socket=127.0.0.1:{ports[1]})",
+        "cost: * (2 at once), *",
+    ])

@@ -3,8 +3,10 @@
 ``--depgraph-discover`` runs the selected tests in a few orders consistent with the declared
 graph, each in a fresh process, and minimises what an order exposed to one other test:
 :mod:`.orders` (the orders, pure), :mod:`.search` (minimisation and verification, pure,
-driven by an injected runner), :mod:`.children` (the child processes), :mod:`.zygote` (the
-process each slot forks them from), :mod:`.child` (the child's side: the order kept, the
-outcomes recorded), :mod:`.findings` (the findings in words and JSON), :mod:`.discovery` (the
-session that ties them together).
+driven by an injected runner), :mod:`.children` (the child processes, one list a slot at a
+time), :mod:`.gateways` (the slots on execnet gateways of ``-n`` / ``--tx``), :mod:`.server`
+(a slot's side, here or on a gateway: each list in a fresh session, its record sent back),
+:mod:`.zygote` (the process each slot forks them from), :mod:`.child` (the child's side: the
+order kept, the outcomes recorded), :mod:`.findings` (the findings in words and JSON),
+:mod:`.discovery` (the session that ties them together).
 """

@@ -3,7 +3,8 @@
 A child is a fresh pytest process the discovery starts for one list of tests
 (``--depgraph-discover-child ORDER``): the file ``ORDER`` holds the node ids to run, in order,
 and the path of the record, where a line is written (and flushed) for each test as it starts
-and for each of its reports, so a test that ends its process leaves the lines before it.
+and for each of its reports, so a test that ends its process leaves the lines before it; the
+process that started the child sends the record back to the discovery (:mod:`.server`).
 The list is consistent with the declared graph and holds what its tests require, so the
 plugin's own walk (with ``--depgraph-ignore-deps``) neither moves nor skips a test for a
 dependency that is not there.
@@ -66,20 +67,16 @@ class OrderKeeper:
         self._record.close()
 
 
-def read_record(path: str) -> tuple[dict[str, bool], str | None]:
-    """What a child recorded: node id -> passed (setup, call and teardown all passed; a
-    non-strict XPASS passes), for each test that finished, and the test that started and
-    never finished (it ended the process: it failed), or None."""
+def read_record(text: str) -> tuple[dict[str, bool], str | None]:
+    """What a child recorded (``text``, the record's lines, sent back from where the child
+    ran): node id -> passed (setup, call and teardown all passed; a non-strict XPASS passes),
+    for each test that finished, and the test that started and never finished (it ended the
+    process: it failed), or None."""
     phases: dict[str, list[str]] = {}
     started: list[str] = []
-    try:
-        with open(path, encoding="utf-8") as record:
-            lines = record.read().splitlines()
-    except OSError:
-        lines = []
-    for text in lines:
+    for written in text.splitlines():
         try:
-            line = json.loads(text)
+            line = json.loads(written)
         except ValueError:
             break  # the last line, cut by the end of its process
         if STARTED in line:

@@ -1,29 +1,30 @@
-"""The child processes of a discovery: each list of tests run in a fresh pytest, N at once.
+"""The child processes of a discovery: each list of tests run in a fresh pytest, one a slot.
 
 A child is ``python -m pytest`` with the user's command line minus what selects tests, what
 distributes them and what writes the session's files (``--junitxml``, ``--depgraph-dot``, ...),
 plus the files of its tests and ``--depgraph-discover-child``: same rootdir, ini file, plugins
 and options, so a test sees the process it would see in a run. pytest-randomly is turned off
 (the list's order is the experiment), xdist too (``-n 0``), ``-x``/``--maxfail`` undone, and
-pytest's cache and each child's ``--basetemp`` go to a folder of the discovery's own: a
-child never touches the user's ``.pytest_cache`` nor their temporary folders, and two
-children at once never share one.
+pytest's cache and each child's ``--basetemp`` go to a folder of the slot's own
+(:mod:`.server`): a child never touches the user's ``.pytest_cache`` nor their temporary
+folders, and two children at once never share one. A slot is this machine
+(:class:`LocalSlot`) or an execnet gateway (:mod:`.gateways`); each runs one list at a time.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
+import queue
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 
 from pytest_depgraph.discover.child import read_record
+from pytest_depgraph.discover.server import Runner
 from pytest_depgraph.hosts.pytest import split_command_line
 
 #: options of the user's command line a child leaves out, by argparse ``dest``: the selection
@@ -40,111 +41,118 @@ LEFT_OUT = frozenset({
 
 
 class ChildFailed(Exception):
-    """A child ended without running any of its tests: its command line is at fault."""
+    """A child ended without running any of its tests (its command line is at fault), or the
+    gateway it ran on ended."""
 
 
-def child_command(config: pytest.Config, workdir: Path) -> list[str]:
-    """The command that starts a child, without its files and its list."""
+def child_options(config: pytest.Config) -> list[str]:
+    """pytest's options of every child, without the rootdir, the ini file, the cache, its
+    files and its list (each slot adds them as it sees them)."""
     kept: list[str] = []
     for dest, words in split_command_line(config, config.invocation_params.args):
         if dest and dest != "?" and dest not in LEFT_OUT and not dest.startswith("randomly"):
             kept += words
         elif dest == "?":
             kept += words  # another plugin's option this process did not load: keep it
-    command = [sys.executable, "-m", "pytest", *kept, "-q", "--maxfail=0",
-               f"--rootdir={config.rootpath}", "--depgraph-ignore-deps",
+    options = [*kept, "-q", "--maxfail=0", "--depgraph-ignore-deps",
                "-o", "depgraph_no_deps=false"]
-    if config.inipath is not None:
-        command += ["-c", str(config.inipath)]
     plugins = config.pluginmanager
     if plugins.has_plugin("xdist"):
-        command += ["-n", "0"]
+        options += ["-n", "0"]
     if plugins.has_plugin("randomly"):
-        command += ["-p", "no:randomly"]
-    if plugins.has_plugin("cacheprovider"):
-        command += ["-o", f"cache_dir={workdir / 'cache'}"]
-    return command
+        options += ["-p", "no:randomly"]
+    return options
+
+
+def local_options(config: pytest.Config, options: Sequence[str]) -> list[str]:
+    """``options`` with the rootdir and the ini file of this session, as this machine names
+    them."""
+    kept = [*options, f"--rootdir={config.rootpath}"]
+    if config.inipath is not None:
+        kept += ["-c", str(config.inipath)]
+    return kept
+
+
+def keeps_cache(config: pytest.Config) -> bool:
+    """Whether the children have pytest's cache, to be pointed at the slot's folder."""
+    return config.pluginmanager.has_plugin("cacheprovider")
+
+
+class Slot(Protocol):
+    """Where one list at a time runs: its children's options and files as it sees them."""
+
+    #: how the slot is named in an error: ``gw0 (socket=host:1234)``; "" on this machine
+    name: str
+    #: the interpreter the children start from there
+    python: str
+    #: every child's pytest options there, with the rootdir and the ini file
+    options: list[str]
+
+    def paths(self, files: Sequence[Path]) -> list[str]:
+        """The test files, as the children there name them."""
+
+    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One list run there (:meth:`.server.Runner.run`)."""
+
+    def close(self) -> None:
+        """End what the slot started."""
+
+
+class LocalSlot:
+    """A slot on this machine: its children start in the session's folder, its forks come
+    from a zygote of its own (:class:`.server.Runner`)."""
+
+    name = ""
+    python = sys.executable
+
+    def __init__(self, config: pytest.Config, options: Sequence[str],
+                 fork: bool | None = None) -> None:
+        self.options = local_options(config, options)
+        self._runner = Runner(str(config.invocation_params.dir), fork, keeps_cache(config))
+
+    def paths(self, files: Sequence[Path]) -> list[str]:
+        return [str(file) for file in files]
+
+    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        return self._runner.run(request)
+
+    def close(self) -> None:
+        self._runner.close()
 
 
 class Children:
-    """Runs lists of node ids, each in fresh pytest processes, at most ``workers`` at once.
+    """Runs lists of node ids, each in a fresh pytest process, one list a slot at a time."""
 
-    Where the system forks (``os.fork``: Linux, macOS), each slot of the pool has a zygote
-    (:mod:`.zygote`) that forks the session of each list from a process that imported pytest
-    and the plugins once; elsewhere each list starts ``python -m pytest``.
-    """
-
-    def __init__(self, command: list[str], rootpath: Path, cwd: Path, workdir: Path,
-                 workers: int, fork: bool | None = None) -> None:
-        self.command = command
+    def __init__(self, slots: Sequence[Slot], rootpath: Path,
+                 then: Callable[[], None] | None = None) -> None:
+        self.slots = list(slots)
         self.rootpath = rootpath
-        self.cwd = cwd
-        self.workdir = workdir
-        self.workers = max(1, workers)
+        #: how many lists run at once: one a slot
+        self.workers = len(self.slots)
         #: processes started so far (the sessions; not the zygotes)
         self.processes = 0
+        self._then = then
         self._lock = threading.Lock()
-        self._fork = hasattr(os, "fork") and sys.platform != "win32" if fork is None else fork
-        self._slot = threading.local()
-        self._zygotes: list[subprocess.Popen[str]] = []
+        self._free: queue.SimpleQueue[Slot] = queue.SimpleQueue()
+        for slot in self.slots:
+            self._free.put(slot)
         self._pool: ThreadPoolExecutor | None = None
-        self._env = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
     def close(self) -> None:
-        """End the slots and their zygotes (a zygote ends when its requests end)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
-        for zygote in self._zygotes:
-            if zygote.stdin is not None:
-                zygote.stdin.close()
-            try:
-                zygote.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                zygote.kill()
-                zygote.wait()
-        self._zygotes.clear()
-
-    def _zygote(self) -> subprocess.Popen[str] | None:
-        """This slot's zygote, started at its first list (None: the system cannot fork)."""
-        if not self._fork:
-            return None
-        zygote: subprocess.Popen[str] | None = getattr(self._slot, "zygote", None)
-        if zygote is None or zygote.poll() is not None:
-            zygote = subprocess.Popen(
-                [self.command[0], "-m", "pytest_depgraph.discover.zygote"], cwd=self.cwd,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                env=self._env, text=True, encoding="utf-8",
-            )
-            self._slot.zygote = zygote
-            with self._lock:
-                self._zygotes.append(zygote)
-        return zygote
-
-    def _start(self, args: list[str], log: Path) -> int:
-        """One session with ``args`` (pytest's, after ``python -m pytest``), its output in
-        ``log``: its exit code."""
-        zygote = self._zygote()
-        if zygote is not None and zygote.stdin is not None and zygote.stdout is not None:
-            try:
-                zygote.stdin.write(json.dumps({"args": args, "log": str(log)}) + "\n")
-                zygote.stdin.flush()
-                answer = zygote.stdout.readline()
-            except OSError:
-                answer = ""
-            if answer:
-                return int(json.loads(answer)["code"])
-            self._fork = False  # the zygote died: processes of their own from now on
-        with open(log, "wb") as output:
-            return subprocess.call(
-                [*self.command[:3], *args], cwd=self.cwd, stdout=output,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self._env,
-            )
+        """End the slots (their zygotes and folders), then what ``then`` ends (the gateways)."""
+        try:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
+            for slot in self.slots:
+                slot.close()
+        finally:
+            if self._then is not None:
+                self._then()
 
     def run(self, lists: Sequence[Sequence[str]]) -> list[dict[str, bool]]:
         """Each list's outcomes: node id -> passed; a test that did not run is absent."""
         if self._pool is None:
-            # one thread per slot for the whole discovery: each keeps its zygote
             self._pool = ThreadPoolExecutor(max_workers=self.workers,
                                             thread_name_prefix="depgraph-discover")
         return list(self._pool.map(self._run_list, lists))
@@ -164,23 +172,21 @@ class Children:
     def _one_process(self, tests: Sequence[str]) -> tuple[dict[str, bool], str | None]:
         with self._lock:
             self.processes += 1
-            number = self.processes
-        base = self.workdir / f"list{number}"
-        order = base.with_suffix(".json")
-        record = base.with_suffix(".record")
-        log = base.with_suffix(".log")
-        order.write_text(json.dumps({"tests": list(tests), "record": str(record)}),
-                         encoding="utf-8")
-        files = list(dict.fromkeys(
-            str(self.rootpath / nodeid.split("::", 1)[0]) for nodeid in tests
-        ))
-        code = self._start([*self.command[3:], *files, f"--basetemp={base}.tmp",
-                            "--depgraph-discover-child", str(order)], log)
-        found, crashed = read_record(str(record))
-        if not found and code not in (0, 1, 5):
-            tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
+        files = list(dict.fromkeys(self.rootpath / nodeid.split("::", 1)[0] for nodeid in tests))
+        slot = self._free.get()
+        try:
+            answer = slot.run({"args": [*slot.options, *slot.paths(files)],
+                               "tests": list(tests)})
+        finally:
+            self._free.put(slot)
+        found, crashed = read_record(answer["record"])
+        code = answer["code"]
+        if not found and code not in (0, 5):  # 1 is a failed test: none ran here
+            where = f" on {slot.name}" if slot.name else ""
+            tail = str(answer["log"]).splitlines()
             raise ChildFailed(
-                f"a discovery process ended with exit code {code} before running any test:\n"
-                f"  {' '.join(self.command)} ...\n" + "\n".join("  " + line for line in tail)
+                f"a discovery process{where} ended with exit code {code} before running any "
+                f"test:\n  {slot.python} -m pytest {' '.join(slot.options)} ...\n"
+                + "\n".join("  " + line for line in tail)
             )
         return found, crashed

@@ -1,26 +1,25 @@
 """A discovery session: collected as a run is, then orders run in child processes instead.
 
 Called from ``plugin.py``: :func:`configure` registers, in a discovery (``--depgraph-discover``),
-the plugin whose ``pytest_runtestloop`` takes the place of pytest's (xdist's workers are not
-started: ``-n N`` is the number of child processes at once), and in a discovery's child
-(``--depgraph-discover-child``) the keeper of its order.
+the plugin whose ``pytest_runtestloop`` takes the place of pytest's (xdist's worker sessions
+are not started: ``-n N`` and ``--tx`` are the execnet gateways the lists run on, N at once,
+:mod:`.gateways`; without them the lists run on this machine, ``--depgraph-parallelism`` at
+once), and in a discovery's child (``--depgraph-discover-child``) the keeper of its order.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
 
 from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.discover import findings
 from pytest_depgraph.discover.child import OrderKeeper
-from pytest_depgraph.discover.children import ChildFailed, Children, child_command
+from pytest_depgraph.discover.children import ChildFailed, Children, LocalSlot, child_options
+from pytest_depgraph.discover.gateways import open_children
 from pytest_depgraph.discover.orders import Order
 from pytest_depgraph.discover.search import Discovered, Outcomes, discover
 from pytest_depgraph.hosts import xdist
@@ -41,10 +40,13 @@ def configure(config: pytest.Config, state: SessionState) -> None:
         return
     if settings.discover_json:
         check_path(settings.discover_json)
-    workers = xdist.keep_workers_off(config) if config.pluginmanager.has_plugin("xdist") else 0
-    workers = workers or settings.parallelism or 1
+    specs: list[str] = []
+    if config.pluginmanager.has_plugin("xdist"):
+        specs = xdist.tx_specs(config)
+        xdist.keep_workers_off(config)
+    workers = len(specs) or settings.parallelism or 1
     settings.parallelism = None  # the discovery's processes, not a walk's slots
-    config.pluginmanager.register(Discovery(workers), "depgraph-discover")
+    config.pluginmanager.register(Discovery(workers, specs), "depgraph-discover")
 
 
 def discovering(config: pytest.Config) -> bool:
@@ -75,8 +77,10 @@ def check_path(path: str) -> None:
 class Discovery:
     """The discovery's plugin: runs it in place of the tests, then reports it."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, specs: list[str]) -> None:
         self.workers = workers
+        #: the gateways' specs (``-n``, ``--tx``); none: ``workers`` slots on this machine
+        self.specs = specs
         self.discovered: Discovered | None = None
         self.named: findings.Named | None = None
         self.processes = 0
@@ -96,9 +100,7 @@ class Discovery:
         graph = Graph(count) if plan is None else plan.graph
         nodeids = [item.nodeid for item in items[:count]]
         self.named = findings.Named(nodeids, [_location(item) for item in items[:count]])
-        workdir = Path(tempfile.mkdtemp(prefix="depgraph-discover-"))
-        children = Children(child_command(config, workdir), config.rootpath,
-                            config.invocation_params.dir, workdir, self.workers)
+        children = self._children(config, nodeids)
         position = {nodeid: at for at, nodeid in enumerate(nodeids)}
 
         def run(lists: Sequence[Order]) -> list[Outcomes]:
@@ -108,26 +110,37 @@ class Discovery:
 
         terminal = config.pluginmanager.get_plugin("terminalreporter")
         if terminal is not None and config.get_verbosity() >= 0:
+            where = (f"on {self.workers} gateway{'s' if self.workers != 1 else ''} at once "
+                     f"({_specs(self.specs)})" if self.specs else
+                     f"{self.workers} process{'es' if self.workers != 1 else ''} at once")
             terminal.write_line(
                 f"depgraph discover: {tests(count)} in orders consistent with the declared "
-                f"graph, {self.workers} process{'es' if self.workers != 1 else ''} at once"
+                f"graph, {where}"
             )
         try:
             self.discovered = discover(graph, count, run, config.option.depgraph_discover_verify)
         except ChildFailed as error:
             pytest.exit(f"depgraph discover: {error}", returncode=pytest.ExitCode.USAGE_ERROR)
         finally:
+            # also on Ctrl-C or pytest.exit: nothing of a discovery stays in a temp folder
             children.close()
             self.processes = children.processes
             self.seconds = time.perf_counter() - started
-            # also on Ctrl-C or pytest.exit: nothing of a discovery stays in the temp folder
-            shutil.rmtree(workdir, ignore_errors=True)
         settings = session_state(config).settings
         if settings.discover_json:
             findings.write_json(settings.discover_json, self.discovered, self.named)
         if self.discovered.findings:
             session.testsfailed += 1
         return True
+
+    def _children(self, config: pytest.Config, nodeids: list[str]) -> Children:
+        """The slots: one a gateway of ``-n`` / ``--tx``, or ``workers`` on this machine."""
+        options = child_options(config)
+        if self.specs:
+            files = list(dict.fromkeys(nodeid.split("::", 1)[0] for nodeid in nodeids))
+            return open_children(config, self.specs, options, files)
+        return Children([LocalSlot(config, options) for _ in range(self.workers)],
+                        config.rootpath)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.discovered is None or self.named is None:
@@ -136,6 +149,14 @@ class Discovery:
         findings.summary(terminalreporter, self.discovered, self.named, self.processes,
                        self.workers, self.seconds,
                        session_state(config).settings.discover_json)
+
+
+def _specs(specs: Sequence[str]) -> str:
+    """The gateways' specs as ``--tx`` takes them: ``2*popen, socket=host:8888``."""
+    counts: dict[str, int] = {}
+    for spec in specs:
+        counts[spec] = counts.get(spec, 0) + 1
+    return ", ".join(spec if n == 1 else f"{n}*{spec}" for spec, n in counts.items())
 
 
 def _location(item: pytest.Item) -> str:

@@ -1,4 +1,4 @@
-"""pytest-xdist's internals behind one door each: the worker loop, a worker's events, the session.
+"""pytest-xdist's internals behind one door each: a worker's loop and events, the session, gateways.
 
 Checked against pytest-xdist 3.7 and 3.8 (the plugin requires ``>=3.7,<4``; ``TestQueue`` with
 its ``lock()`` appeared in 3.7). What xdist documents -- its hooks, ``config.workerinput``, and
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,6 +80,79 @@ def worker_count(config: pytest.Config) -> int:
     from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyped]
 
     return len(parse_tx_spec_config(config))
+
+
+def tx_specs(config: pytest.Config) -> list[str]:
+    """The gateways' specs of ``-n`` / ``--tx``, one a gateway, as xdist reads them
+    (``workermanage.parse_tx_spec_config``: ``3*popen`` is three ``popen``); [] with neither.
+    Read before :func:`keep_workers_off` empties them."""
+    if not config.getoption("tx", None):
+        return []
+    from xdist.workermanage import parse_tx_spec_config
+
+    return [str(spec) for spec in parse_tx_spec_config(config)]
+
+
+class GatewayFailed(Exception):
+    """A gateway that execnet could not make: what it said."""
+
+
+class Gateways:
+    """execnet gateways made from ``specs`` as xdist makes its workers' (a discovery's slots):
+    ``workermanage.NodeManager`` gives them their ids (gw0, gw1, ...), execnet's
+    ``main_thread_only`` model and, off this machine's folder, the working directory
+    ``pyexecnetcache``; its ``rsync_roots`` sends each such gateway the folders of
+    ``--rsyncdir`` and of the ``rsyncdirs`` ini option (``roots``), as before a run. No worker
+    session starts on them: the caller executes its own code there (:func:`execute`).
+    ``NodeManager`` raises ``pytest.UsageError`` for an ``--rsyncdir`` that does not exist."""
+
+    def __init__(self, config: pytest.Config, specs: Sequence[str]) -> None:
+        from xdist.workermanage import NodeManager
+
+        self._manager = NodeManager(config, list(specs))
+        #: the folders each remote gateway receives, by absolute path
+        self.roots: list[Path] = [Path(root) for root in self._manager.roots]
+
+    def open(self, index: int) -> Any:
+        """The gateway of the ``index``-th spec, connected and sent the roots;
+        :class:`GatewayFailed` when execnet cannot make it (``OSError``, ``HostNotFound``, a
+        spec it does not read, ...)."""
+        spec = self._manager.specs[index]
+        try:
+            gateway = self._manager.group.makegateway(spec)
+        except Exception as error:
+            # NodeManager prefixes each spec with the execution model: not the user's words
+            said = str(error).replace(f"execmodel={spec.execmodel}//", "")
+            raise GatewayFailed(f"{type(error).__name__}: {said}") from None
+        self._manager.rsync_roots(gateway)
+        return gateway
+
+    def close(self) -> None:
+        """End every gateway, waiting for each a few seconds (``teardown_nodes``)."""
+        self._manager.teardown_nodes()
+
+
+def is_remote(gateway: Any) -> bool:
+    """Whether a gateway works in a folder of its own rather than this session's (xdist's
+    test in ``WorkerController.setup``: not ``popen``, or a ``chdir``): there the paths of
+    the command line are made relative to the roots (:func:`relative_to_roots`)."""
+    spec = gateway.spec
+    return not spec.popen or bool(spec.chdir)
+
+
+def relative_to_roots(roots: Sequence[Path], args: Sequence[str]) -> list[str]:
+    """``args`` with each existing path (and node id) made relative to the gateway's copy
+    of its root, as xdist sends a remote worker its command line (``make_reltoroot``);
+    ``ValueError`` for an existing path under no root."""
+    from xdist.workermanage import make_reltoroot
+
+    return [str(arg) for arg in make_reltoroot(list(roots), list(args))]
+
+
+def execute(gateway: Any, module: Any) -> Any:
+    """A channel to ``module``'s source run on ``gateway`` as ``__channelexec__``
+    (execnet's ``remote_exec``); the channel's ``send``/``receive``/``close`` are execnet's."""
+    return gateway.remote_exec(module)
 
 
 def stopping(config: pytest.Config) -> bool:
