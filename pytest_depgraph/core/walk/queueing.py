@@ -159,19 +159,22 @@ class Queueing:
         :meth:`_resources_allow` and :meth:`_urgent_enough`."""
         if len(held) >= self.hold:
             return None
-        tally = self._tallies.setdefault(worker, _Tally())
+        tally = self._tallies.get(worker)
+        if tally is None:
+            tally = self._tallies[worker] = _Tally()
         last = held[-1]
-        follower = self._next_of_pinned_group(worker, last)
+        group = self._ready.pinned_group(last)
+        follower = None if group is None else self._next_of_pinned_group(worker, last, group)
         if follower is not None:
             self._early.add(follower)
             tally.seconds = tally.bar = None  # ``last`` made its chain's way: add up again
             return Queued(follower, behind=last)
         if not self._walk.ready_count:
             return None
-        seconds = self._held_seconds(held, tally)
+        seconds = self._held_seconds(held, tally) if tally.seconds is None else tally.seconds
         if not self._may_queue_more(held, short=seconds < QUEUE_SECONDS):
             return None
-        node = self._candidate(worker, last, chain, last_group)
+        node = self._candidate(worker, last, group, chain, last_group)
         if node is None or not self._resources_allow(node, held, worker):
             return None
         if not self._urgent_enough(node, held, tally):
@@ -183,14 +186,11 @@ class Queueing:
 
     # -- the rules -----------------------------------------------------------------------------
 
-    def _next_of_pinned_group(self, worker: Hashable, last: int) -> int | None:
-        """The next test of ``last``'s pinned group (a ``--dist`` unit), which waits for
+    def _next_of_pinned_group(self, worker: Hashable, last: int, group: int) -> int | None:
+        """The next test of ``last``'s pinned ``group`` (a ``--dist`` unit), which waits for
         ``last`` alone by an ordering edge: it runs behind it, on this worker, whatever
-        ``last`` does (None: ``last`` has no pinned group, or no such test may queue)."""
+        ``last`` does (None: no such test may queue)."""
         ready, books = self._ready, self._books
-        group = ready.pinned_group(last)
-        if group is None:
-            return None
         for follower in self._walk.early(last):
             if ready.pinned_group(follower) == group and (
                 books is None or books.queueable(follower, worker)
@@ -200,17 +200,16 @@ class Queueing:
 
     def _held_seconds(self, held: Sequence[int], tally: _Tally) -> float:
         """The expected seconds of the tests ``held`` (:data:`QUEUE_SECONDS` when one of
-        them is not known), from ``tally`` once added up."""
-        if tally.seconds is None:
-            total = 0.0
-            for v in held:
-                seconds = self._expected(v)
-                if seconds is None:
-                    total = QUEUE_SECONDS
-                    break
-                total += seconds
-            tally.seconds = total
-        return tally.seconds
+        them is not known), added up into ``tally``."""
+        total = 0.0
+        for v in held:
+            seconds = self._expected(v)
+            if seconds is None:
+                total = QUEUE_SECONDS
+                break
+            total += seconds
+        tally.seconds = total
+        return total
 
     def _may_queue_more(self, held: Sequence[int], *, short: bool) -> bool:
         """Beyond one queued test only short ones; one queued behind a long test only while
@@ -218,18 +217,19 @@ class Queueing:
         return short or (len(held) < 2 and self._walk.ready_count >= self._workers)
 
     def _candidate(
-        self, worker: Hashable, last: int, chain: Sequence[int], last_group: int | None
+        self, worker: Hashable, last: int, group: int | None, chain: Sequence[int],
+        last_group: int | None,
     ) -> int | None:
-        """The test to queue behind ``last``: the first of the chain ``worker`` may start;
-        else the best ready test, unless ``last``'s chain goes on once it finished -- then only
-        a test of its own group goes in between, which keeps the fixtures that chain shares set
-        up (and none behind a test of a pinned group)."""
+        """The test to queue behind ``last`` (of pinned ``group``, if any): the first of the
+        chain ``worker`` may start; else the best ready test, unless ``last``'s chain goes on
+        once it finished -- then only a test of its own group goes in between, which keeps the
+        fixtures that chain shares set up (and none behind a test of a pinned group)."""
         for candidate in chain:
             if self._ready.may_start(candidate, worker):
                 return candidate
         if not self._continues[last]:
             return self._ready.best(worker, last_group)
-        if self._ready.pinned_group(last) is None:
+        if group is None:
             return self._ready.best_of_group(last, worker)
         return None
 
