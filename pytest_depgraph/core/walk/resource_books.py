@@ -48,7 +48,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 
-from pytest_depgraph.core.walk.backfill import shadow
+from pytest_depgraph.core.walk.backfill import late, shadow
 from pytest_depgraph.core.walk.claims import SESSION, Claim, Claims
 from pytest_depgraph.core.walk.resource_cost import Ended, Record, Use, Wait
 
@@ -454,13 +454,16 @@ class Books:
             return False
         now = self._clock()
         ends = [(self._end(v, now), self._slots(v)) for v in self._running]
-        starts = []
+        starts = []  # (when the waiting test could start, the slots it will take)
         if self._better(self._wait_alone, node):
-            starts.append(shadow(self._used, 0, ends))  # every running test ended
+            # every running test ended; it takes the whole run
+            starts.append((shadow(self._used, 0, ends), self._limit or len(ends) + 1))
         top = self._top(self._wait_slots)
         if top is not None and top[0] < self._key(node) and self._limit is not None:
-            starts.append(shadow(self._slots(top[1]), self._limit - self._used, ends))
-        return all(start is not None and now + seconds <= start for start in starts)
+            needs = self._slots(top[1])
+            starts.append((shadow(needs, self._limit - self._used, ends), needs))
+        return all(start is not None and now + seconds <= start + late(seconds, slots)
+                   for start, slots in starts)
 
     def _end(self, node: int, now: float) -> float | None:
         """When running ``node`` is expected to end (None: unknown; a block's test keeps its
