@@ -59,10 +59,14 @@ from pytest_depgraph.core.graph.toposort import chain_cover
 from pytest_depgraph.core.walk.inputs import WalkInputs, priorities, weights
 from pytest_depgraph.core.walk.queueing import MAX_HOLD, REFILL_AT, Queueing
 from pytest_depgraph.core.walk.ready import ReadyTests
-from pytest_depgraph.core.walk.resource_books import START, STOP, Books
+from pytest_depgraph.core.walk.resource_books import START, STOP, WAIT, Books
 from pytest_depgraph.core.walk.resource_cost import Record
 from pytest_depgraph.core.walk.urgency import with_resources
 from pytest_depgraph.core.walk.walker import QueueingWalker, Skip, Step
+
+#: how many of the most urgent ready tests a handover looks at, setting aside those that wait
+#: (with every worker busy, none was asked yet)
+_LOOK_AHEAD = 8
 
 __all__ = [
     "MAX_HOLD", "Dispatcher", "Skip", "Step", "WalkInputs", "WalkView", "priorities", "weights",
@@ -366,10 +370,11 @@ class Dispatcher:
         any, the tests it was given, in the order it runs them. They count as started.
 
         Every worker that holds nothing gets the best test for it (the chain it runs, its
-        pinned group, then priority and affinity), as long as fewer than ``limit`` run. Then,
-        while more tests are ready than there are workers, a worker may queue more behind the
-        test it runs, up to ``hold`` tests (:mod:`~pytest_depgraph.core.walk.queueing` says
-        which).
+        pinned group, then priority and affinity), as long as fewer than ``limit`` run. A
+        worker that runs one test gets behind it the test that waits for what that one frees,
+        if it can start the moment it ends (a handover: :meth:`_hand_over`). Then, while more
+        tests are ready than there are workers, a worker may queue more behind the test it
+        runs, up to ``hold`` tests (:mod:`~pytest_depgraph.core.walk.queueing` says which).
 
         After ``first`` finished a test and still holds more than that while every worker
         holds something, there is nothing to decide (most events of a run of short tests).
@@ -407,6 +412,7 @@ class Dispatcher:
         spreads), as queueing chooses; each one started here and added to ``given``. Only a
         worker that holds at most :data:`REFILL_AT` tests is topped up: in one go."""
         queueing, holds = self._queueing, self._workers
+        self._hand_over(order, given)
         queueing.begin(len(order))
         candidates = [w for w in order if 0 < len(holds[w]) <= REFILL_AT]
         while candidates:
@@ -426,6 +432,37 @@ class Dispatcher:
                 if len(held) < queueing.hold:
                     still.append(worker)
             candidates = still
+
+    def _hand_over(self, order: list[Hashable], given: dict[Hashable, list[int]]) -> None:
+        """Behind the one test a worker runs, the test set aside for what that test holds
+        (a resource, slots) that may start the moment it ends
+        (:meth:`~pytest_depgraph.core.walk.resource_books.Books.handover`): it starts there
+        without waiting for the report to reach the controller and come back."""
+        books = self._books
+        if books is None:
+            return
+        for worker in order:
+            held = self._workers[worker]
+            if len(held) != 1:
+                continue
+            self._set_aside_what_waits(worker)
+            node = books.handover(held[0], worker)
+            if node is not None and self._walk.is_ready(node) and self._ready.free_for(
+                    node, worker):
+                self._take(node, worker)
+                given.setdefault(worker, []).append(node)
+
+    def _set_aside_what_waits(self, worker: Hashable) -> None:
+        """The most urgent ready tests that must wait (for a resource, slots), set aside
+        into the books' wait lists, up to the first that may start: with every worker busy
+        nobody asked yet, and a handover goes to the most urgent test that waits."""
+        books = self._books
+        assert books is not None
+        self._place_woken()
+        for _ in range(_LOOK_AHEAD):
+            node = self._ready.best(worker, None, plain=True)
+            if node is None or books.check(node, worker) != WAIT:
+                return
 
     def _continue_chain(self, worker: Hashable) -> int | None:
         """A test the worker's last test made ready in its group, if it may take one now."""

@@ -16,7 +16,9 @@ worker per round (priority spreads); a test is queued only when
   of a pinned group, only that group's next test, which waits for it alone and may start
   behind it at once);
 * it takes nothing at its start but its worker's slot: a test that holds resources, weighs
-  more or runs alone is never queued
+  more or runs alone is never queued (but for the one handed over, right behind the test
+  that frees what it waits for: the dispatcher's
+  :meth:`~pytest_depgraph.core.walk.dispatch.Dispatcher.assign` does that before queueing)
   (:meth:`~pytest_depgraph.core.walk.resource_books.Books.queueable`), and nothing is queued while a
   more urgent test that may not be queued is ready (it gets the next idle worker), nor behind tests
   that will free what a more urgent test waits for (it gets their worker the moment they finish).

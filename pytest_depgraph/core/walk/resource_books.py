@@ -132,6 +132,13 @@ class Books:
         self._lent: dict[Hashable, dict[int, bool]] = {}
         #: node -> the claims it took at its start (not those a kept block lends its worker)
         self._took: dict[int, list[Claim]] = {}
+        # handed over (:meth:`handover`): a test queued behind the one that frees what it
+        # waited for, its claims and extra slots promised until it begins: per resource the
+        # writers and readers promised, the slots reserved, and per node what it was promised
+        self._promised_w = [0] * count
+        self._promised_r = [0] * count
+        self._reserved = 0
+        self._promises: dict[int, tuple[list[Claim], int]] = {}
         #: the workers shut down early for what their session's blocks kept
         self._ended: list[Ended] = []
         # the figures
@@ -181,8 +188,9 @@ class Books:
         if node in self._claims.exclusive and self._running:
             return self._wait(node, ALONE, -1)
         take = 0 if follower else self._slots(node)
-        if self._limit is not None and self._used + take > self._limit:
-            if take <= 1 or self._used >= self._limit:
+        used = self._used + self._reserved
+        if self._limit is not None and used + take > self._limit:
+            if take <= 1 or used >= self._limit:
                 return STOP
             return self._wait(node, SLOTS, -1)
         return START
@@ -241,6 +249,70 @@ class Books:
         held = tuple(sorted({names[resource] for resource, _ in self._claims.blocks[block]}))
         self._ended.append(Ended(worker, waiter, held))
 
+    def handover(self, running: int, worker: Hashable) -> int | None:
+        """The test to queue behind ``running``, the one test ``worker`` holds: the most
+        urgent test set aside for what ``running`` holds (a resource, slots) that may start
+        the moment ``running`` ends, with nothing else ending first. Queued there, it starts
+        on that worker without waiting for a round trip to the controller; what it takes is
+        promised to it until then (None: no such test). Not for blocks, exclusive tests, nor
+        a worker a kept block of the session lends to. O(c log n)."""
+        if (self._alone is not None or running in self._claims.exclusive
+                or running in self._block_of or self._dedicated.get(worker) is not None
+                or worker in self._lent or running not in self._running):
+            return None
+        frees = self._claims.tests.get(running, ())
+        heaps = [self._wait_slots] + [h for r, writes in frees for h in (
+            self._wait_write[r], self._wait_read[r]) if writes or h is self._wait_write[r]]
+        tops = [top for top in map(self._top, heaps) if top is not None]
+        if not tops:
+            return None
+        node = min(tops)[1]
+        if node in self._block_of or node in self._claims.exclusive:
+            return None
+        if self._better(self._wait_slots, node) or self._better(self._wait_alone, node):
+            return None
+        if self._limit is not None and (
+                self._used + self._reserved - self._slots(running) + self._slots(node)
+                > self._limit):
+            return None
+        held = dict(frees)
+        for resource, writes in self._needs(node):
+            gone = resource in held
+            writers = self._writers[resource] + self._promised_w[resource] - (
+                gone and held[resource])
+            readers = self._readers[resource] + self._promised_r[resource] - (
+                gone and not held[resource])
+            if writes and (writers >= self._claims.capacity[resource] or readers
+                           or self._better(self._wait_read[resource], node)):
+                return None
+            if self._better(self._wait_write[resource], node) or (not writes and writers):
+                return None
+        return node
+
+    def _promise(self, node: int, claims: list[Claim]) -> None:
+        """Hold ``claims`` and the slots of handed-over ``node`` for it until it begins."""
+        for resource, writes in claims:
+            if writes:
+                self._promised_w[resource] += 1
+            else:
+                self._promised_r[resource] += 1
+        slots = self._slots(node)
+        self._reserved += slots
+        self._promises[node] = (claims, slots)
+        if node in self._aside:  # it waits no longer
+            self._aside.discard(node)
+            last = self._waits[node][-1]
+            self._waits[node][-1] = Wait(last.kind, last.name, last.since, self._clock())
+
+    def _unpromise(self, node: int) -> None:
+        claims, slots = self._promises.pop(node)
+        for resource, writes in claims:
+            if writes:
+                self._promised_w[resource] -= 1
+            else:
+                self._promised_r[resource] -= 1
+        self._reserved -= slots
+
     def wake_lent(self, worker: Hashable) -> None:
         """The tests that wait for what the kept blocks of the session on ``worker`` lend it
         (the most urgent writer and reader of each resource) go back among the ready tests:
@@ -296,8 +368,11 @@ class Books:
             took = self._took[node] = [
                 (resource, writes) for resource, writes in self._claims.tests.get(node, ())
                 if not self._covered(lent.get(resource), writes)]
-            for resource, writes in took:
-                self._take(resource, writes, node, now)
+            if not running and (took or self._slots(node) > 1):
+                self._promise(node, took)  # handed over: granted when it begins
+            else:
+                for resource, writes in took:
+                    self._take(resource, writes, node, now)
         else:
             if block not in self._open:
                 self._open[block] = worker
@@ -319,6 +394,11 @@ class Books:
 
     def begin(self, node: int) -> None:
         """``node``, queued until now, runs (its worker finished the test before it)."""
+        if node in self._promises:
+            self._unpromise(node)
+            now = self._clock()
+            for resource, writes in self._took.get(node, ()):
+                self._take(resource, writes, node, now)
         self._running.add(node)
         self._began[node] = self._clock()
         if node not in self._block_of:
@@ -352,6 +432,8 @@ class Books:
     def unstart(self, node: int) -> None:
         """``node`` never began (its worker left first): it is ready again."""
         queued = node not in self._running
+        if node in self._promises:
+            self._unpromise(node)
         self.stop(node)
         if node in self._started:
             self._started.discard(node)
@@ -482,8 +564,10 @@ class Books:
         """Whether ``node`` may take ``resource``: nobody holds it against it, and no more
         urgent test waits for it (the reservation). ``own_reader``: one of its readers is a
         block of the session on the test's own worker, which does not count against it."""
-        writers, capacity = self._writers[resource], self._claims.capacity[resource]
-        if writes and (writers >= capacity or self._readers[resource] - own_reader):
+        writers = self._writers[resource] + self._promised_w[resource]
+        readers = self._readers[resource] + self._promised_r[resource]
+        capacity = self._claims.capacity[resource]
+        if writes and (writers >= capacity or readers - own_reader):
             return False
         if not writes and writers:
             return False
