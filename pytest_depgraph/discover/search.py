@@ -34,13 +34,20 @@ NEEDS = "needs"
 CONFLICTS = "conflicts"
 FLAKY = "flaky"
 
-#: the most tests a chain narrowed from the orders may hold before the search stops
-#: following its links (past it, the wider sets are as short)
+#: the most tests a chain narrowed from the lists may hold before the search stops
+#: following its links: 16, or an eighth of the suspects (past it, the wider sets are as
+#: short as a bisection goes)
 _CHAIN_LIMIT = 16
 
 #: a victim's suspects that fit every list so far, at most this many, end the narrowing: a
 #: bisection over two costs about what another shared list would
 _NARROW = 2
+
+#: the share of a victim's suspects that one shared list runs before it: a list holding a
+#: share f tells H(f) bits of which suspect it is, for a cost of f; a third tells 0.92 bits
+#: for two thirds of a half's cost (the bench's suites in-process: 5-9% fewer executions than
+#: halves, and as many lists)
+_SHARE = 1 / 3
 
 #: which tests of a list passed (True) or not (False); a test absent did not run
 Outcomes = Mapping[int, bool]
@@ -246,14 +253,15 @@ class _Engine:
     def narrow(self, suspects: Mapping[int, list[int]], alone: Mapping[int, bool]) -> None:
         """Lists every victim shares, until each one's suspects that fit every list run (see
         :meth:`narrowed`) are at most :data:`_NARROW`: for each victim in turn, the fewest
-        suspects first, half of its suspects not yet placed go before the victims and the
-        rest stay out (a test absent ran before nobody), then the victims in a random order.
-        Each list costs half the suspects still open plus the victims, and halves each
-        victim's suspects -- one bisection for all of them, where each victim's own costs
-        as many executions as its suspects. (Whole random orders cut the suspects by a
-        third only, the victim's place deciding both its outcome and which suspects ran
-        before it.) Pure evidence: a third test that misleads it costs the search a wider
-        set, never a finding."""
+        suspects first, a third (:data:`_SHARE`) of its suspects goes before the victims,
+        counting those already placed there, and the rest stays out (a test absent ran before
+        nobody); then the victims, in a random order. Each list costs a third of the
+        suspects still open plus the victims, and tells for every victim at once whether its
+        cause is in that third -- one bisection for all of them, where each victim's own
+        costs as many executions as its suspects. (Whole random orders cut the suspects by a
+        third only, for the cost of every test: the victim's place decides both its outcome
+        and which suspects ran before it.) Pure evidence: a third test that misleads it costs
+        the search a wider set, never a finding."""
         rng = random.Random(len(suspects))
         left = {t: [s for s in suspects[t] if self._matches(s, t, alone[t], strict=True)]
                 for t in suspects}
@@ -271,7 +279,7 @@ class _Engine:
                 have = sum(1 for s in left[t] if s in early) + sum(
                     1 for s in left[t] if s in block) / 2
                 rng.shuffle(free)
-                early.update(free[: max(0, round(len(left[t]) / 2 - have))])
+                early.update(free[: max(0, round(len(left[t]) * _SHARE - have))])
                 placed.update(free)
             # a victim that needs a test passes only after it: what its narrowing left goes
             # before it (a chain c -> b -> a: b placed early without a would fail, and c
@@ -315,7 +323,7 @@ class _Engine:
             if at == len(tight) and (yield from self.unsteady(test, alone)):
                 # the narrowing explained nothing, and alone its outcome changed: flaky
                 return [Finding(FLAKY, test, None, executions=spent.executions)]
-            found = yield from self.minimal(test, group, not alone, reference)
+            found = yield from self.minimal(test, group, not alone, reference, not alone)
             if found:
                 break
         if not alone:
@@ -357,7 +365,8 @@ class _Engine:
         if not breaks:
             chain = set(strict)
             links = list(strict)
-            while links and len(chain) <= _CHAIN_LIMIT:
+            limit = max(_CHAIN_LIMIT, len(suspects) // 8)
+            while links and len(chain) <= limit:
                 link = links.pop()
                 if all(passed(outcomes, link) for _, outcomes in self.evidence
                        if link in outcomes):
@@ -366,7 +375,7 @@ class _Engine:
                     if t in suspected and t not in chain and self._matches(t, link, False, True):
                         chain.add(t)
                         links.append(t)
-            if len(chain) <= _CHAIN_LIMIT:
+            if len(chain) <= limit:
                 groups.append([t for t in suspects if t in chain])
         tight = len(groups)
         groups.append([t for t in suspects if self._matches(t, test, breaks, strict=False)])
@@ -449,11 +458,13 @@ class _Engine:
                 if any(t != member and not passed(ran, t) for t in witnesses)}
 
     def minimal(
-        self, test: int, suspects: list[int], want_pass: bool, reference: Order
+        self, test: int, suspects: list[int], want_pass: bool, reference: Order,
+        several: bool = True,
     ) -> Generator[list[Order], list[Outcomes], list[int]]:
         """A smallest list of ``suspects`` whose running before ``test`` makes it pass
         (``want_pass``) or fail: bisection while one half alone does it (one list a step),
-        then, for a set of several, a binary search over prefixes for each of its tests.
+        then, for a set of several (unless not ``several``: a conflict names one test), a
+        binary search over prefixes for each of its tests.
         Each list is a sub-sequence of ``reference`` with what its tests require; when a test
         found requires tests of its own and those do it in its place, the search goes on
         among them (the state came from one of those). Empty when even all of them do not."""
@@ -461,7 +472,7 @@ class _Engine:
         def works(tests: list[int]) -> Generator[list[Order], list[Outcomes], bool]:
             return (yield from self.passes(test, tests, reference)) == want_pass
 
-        found = yield from self._minimal(works, suspects)
+        found = yield from self._minimal(works, suspects, several)
         position = self._position(reference)
         settled = requirements(self.graph, [test], self.count)  # in every list anyway
         refined = True
@@ -473,7 +484,7 @@ class _Engine:
                     continue
                 instead = sorted((set(found) - {member}) | own, key=position.__getitem__)
                 if (yield from works(instead)):
-                    found = yield from self._minimal(works, instead)
+                    found = yield from self._minimal(works, instead, several)
                     refined = True
                     break
         return found
@@ -482,6 +493,7 @@ class _Engine:
     def _minimal(
         works: Callable[[list[int]], Generator[list[Order], list[Outcomes], bool]],
         suspects: list[int],
+        several: bool,
     ) -> Generator[list[Order], list[Outcomes], list[int]]:
         known = False  # whether ``suspects`` is known to do it
         while len(suspects) > 1:
@@ -498,7 +510,7 @@ class _Engine:
                 return []
             return suspects
         # neither half alone: several tests together (a chain of needs), or none at all
-        if not (yield from works(suspects)):
+        if not several or not (yield from works(suspects)):
             return []
         # one needed test at a time, the last first: the shortest prefix of the rest that
         # does it with the tests found ends in a needed one (binary search over prefixes:
