@@ -38,6 +38,12 @@ The tools, each in its own venv under ``/tmp/depgraph-bench-venvs`` (made on fir
   iPFlakies sizes its output to the terminal at import (``os.get_terminal_size``) and fails
   without one: it runs under ``script`` (a pseudo-terminal).
 
+``--model`` runs none of them: the discovery's search (``pytest_depgraph.discover.search``) in
+this process, its lists run by :class:`Model`, the planted truth played back (a need passes
+only after its test passed in the same list, a conflict fails after its test ran, the random
+test fails at its rate), for ``--model-seeds`` seeds of the random test. Its executions are what
+a real run counts, without the processes: deterministic, and independent of the machine's load.
+
 Recall: the planted hidden pairs found (kind, test, other). Precision: true findings over all
 findings of needs and conflicts; a declared pair reported (either way) counts against it and is
 also shown apart. ``c needs a`` in a chain is true but not planted: neither counted nor held
@@ -47,6 +53,7 @@ a false finding.
     python bench/discover_bench.py [--sizes 200,1000] [--only depgraph,dtp,ipflakies]
         [--depgraph-python PY] [--ipflakies-iterations 100] [--ipflakies-minimise K]
         [--keep DIR] [--seed S]
+    python bench/discover_bench.py --model [--sizes 200,1000] [--seed S] [--model-seeds K]
 
 prints Markdown on stdout (progress on stderr).
 """
@@ -64,6 +71,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -538,6 +546,87 @@ def run_ipflakies(python: Path, folder: Path, iterations: int, minimise: int) ->
     return Result("iPFlakies", findings, orders, total_exec, total_wall, note)
 
 
+# --------------------------------------------------------------------------- the model
+
+
+def index(nodeid: str) -> int:
+    """The test's number in the serial order (``test_t0042`` is 42)."""
+    return int(nodeid.rpartition("test_t")[2])
+
+
+class Model:
+    """The suite's planted truth, played back in-process: the runner a discovery's search is
+    given, without processes. Each list is a fresh process: a need's test passes only when
+    the test it needs passed before it in the list (a chain's middle fails without its own
+    need, so its state is not set), a conflict's test fails when its polluter ran before it,
+    the random test fails at its rate (seeded), every other test passes."""
+
+    def __init__(self, suite: Suite, rate: float = 0.3, seed: int = 0) -> None:
+        self.needs = {index(p.test): index(p.other) for p in suite.pairs if p.kind == "needs"}
+        self.conflicts = {index(p.test): index(p.other) for p in suite.pairs
+                          if p.kind == "conflicts"}
+        self.flaky = {index(t) for t in suite.flaky}
+        self.rate = rate
+        self.rng = random.Random(seed)
+        self.executions = 0
+
+    def run(self, lists: Sequence[Sequence[int]]) -> list[dict[int, bool]]:
+        results = []
+        for order in lists:
+            self.executions += len(order)
+            ran: set[int] = set()
+            good: set[int] = set()
+            outcomes: dict[int, bool] = {}
+            for test in order:
+                ok = test not in self.needs or self.needs[test] in good
+                ok = ok and not (test in self.conflicts and self.conflicts[test] in ran)
+                if test in self.flaky:
+                    ok = self.rng.random() >= self.rate
+                outcomes[test] = ok
+                ran.add(test)
+                if ok:
+                    good.add(test)
+            results.append(outcomes)
+        return results
+
+
+def declared_graph(suite: Suite) -> Any:
+    """The declared pairs as the plan's graph holds them: ``depends_on("S")`` on T a requires
+    edge T -> S, ``depends_on("T", on_failure="run")`` on P an after edge P -> T."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
+
+    graph = Graph(suite.size)
+    for pair in suite.declared:
+        test, other = index(pair.test), index(pair.other)
+        if pair.kind == "needs":
+            graph.add_edge(test, other, Kind.REQUIRES, Origin("marker", pair.test))
+        else:
+            graph.add_edge(other, test, Kind.AFTER, Origin("marker", pair.other))
+    return graph
+
+
+def run_model(suite: Suite, seed: int, verify: int) -> Result:
+    """The discovery's search on the suite's truth in-process (see :class:`Model`)."""
+    from pytest_depgraph.discover.search import discover
+
+    model = Model(suite, seed=seed)
+    start = time.perf_counter()
+    found = discover(declared_graph(suite), suite.size, model.run, verify)
+    wall = time.perf_counter() - start
+    assert found.executions == model.executions
+    findings = [Finding(f.kind, suite.nodeid(f.test),
+                        None if f.other is None else suite.nodeid(f.other))
+                for f in found.findings]
+    spent = sorted(((f.executions, suite.nodeid(f.test)) for f in found.findings
+                    if f.kind != "flaky"), reverse=True)[:3]
+    note = (f"seed {seed}; {found.orders * suite.size:,} in whole orders; costliest victims: "
+            + ", ".join(f"{t.rpartition('::')[2]} {e:,}" for e, t in spent))
+    return Result("model", findings, f"{found.orders} orders + {found.lists - found.orders} "
+                  "shorter lists", found.executions, wall, note)
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -551,9 +640,23 @@ def main() -> None:
     parser.add_argument("--ipflakies-minimise", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, default=None)
+    parser.add_argument("--model", action="store_true",
+                        help="the search in-process on the planted truth; no tool runs")
+    parser.add_argument("--model-seeds", type=int, default=10,
+                        help="how many seeds of the random test the model runs")
+    parser.add_argument("--verify", type=int, default=3, help="the model's K")
     args = parser.parse_args()
     tools = args.only.split(",")
     results: list[tuple[Suite, Result, Score]] = []
+    if args.model:
+        for size in map(int, args.sizes.split(",")):
+            suite = Suite(size, args.seed)
+            print(f"# {suite.describe()}", file=sys.stderr, flush=True)
+            for seed in range(args.model_seeds):
+                run = run_model(suite, seed, args.verify)
+                results.append((suite, run, score(suite, run.findings)))
+        table(results)
+        return
     with tempfile.TemporaryDirectory() as scratch:
         base = args.keep or Path(scratch)
         for size in map(int, args.sizes.split(",")):
@@ -586,6 +689,14 @@ def main() -> None:
                       f"{result.precision}, {run.executions} executions, {run.wall:.0f} s, "
                       f"CPU {run.cpu:.0f} s; "
                       f"wrong: {result.wrong[:5]}", file=sys.stderr, flush=True)
+    table(results)
+
+
+def seconds(value: float, run: Result) -> str:
+    return "-" if run.tool == "model" or value != value else f"{value:,.0f} s"
+
+
+def table(results: list[tuple[Suite, Result, Score]]) -> None:
     print("| n | tool | recall | precision | declared reported | flaky found | orders / runs "
           "| executions | wall | CPU | notes |")
     print("|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---|")
@@ -593,8 +704,8 @@ def main() -> None:
         print(f"| {suite.size} | {run.tool} | {result.recall} | {result.precision} | "
               f"{result.declared} | {result.flaky_found}/{len(suite.flaky)}"
               f"{f' (+{result.flaky_false} wrong)' if result.flaky_false else ''} | "
-              f"{run.orders} | {run.executions:,} | {run.wall:,.0f} s | {run.cpu:,.0f} s | "
-              f"{run.note} |")
+              f"{run.orders} | {run.executions:,} | {seconds(run.wall, run)} | "
+              f"{seconds(run.cpu, run)} | {run.note} |")
     for size in sorted({s.size for s, _, _ in results}):
         suite = next(s for s, _, _ in results if s.size == size)
         print(f"\n* n = {size}: {suite.describe()}")

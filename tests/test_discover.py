@@ -101,7 +101,7 @@ def test_serial_discovery_finds_reports_and_writes_json(pytester: pytest.Pyteste
         "failing in pytest's own order, not analysed: 2 tests",
         "  test_state.py::test_always_fails (test_state.py:35)",
         "  test_state.py::test_exits (test_state.py:38)",
-        "cost: 4 orders of every test and * shorter lists, * test executions in * processes "
+        "cost: 2 orders of every test and * shorter lists, * test executions in * processes "
         "(1 at once), * s",
         "findings written to found.json",
     ])

@@ -261,3 +261,33 @@ def test_a_chain_through_a_declared_test_names_the_victims_own_need_only() -> No
     assert {(f.kind, f.test, f.other) for f in found.findings} == {
         (NEEDS, 1, 0), (NEEDS, 2, 1), (NEEDS, 3, 2),
     }
+
+
+def test_victims_cost_no_whole_order_beyond_the_first_two() -> None:
+    """The victims' suspects are narrowed by lists they share, each holding half of what is
+    still suspected: a chain's head, a need and two conflicts among 200 tests cost the two
+    orders and less than three more orders' worth of short lists (they cost six orders again
+    and more: the two orders repeated, four random orders, and a bisection of the chain's
+    head through all of its 180 suspects)."""
+    suite = FakeSuite(200, needs={180: 100, 100: 10, 150: 20}, conflicts={30: 120, 40: 199})
+    found = discover(Graph(200), 200, suite.run)
+    assert {(f.kind, f.test, f.other) for f in found.findings} == {
+        (NEEDS, 180, 100), (NEEDS, 100, 10), (NEEDS, 150, 20),
+        (CONFLICTS, 30, 120), (CONFLICTS, 40, 199),
+    }
+    assert found.orders == 2
+    assert found.executions < 5 * 200
+    assert sum(len(order) == 200 for order in suite.lists) == 2
+
+
+def test_a_flaky_victim_is_told_by_its_runs_alone_not_by_whole_orders() -> None:
+    """A test failing at random that passed in pytest's order and failed in the reversal:
+    the narrowing finds nothing consistent, its runs alone disagree, and it is reported
+    flaky (or nothing, when chance agreed) -- never a dependency, and never at the price of
+    a bisection through every test before it (once 1,600 executions and more)."""
+    for seed in range(12):
+        suite = FakeSuite(200, flaky={150}, seed=seed)
+        found = discover(Graph(200), 200, suite.run)
+        assert {(f.kind, f.test) for f in found.findings} <= {(FLAKY, 150)}
+        assert found.failing in ([], [150])
+        assert found.executions < 3 * 200, seed

@@ -8,7 +8,6 @@ is consistent with the graph: a dependency comes before its dependents.
 from __future__ import annotations
 
 import heapq
-import random
 from collections.abc import Iterable, Sequence
 
 from pytest_depgraph.core.graph.paths import reachable
@@ -42,28 +41,6 @@ def reversed_order(graph: Graph, count: int) -> Order:
                 waiting[dependent] -= 1
                 if not waiting[dependent]:
                     heapq.heappush(ready, -dependent)
-    return tuple(order)
-
-
-def shuffled_order(graph: Graph, count: int, seed: int) -> Order:
-    """A random order consistent with the declared graph: Kahn's algorithm taking, among the
-    ready tests, the one of lowest random key (the same ``seed``, the same order). Each pair
-    not joined by declared edges runs either way round with even odds, independently enough
-    of the other pairs that a few such orders tell, for a victim, which of the tests before
-    it made the difference. O((V + E) log V)."""
-    keys = random.Random(seed).sample(range(count), count)
-    waiting = [sum(1 for d in graph.dependencies_of(node) if d < count) for node in range(count)]
-    ready = [(keys[node], node) for node in range(count) if not waiting[node]]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        _, node = heapq.heappop(ready)
-        order.append(node)
-        for dependent in graph.dependents_of(node):
-            if dependent < count:
-                waiting[dependent] -= 1
-                if not waiting[dependent]:
-                    heapq.heappush(ready, (keys[dependent], dependent))
     return tuple(order)
 
 

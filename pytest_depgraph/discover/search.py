@@ -10,13 +10,13 @@ outcomes, so :func:`discover` runs the lists of every victim's current step toge
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pytest_depgraph.core.graph.paths import reachable
 from pytest_depgraph.core.graph.storage import Graph
-from pytest_depgraph.core.graph.toposort import positions_in
 from pytest_depgraph.discover.orders import (
     Order,
     arrange,
@@ -25,7 +25,6 @@ from pytest_depgraph.discover.orders import (
     pytest_order,
     requirements,
     reversals,
-    shuffled_order,
     sublist,
 )
 
@@ -35,9 +34,20 @@ NEEDS = "needs"
 CONFLICTS = "conflicts"
 FLAKY = "flaky"
 
-#: the most tests a chain narrowed from the orders may hold before the search stops
-#: following its links (past it, the wider sets are as short)
+#: the most tests a chain narrowed from the lists may hold before the search stops
+#: following its links: 16, or an eighth of the suspects (past it, the wider sets are as
+#: short as a bisection goes)
 _CHAIN_LIMIT = 16
+
+#: a victim's suspects that fit every list so far, at most this many, end the narrowing: a
+#: bisection over two costs about what another shared list would
+_NARROW = 2
+
+#: the share of a victim's suspects that one shared list runs before it: a list holding a
+#: share f tells H(f) bits of which suspect it is, for a cost of f; a third tells 0.92 bits
+#: for two thirds of a half's cost (the bench's suites in-process: 5-9% fewer executions than
+#: halves, and as many lists)
+_SHARE = 1 / 3
 
 #: which tests of a list passed (True) or not (False); a test absent did not run
 Outcomes = Mapping[int, bool]
@@ -59,7 +69,7 @@ class Finding:
     #: tests that ran before the pair when it was verified: what ``other`` needs in turn
     #: (the rest of a chain)
     context: tuple[int, ...] = ()
-    #: test executions spent finding and verifying it (the shared orders not counted)
+    #: test executions spent finding and verifying it (the lists victims share not counted)
     executions: int = 0
 
 
@@ -70,7 +80,7 @@ class Discovered:
     findings: list[Finding] = field(default_factory=list)
     #: tests that did not pass in the serial run's order (reported, not analysed)
     failing: list[int] = field(default_factory=list)
-    #: whole orders run (the serial one, its reversal, and their repeats)
+    #: whole orders run (the serial one and its reversals)
     orders: int = 0
     #: lists run (each one process, unless a test ended its process)
     lists: int = 0
@@ -85,59 +95,48 @@ def passed(outcomes: Outcomes, test: int) -> bool:
 def discover(graph: Graph, count: int, run: Runner, verify: int = 3) -> Discovered:
     """Find the hidden dependencies among tests ``0..count-1`` (the serial order).
 
-    1. The serial order and its reversals (:func:`~.orders.reversals`) at once; when a
-       test's outcome differs between them, or a test fails, all again: a test whose outcome
-       changed within one order is flaky.
-    2. Each test that passed in the serial order and failed in another one is a victim:
-       alone it fails (it *needs* a test that ran before it) or passes (a test before it in
-       the reversed order *conflicts* with it); the other test is found by bisection, a chain
-       by delta debugging, and each pair verified ``verify`` times both ways.
+    1. The serial order and its reversals (:func:`~.orders.reversals`) at once; when a test
+       failed in the serial order, that order again up to it: a test whose outcome changed
+       is flaky, one that failed twice is failing.
+    2. Each test that passed in the serial order and failed in another one is a victim: alone
+       it fails (it *needs* a test that ran before it) or passes (a test before it in the
+       other order *conflicts* with it). Lists shared by every victim narrow their suspects
+       (:meth:`_Engine.narrow`); then the other test is found by bisection, a chain by a
+       binary search over prefixes, and each pair verified ``verify`` times both ways (an
+       outcome that changes there makes the test flaky).
     """
     result = Discovered()
     engine = _Engine(graph, count, run, verify, result)
     first = pytest_order(count)
-    others = reversals(graph, count)
-    orders = [first, *others]
+    orders = [first, *reversals(graph, count)]
     outcomes = engine.run(orders)
     result.orders = len(orders)
     serial = outcomes[0]
-    differ = {t for t in range(count) for o in outcomes[1:] if passed(serial, t) != passed(o, t)}
     unpassed = [t for t in range(count) if not passed(serial, t)]
     flaky: set[int] = set()
-    if differ or unpassed:
-        again = engine.run(orders)
-        result.orders += len(orders)
-        flaky = {t for t in range(count) for o, p in zip(outcomes, again)
-                 if passed(o, t) != passed(p, t)}
+    if unpassed:
+        # what ran before a test in a list is all that reaches it: the prefix is the order
+        prefix = first[: first.index(unpassed[-1]) + 1]
+        (again,) = engine.run([prefix])
+        flaky = {t for t in prefix if passed(serial, t) != passed(again, t)}
     result.failing = [t for t in unpassed if t not in flaky]
-    if differ - flaky:
-        # victims to search: a few random orders first, whose outcomes narrow each victim's
-        # suspects (and may expose pairs a third test masked in the reversal)
-        extra = [shuffled_order(graph, count, seed) for seed in range(evidence_orders(count))]
-        orders += extra
-        outcomes += engine.run(extra)
-        result.orders += len(extra)
     engine.evidence = list(zip(orders, outcomes))
-    searches = []
+    exposing: dict[int, Order] = {}
     for t in range(count):
         if t in flaky or not passed(serial, t):
             continue
-        exposing = next((o for o, out in zip(orders[1:], outcomes[1:]) if not passed(out, t)),
-                        None)
-        if exposing is not None:
-            searches.append(engine.examine(t, first, exposing))
+        other = next((o for o, out in zip(orders[1:], outcomes[1:]) if not passed(out, t)),
+                     None)
+        if other is not None:
+            exposing[t] = other
+    alone = engine.alone(list(exposing))
+    suspects = {t: engine.suspects(t, first, exposing[t], alone[t]) for t in exposing}
+    engine.narrow(suspects, alone)
+    searches = [engine.examine(t, first, exposing[t], alone[t], suspects[t]) for t in exposing]
     findings = [Finding(FLAKY, t, None) for t in sorted(flaky)]
     findings += engine.drive(searches)
     result.findings = _unique(findings)
     return result
-
-
-def evidence_orders(count: int) -> int:
-    """How many random orders a discovery with victims runs: each costs ``count`` test
-    executions and halves, for every victim, the suspects a bisection goes through (a test
-    before the victim in every order it passed in, and after it in every order it failed in),
-    so they pay once the suspects are many -- none below 16 tests, 4 from 128 on."""
-    return min(4, max(0, count.bit_length() - 4))
 
 
 def _unique(findings: Iterable[Finding]) -> list[Finding]:
@@ -220,10 +219,13 @@ class _Engine:
         return sorted(t for t in reachable(self.graph, [test], "dependencies") if t < self.count)
 
     def _position(self, order: Order) -> list[int]:
-        """Where each test is in ``order`` (kept: the searches ask again and again)."""
+        """Where each test is in ``order``, ``count`` for a test not in it (kept: the searches
+        ask again and again)."""
         position = self._positions.get(order)
         if position is None:
-            position = self._positions[order] = positions_in(order)
+            position = self._positions[order] = [self.count] * self.count
+            for at, test in enumerate(order):
+                position[test] = at
         return position
 
     def sublist(self, wanted: Iterable[int], reference: Order) -> Order:
@@ -231,52 +233,130 @@ class _Engine:
 
     # -- a victim ---------------------------------------------------------------------------
 
-    def examine(self, test: int, first: Order, second: Order) -> Search:
-        """A test that passed in ``first`` and failed in ``second``: what explains it."""
-        spent = _Spent()
-        return (yield from spent.count(self._examine(test, first, second, spent)))
+    def alone(self, victims: list[int]) -> dict[int, bool]:
+        """Whether each victim passes alone (with what it declares it depends on): one list
+        each, all at once."""
+        lists = [self.arrange([*self.declared_before(t), t]) for t in victims]
+        return {t: passed(out, t) for t, out in zip(victims, self.run(lists))}
 
-    def _examine(self, test: int, first: Order, second: Order, spent: _Spent) -> Search:
+    def suspects(self, test: int, first: Order, second: Order, alone: bool) -> list[int]:
+        """The tests that can explain a victim that passed in ``first`` and failed in
+        ``second``: passing ``alone``, those before it in ``second`` (one breaks it); failing
+        alone, those before it in ``first`` and not in ``second`` (it needs one). Never a test
+        joined to it by declared edges."""
         declared = joined(self.graph, test)
-        if (yield from self.passes(test, ())):  # passes alone: something before it breaks it
-            suspects = [t for t in before(second, test) if t not in declared]
-            polluters: list[int] = []
-            for group in self.narrowed(test, suspects, breaks=True):
-                polluters = yield from self.minimal(test, group, False, second)
-                if polluters:
-                    break
-            if len(polluters) != 1:
-                return []  # several tests together, or none reproduced: not one to name
-            return (yield from self.verified(CONFLICTS, test, polluters[0], (), second, spent))
-        earlier = before(first, test)
+        if alone:
+            return [t for t in before(second, test) if t not in declared]
         not_earlier = set(before(second, test))
-        suspects = [t for t in earlier if t not in not_earlier and t not in declared]
-        wider = [t for t in earlier if t not in declared]
-        # ``wider``: what it needs ran before it in the second order too, and something
-        # masked it there
-        groups = [*self.narrowed(test, suspects, breaks=False), wider]
-        needed: list[int] = []
-        for at, group in enumerate(groups):
-            if group and (at == 0 or group != groups[at - 1]):
-                needed = yield from self.minimal(test, group, True, first)
-                if needed:
-                    break
-        if not needed:
-            return []
-        return (yield from self.explain(test, needed, first, spent))
+        return [t for t in before(first, test) if t not in not_earlier and t not in declared]
 
-    def narrowed(self, test: int, suspects: list[int], breaks: bool) -> list[list[int]]:
-        """``suspects``, narrowed by the whole orders' outcomes of ``test``, tightest first.
-        A search tries each in turn until one explains the test, so a narrowing that a third
-        test misled costs a short list, never a finding:
+    def narrow(self, suspects: Mapping[int, list[int]], alone: Mapping[int, bool]) -> None:
+        """Lists every victim shares, until each one's suspects that fit every list run (see
+        :meth:`narrowed`) are at most :data:`_NARROW`: for each victim in turn, the fewest
+        suspects first, a third (:data:`_SHARE`) of its suspects goes before the victims,
+        counting those already placed there, and the rest stays out (a test absent ran before
+        nobody); then the victims, in a random order. Each list costs a third of the
+        suspects still open plus the victims, and tells for every victim at once whether its
+        cause is in that third -- one bisection for all of them, where each victim's own
+        costs as many executions as its suspects. (Whole random orders cut the suspects by a
+        third only, for the cost of every test: the victim's place decides both its outcome
+        and which suspects ran before it.) Pure evidence: a third test that misleads it costs
+        the search a wider set, never a finding."""
+        rng = random.Random(len(suspects))
+        left = {t: [s for s in suspects[t] if self._matches(s, t, alone[t], strict=True)]
+                for t in suspects}
+        for _ in range(2 * self.count.bit_length() + 4):
+            victims = sorted((t for t in left if len(left[t]) > _NARROW),
+                             key=lambda t: (len(left[t]), t))
+            if not victims:
+                return
+            block = set(victims)
+            early: set[int] = set()
+            placed: set[int] = set()
+            for t in victims:
+                free = [s for s in left[t] if s not in placed and s not in block]
+                # a victim among the suspects runs before ``t`` half the time
+                have = sum(1 for s in left[t] if s in early) + sum(
+                    1 for s in left[t] if s in block) / 2
+                rng.shuffle(free)
+                early.update(free[: max(0, round(len(left[t]) * _SHARE - have))])
+                placed.update(free)
+            # a victim that needs a test passes only after it: what its narrowing left goes
+            # before it (a chain c -> b -> a: b placed early without a would fail, and c
+            # with it, whichever test was before c)
+            support = [s for s in early if s in left and not alone[s]]
+            while support:
+                for s in left[support.pop()]:
+                    if s not in early and s not in block:
+                        early.add(s)
+                        if s in left and not alone[s]:
+                            support.append(s)
+            rng.shuffle(victims)
+            order = self.arrange([*sorted(early), *victims])
+            (outcomes,) = self.run([order])
+            self.evidence.append((order, outcomes))
+            position = self._position(order)
+            for t in block:
+                left[t] = [s for s in left[t]
+                           if self._fits(position, outcomes, s, t, alone[t], strict=True)]
 
-        * the suspects whose place matches its outcome in every order: a test it needs
-          passed before it exactly where it passed; one that breaks it ran before it exactly
-          where it failed;
+    def examine(self, test: int, first: Order, second: Order, alone: bool,
+                suspects: list[int]) -> Search:
+        """A test that passed in ``first`` and failed in ``second``, and ``alone`` (or not):
+        what explains it among its ``suspects``."""
+        spent = _Spent()
+        return (yield from spent.count(
+            self._examine(test, first, second, alone, suspects, spent)))
+
+    def _examine(self, test: int, first: Order, second: Order, alone: bool,
+                 suspects: list[int], spent: _Spent) -> Search:
+        tight, loose = self.narrowed(test, suspects, breaks=alone)
+        if not alone:
+            # what it needs ran before it in the second order too, and something masked it
+            declared = joined(self.graph, test)
+            wider = [t for t in before(first, test) if t not in declared]
+            if wider not in tight and wider not in loose:
+                loose.append(wider)
+        reference = second if alone else first
+        found: list[int] = []
+        for at, group in enumerate([*tight, *loose]):
+            if at == len(tight) and (yield from self.unsteady(test, alone)):
+                # the narrowing explained nothing, and alone its outcome changed: flaky
+                return [Finding(FLAKY, test, None, executions=spent.executions)]
+            found = yield from self.minimal(test, group, not alone, reference, not alone)
+            if found:
+                break
+        if not alone:
+            return (yield from self.explain(test, found, first, spent)) if found else []
+        if len(found) != 1:
+            return []  # several tests together, or none reproduced: not one to name
+        return (yield from self.verified(CONFLICTS, test, found[0], (), second, spent))
+
+    def unsteady(self, test: int, alone: bool) -> Generator[list[Order], list[Outcomes], bool]:
+        """Whether ``test``'s outcome alone changes over ``2 * verify`` runs (it was
+        ``alone``): asked before a search goes through the wide sets of suspects, which a
+        flaky test would send it through for nothing."""
+        order = self.arrange([*self.declared_before(test), test])
+        outcomes = yield [order] * (2 * self.verify)
+        return any(passed(out, test) != alone for out in outcomes)
+
+    def narrowed(self, test: int, suspects: list[int], breaks: bool) -> tuple[
+            list[list[int]], list[list[int]]]:
+        """``suspects``, narrowed by ``test``'s outcomes in the lists run so far, tightest
+        first: the tight groups, then the loose ones. A search tries each in turn until one
+        explains the test, so a narrowing that a third test misled costs a longer list, never
+        a finding. Tight:
+
+        * the suspects whose place matches its outcome in every list: a test it needs passed
+          before it exactly where it passed; one that breaks it ran before it exactly where
+          it failed;
         * for a need, those with the tests they need in turn, found the same way (a chain
-          c -> b -> a: c passes where b passed before it, and b where a ran before b);
-        * those that match where a single cause must: before it in every order it passed in
-          (for a need), in every order it failed in (for a conflict);
+          c -> b -> a: c passes where b passed before it, and b where a ran before b).
+
+        Loose:
+
+        * those that match where a single cause must: before it in every list it passed in
+          (for a need), in every list it failed in (for a conflict);
         * every suspect.
         """
         suspected = set(suspects)
@@ -285,36 +365,45 @@ class _Engine:
         if not breaks:
             chain = set(strict)
             links = list(strict)
-            while links and len(chain) <= _CHAIN_LIMIT:
+            limit = max(_CHAIN_LIMIT, len(suspects) // 8)
+            while links and len(chain) <= limit:
                 link = links.pop()
-                if all(passed(outcomes, link) for _, outcomes in self.evidence):
+                if all(passed(outcomes, link) for _, outcomes in self.evidence
+                       if link in outcomes):
                     continue  # passed wherever it ran: no need of its own to follow
                 for t in before(self.evidence[0][0], link):
                     if t in suspected and t not in chain and self._matches(t, link, False, True):
                         chain.add(t)
                         links.append(t)
-            if len(chain) <= _CHAIN_LIMIT:
+            if len(chain) <= limit:
                 groups.append([t for t in suspects if t in chain])
+        tight = len(groups)
         groups.append([t for t in suspects if self._matches(t, test, breaks, strict=False)])
         groups.append(suspects)
-        return [group for at, group in enumerate(groups) if group and group not in groups[:at]]
+        kept = [(at, group) for at, group in enumerate(groups)
+                if group and group not in groups[:at]]
+        return ([g for at, g in kept if at < tight], [g for at, g in kept if at >= tight])
 
     def _matches(self, suspect: int, test: int, breaks: bool, strict: bool) -> bool:
-        """Whether ``suspect``'s place in each whole order fits ``test``'s outcome there (see
-        :meth:`narrowed`); not ``strict``: only in the orders where a single cause must."""
-        for order, outcomes in self.evidence:
-            if test not in outcomes:
-                continue
-            ok = passed(outcomes, test)
-            if not strict and ok == breaks:
-                continue  # the outcome a chain or a second cause may also give
-            position = self._position(order)
-            ran_before = position[suspect] < position[test]
-            if not breaks:  # a need counts where it passed before the test
-                ran_before = ran_before and passed(outcomes, suspect)
-            if ran_before != (ok != breaks):
-                return False
-        return True
+        """Whether ``suspect``'s place in each list of the evidence fits ``test``'s outcome
+        there (see :meth:`narrowed`); not ``strict``: only in the lists where a single cause
+        must."""
+        return all(self._fits(self._position(order), outcomes, suspect, test, breaks, strict)
+                   for order, outcomes in self.evidence)
+
+    def _fits(self, position: Sequence[int], outcomes: Outcomes, suspect: int, test: int,
+              breaks: bool, strict: bool) -> bool:
+        """:meth:`_matches` for one list (``position``: where each test is in it, past its
+        end when absent)."""
+        if test not in outcomes:
+            return True
+        ok = passed(outcomes, test)
+        if not strict and ok == breaks:
+            return True  # the outcome a chain or a second cause may also give
+        ran_before = position[suspect] < position[test]
+        if not breaks:  # a need counts where it passed before the test
+            ran_before = ran_before and passed(outcomes, suspect)
+        return ran_before == (ok != breaks)
 
     def explain(self, test: int, needed: list[int], first: Order, spent: _Spent) -> Search:
         """``test`` passes with the minimal set ``needed`` before it: the members that no
@@ -369,11 +458,13 @@ class _Engine:
                 if any(t != member and not passed(ran, t) for t in witnesses)}
 
     def minimal(
-        self, test: int, suspects: list[int], want_pass: bool, reference: Order
+        self, test: int, suspects: list[int], want_pass: bool, reference: Order,
+        several: bool = True,
     ) -> Generator[list[Order], list[Outcomes], list[int]]:
         """A smallest list of ``suspects`` whose running before ``test`` makes it pass
         (``want_pass``) or fail: bisection while one half alone does it (one list a step),
-        then, for a set of several, a binary search over prefixes for each of its tests.
+        then, for a set of several (unless not ``several``: a conflict names one test), a
+        binary search over prefixes for each of its tests.
         Each list is a sub-sequence of ``reference`` with what its tests require; when a test
         found requires tests of its own and those do it in its place, the search goes on
         among them (the state came from one of those). Empty when even all of them do not."""
@@ -381,7 +472,7 @@ class _Engine:
         def works(tests: list[int]) -> Generator[list[Order], list[Outcomes], bool]:
             return (yield from self.passes(test, tests, reference)) == want_pass
 
-        found = yield from self._minimal(works, suspects)
+        found = yield from self._minimal(works, suspects, several)
         position = self._position(reference)
         settled = requirements(self.graph, [test], self.count)  # in every list anyway
         refined = True
@@ -393,7 +484,7 @@ class _Engine:
                     continue
                 instead = sorted((set(found) - {member}) | own, key=position.__getitem__)
                 if (yield from works(instead)):
-                    found = yield from self._minimal(works, instead)
+                    found = yield from self._minimal(works, instead, several)
                     refined = True
                     break
         return found
@@ -402,6 +493,7 @@ class _Engine:
     def _minimal(
         works: Callable[[list[int]], Generator[list[Order], list[Outcomes], bool]],
         suspects: list[int],
+        several: bool,
     ) -> Generator[list[Order], list[Outcomes], list[int]]:
         known = False  # whether ``suspects`` is known to do it
         while len(suspects) > 1:
@@ -418,7 +510,7 @@ class _Engine:
                 return []
             return suspects
         # neither half alone: several tests together (a chain of needs), or none at all
-        if not (yield from works(suspects)):
+        if not several or not (yield from works(suspects)):
             return []
         # one needed test at a time, the last first: the shortest prefix of the rest that
         # does it with the tests found ends in a needed one (binary search over prefixes:
