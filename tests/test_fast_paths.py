@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from .conftest import names
+from .helpers import names
 
 PLAIN = """
 import pytest

@@ -182,19 +182,22 @@ def _by_add_edges(
     size: int, edges: list[tuple[int, int, int, int]], table: list[Origin]
 ) -> Graph:
     """The graph of edge arrays as from_arrays made it before its fast path for repeated
-    pairs (merged edge by edge when a pair repeats): the reference that path must equal."""
-    graph = Graph(size)
+    pairs (merged edge by edge when a pair repeats): the reference that path must equal.
+    The edges are merged by add_edges; the graph is then made of its distinct pairs over
+    ``table``, each origin numbered by its own place when nothing repeats, else by the last
+    place of that object in the table."""
+    merged = Graph(size)
+    merged.add_edges((u, d, Kind(k), table[o]) for u, d, k, o in edges)
     if len({(u, d) for u, d, _, _ in edges}) == len(edges):
-        graph._table = list(table)
-        graph._table_ids = {}  # nothing repeats: each edge keeps its origin's place
-        for u, d, k, o in edges:
-            graph._table_ids[id(table[o])] = o
-            graph.add_edge(u, d, Kind(k), table[o])
-        return graph
-    graph._table = list(table)
-    graph._table_ids = {id(origin): i for i, origin in enumerate(table)}
-    graph.add_edges((u, d, Kind(k), table[o]) for u, d, k, o in edges)
-    return graph
+        origins = [o for _, _, _, o in edges]
+    else:
+        last = {id(origin): i for i, origin in enumerate(table)}
+        origins = [last[id(edge.origin)] for edge in merged.edges()]
+    dependents, dependencies, kinds = merged.columns()
+    return Graph.from_arrays(
+        size, array("i", dependents), array("i", dependencies), bytearray(kinds),
+        array("i", origins), list(table),
+    )
 
 
 @st.composite
