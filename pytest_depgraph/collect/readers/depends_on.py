@@ -17,13 +17,13 @@ from pytest_depgraph.collect.dependency_markers import (
     MARKER,
     DeclarationError,
     RawDeclaration,
-    declarations_made,
     declarations_of,
     validate,
 )
 from pytest_depgraph.collect.locate import marker_origin
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.collect.peer_plugins import Marks
+from pytest_depgraph.collect.process_registry import REGISTRY
 from pytest_depgraph.collect.readers.base import NOTHING, Found, Place, Reader, Sharing
 from pytest_depgraph.core.graph.storage import Origin
 
@@ -159,7 +159,7 @@ class Decorated(Reader):
 
     def declares(self, marks: Marks) -> bool:
         # a declaration exists only on objects it was attached to in this process
-        return declarations_made()
+        return REGISTRY.depends_on
 
     def places(self, item: pytest.Item, position: int) -> Sequence[Place]:
         owners = ((function_of(item), False), (class_of(item), True))
