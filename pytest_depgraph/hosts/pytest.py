@@ -350,6 +350,24 @@ def fixture_name(obj: object) -> str | None:
     return _name(attribute(marker, "name"), attribute(obj, "__name__"))
 
 
+def start_a_line(config: pytest.Config) -> None:
+    """End the terminal's half-written line (the progress dots) and flush it, so that text
+    written to stdout next starts a line of its own; nothing without a terminal.
+
+    Relies on the ``terminalreporter`` plugin's ``_tw`` (its ``TerminalWriter``, whose
+    ``width_of_current_line`` says how much of the line is written) and ``currentfspath``
+    (None: the next test file's name starts a new line), which ``TerminalReporter.ensure_newline``
+    uses, without the blank line it would write."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    writer: Any = getattr(terminal, "_tw", None)
+    if writer is not None and writer.width_of_current_line:
+        writer.line()
+    if terminal is not None:
+        terminal.currentfspath = None
+    if writer is not None:
+        writer.flush()
+
+
 def given_on_command_line(config: pytest.Config, dest: str) -> object:
     """The value the user gave option ``dest`` (command line, ``PYTEST_ADDOPTS`` or the ini
     file's ``addopts``), before any plugin changed it; None when the option is unknown.
