@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from array import array
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -333,7 +334,9 @@ def edges_by_origin(origins: Iterable[Origin]) -> dict[str, int]:
 def graph_edges_by_origin(graph: Graph) -> dict[str, int]:
     """:func:`edges_by_origin` of a graph's edges: counted per declaration (in C), then
     per kind."""
+    table, origin_of = graph.origin_indexes()
     counts: dict[str, int] = {}
-    for origin, count in graph.origin_counts():
-        counts[origin.kind] = counts.get(origin.kind, 0) + count
+    for index, count in Counter(origin_of).items():
+        kind = table[index].kind
+        counts[kind] = counts.get(kind, 0) + count
     return counts

@@ -1,5 +1,6 @@
 """pytest's internals behind one door each: teardown and capture of a held test, skips at the
-test's place, ``--lf``'s books, the terminal's counts, fixtures, marks, and subtests' reports.
+test's place, ``--lf``'s books, the terminal's counts and its current line, the options as
+given, fixtures, marks, and subtests' reports.
 
 Checked against pytest 8 and 9. What pytest documents (its hooks, ``pytest.CallInfo``,
 ``pytest.TestReport``, the terminal reporter's ``stats`` and ``write_line``) is used where it is
