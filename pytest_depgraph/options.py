@@ -202,7 +202,7 @@ def read_settings(config: pytest.Config) -> Settings:
     parallelism = config.getoption("depgraph_parallelism")
     where = "--depgraph-parallelism"
     if parallelism is None:
-        raw = str(config.getini("depgraph_parallelism")).strip()
+        raw, _ = _text(config, "depgraph_parallelism")
         if raw:
             where = f"depgraph_parallelism = {raw} in the ini file"
             try:
@@ -218,13 +218,9 @@ def read_settings(config: pytest.Config) -> Settings:
         _needs_xdist(config, where, parallelism)
     if isinstance(parallelism, str):
         parallelism = max(1, int(config.hook.pytest_xdist_auto_num_workers(config=config)))
-    dot = config.getoption("depgraph_dot") or str(config.getini("depgraph_dot")).strip() or None
-    report = (
-        config.getoption("depgraph_report") or str(config.getini("depgraph_report")).strip() or None
-    )
-    no_deps = config.getoption("depgraph_no_deps")
-    if no_deps is None:
-        no_deps = bool(config.getini("depgraph_no_deps"))
+    dot = _text(config, "depgraph_dot")[0] or None
+    report = _text(config, "depgraph_report")[0] or None
+    no_deps = _switch(config, "depgraph_no_deps")
     shard = None
     raw_shard = config.getoption("depgraph_shard")
     if raw_shard is not None:
@@ -234,29 +230,25 @@ def read_settings(config: pytest.Config) -> Settings:
             shard = parse(raw_shard)
         except ValueError as error:
             raise pytest.UsageError(f"--depgraph-shard {error}") from None
-    ignore_deps = config.getoption("depgraph_ignore_deps")
-    if ignore_deps is None:
-        ignore_deps = bool(config.getini("depgraph_ignore_deps"))
+    ignore_deps = _switch(config, "depgraph_ignore_deps")
     if ignore_deps and no_deps:
         raise pytest.UsageError(
             "--depgraph-no-deps and --depgraph-ignore-deps exclude each other: choose whether a "
             "test whose dependency is not selected is skipped (--depgraph-no-deps) or runs "
             "without it (--depgraph-ignore-deps)"
         )
-    strict = config.getoption("depgraph_strict")
-    if strict is None:
-        strict = bool(config.getini("depgraph_strict"))
+    strict = _switch(config, "depgraph_strict")
     return Settings(
         parallelism=parallelism,
         dot=dot,
-        no_deps=bool(no_deps),
+        no_deps=no_deps,
         timings=bool(config.getoption("depgraph_timings")),
         shard=shard,
         durations=_path(config, "depgraph_durations"),
         store_durations=_path(config, "depgraph_store_durations"),
         report=report,
-        strict=bool(strict),
-        ignore_deps=bool(ignore_deps),
+        strict=strict,
+        ignore_deps=ignore_deps,
         resources=_resources(config),
         discover=bool(config.getoption("depgraph_discover")),
         discover_verify=int(config.getoption("depgraph_discover_verify")),
@@ -315,10 +307,9 @@ def durations_option(config: pytest.Config) -> tuple[str, str, int]:
     """Where ``--depgraph-durations``' path came from: (words for a message, the file and the
     line a warning about it is shown at). The option: its words, and no file (line 0); the
     ini key: its words, the ini file and the key's line in it."""
-    given = config.getoption("depgraph_durations")
+    raw, given = _text(config, "depgraph_durations")
     if given:
-        return f"--depgraph-durations {given}", "", 0
-    raw = str(config.getini("depgraph_durations")).strip()
+        return f"--depgraph-durations {raw}", "", 0
     inipath = config.inipath
     if inipath is None:  # pragma: no cover - an ini value comes from an ini file
         return f"depgraph_durations = {raw}", "", 0
@@ -345,7 +336,7 @@ def report_option(config: pytest.Config, path: str) -> str:
 
 
 def _origin(config: pytest.Config, name: str, path: str) -> str:
-    if config.getoption(name):
+    if _text(config, name)[1]:
         return f"--{name.replace('_', '-')} {path}"
     where = f" in {config.inipath.name}" if config.inipath is not None else ""
     return f"{name} = {path}{where}"
@@ -353,14 +344,26 @@ def _origin(config: pytest.Config, name: str, path: str) -> str:
 
 def _path(config: pytest.Config, name: str) -> str | None:
     """A path option: the command line's as given, the ini file's relative to its folder."""
-    given = config.getoption(name)
-    if given:
-        return str(given)
-    raw = str(config.getini(name)).strip()
-    if not raw:
-        return None
+    raw, given = _text(config, name)
+    if given or not raw:
+        return raw or None
     base = config.inipath.parent if config.inipath is not None else config.rootpath
     return str(base / raw)
+
+
+def _text(config: pytest.Config, name: str) -> tuple[str, bool]:
+    """A setting written as text: the command line's value when given there (and True), else
+    the ini file's, stripped ("" when neither gives it; and False)."""
+    given = config.getoption(name)
+    if given:
+        return str(given), True
+    return str(config.getini(name)).strip(), False
+
+
+def _switch(config: pytest.Config, name: str) -> bool:
+    """A switch: the command line's when given there (on or off), else the ini file's."""
+    given = config.getoption(name)
+    return bool(config.getini(name) if given is None else given)
 
 
 def _needs_xdist(config: pytest.Config, where: str, parallelism: int | str) -> None:

@@ -1,14 +1,15 @@
-"""Shared helpers for the integration tests: run pytest on a generated suite, read the order."""
+"""The test session's fixtures and hooks: ``pytester`` without the plugins generated suites never
+need, ``run``, and the number of xdist workers (the helpers are in :mod:`tests.helpers`)."""
 
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
-from typing import Protocol
 
 import pytest
+
+from .helpers import Run
 
 pytest_plugins = ["pytester"]
 
@@ -43,27 +44,6 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     return pytester
 
 
-def passed_order(result: pytest.RunResult) -> list[str]:
-    """Node ids in the order pytest reported them (-v output), with their outcome."""
-    order = []
-    for line in result.outlines:
-        match = re.match(r"^(\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)", line)
-        if match:
-            order.append(match.group(1))
-    return order
-
-
-def names(result: pytest.RunResult) -> list[str]:
-    """Test names (the part after the last ::) in run order."""
-    return [nodeid.rsplit("::", 1)[-1] for nodeid in passed_order(result)]
-
-
-class Run(Protocol):
-    """The ``run`` fixture: pytest in-process on the generated suite, with these arguments."""
-
-    def __call__(self, *args: str) -> pytest.RunResult: ...
-
-
 @pytest.fixture
 def run(pytester: pytest.Pytester) -> Run:
     """Run pytest in-process with -v and -rs; returns the RunResult."""
@@ -72,21 +52,3 @@ def run(pytester: pytest.Pytester) -> Run:
         return pytester.runpytest("-v", "-rs", "-p", "no:randomly", *args)
 
     return run_
-
-
-def recorded(result: pytest.RunResult) -> pytest.HookRecorder:
-    """The hook calls of an in-process run."""
-    # pytester's in-process runs add the recorder to the result, untyped
-    recorder: pytest.HookRecorder = result.reprec  # type: ignore[attr-defined]
-    return recorder
-
-
-def skip_reasons(result: pytest.RunResult) -> dict[str, str]:
-    """Test name -> skip reason, from the reports of an in-process run."""
-    reasons = {}
-    for report in recorded(result).getreports("pytest_runtest_logreport"):
-        if report.skipped and report.when == "setup" and not hasattr(report, "wasxfail"):
-            assert isinstance(report.longrepr, tuple)  # a skip's (file, line, reason)
-            reason = report.longrepr[2]
-            reasons[report.nodeid.rsplit("::", 1)[-1]] = reason.removeprefix("Skipped: ")
-    return reasons

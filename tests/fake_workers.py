@@ -295,8 +295,8 @@ def _check_sent(
     for n, node in enumerate(nodes):
         for index in node.sent[seen[n]:]:
             waiting = [
-                e.dependency for e in plan.graph.dependencies(index)
-                if e.kind is Kind.REQUIRES and e.dependency not in settled
+                d for d in plan.graph.dependencies_of(index)
+                if plan.graph.kind(index, d) is Kind.REQUIRES and d not in settled
             ]
             assert not waiting, f"{index} sent before {waiting} finished"
             walk.after[plan.nodeids[index]] = {plan.nodeids[i] for i in settled}

@@ -1,13 +1,16 @@
 """Helpers shared by the test modules: small graphs and plans made by hand, a walk's oracle,
-and a dispatcher driven through its one API."""
+a dispatcher driven through its one API, and what a generated run reported (its order, its
+skips, its hook calls, a clean output)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import networkx as nx
+import pytest
 
 from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
 from pytest_depgraph.core.plan import Plan
@@ -144,3 +147,50 @@ def ran(folder: Path) -> dict[str, str]:
 
 def closure(g: nx.DiGraph[int]) -> set[tuple[int, int]]:
     return {(u, v) for u in g for v in nx.descendants(g, u)}
+
+
+def passed_order(result: pytest.RunResult) -> list[str]:
+    """Node ids in the order pytest reported them (-v output), with their outcome."""
+    order = []
+    for line in result.outlines:
+        match = re.match(r"^(\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)", line)
+        if match:
+            order.append(match.group(1))
+    return order
+
+
+def names(result: pytest.RunResult) -> list[str]:
+    """Test names (the part after the last ::) in run order."""
+    return [nodeid.rsplit("::", 1)[-1] for nodeid in passed_order(result)]
+
+
+class Run(Protocol):
+    """The ``run`` fixture: pytest in-process on the generated suite, with these arguments."""
+
+    def __call__(self, *args: str) -> pytest.RunResult: ...
+
+
+def recorded(result: pytest.RunResult) -> pytest.HookRecorder:
+    """The hook calls of an in-process run."""
+    # pytester's in-process runs add the recorder to the result, untyped
+    recorder: pytest.HookRecorder = result.reprec  # type: ignore[attr-defined]
+    return recorder
+
+
+def skip_reasons(result: pytest.RunResult) -> dict[str, str]:
+    """Test name -> skip reason, from the reports of an in-process run."""
+    reasons = {}
+    for report in recorded(result).getreports("pytest_runtest_logreport"):
+        if report.skipped and report.when == "setup" and not hasattr(report, "wasxfail"):
+            assert isinstance(report.longrepr, tuple)  # a skip's (file, line, reason)
+            reason = report.longrepr[2]
+            reasons[report.nodeid.rsplit("::", 1)[-1]] = reason.removeprefix("Skipped: ")
+    return reasons
+
+
+def assert_clean(result: pytest.RunResult) -> None:
+    """The run's output shows no traceback, no path into the package, no internal error."""
+    text = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in text
+    assert "pytest_depgraph/" not in text
+    assert "INTERNALERROR" not in text

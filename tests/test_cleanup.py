@@ -16,10 +16,9 @@ from pytest_depgraph.core.graph.paths import reachable
 from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.core.plan import Cleanup, Plan
 
-from .conftest import Run, names, skip_reasons
 from .fake_workers import collected_plan
 from .graph_strategies import PROPERTIES
-from .helpers import RAN_CONFTEST, ran
+from .helpers import RAN_CONFTEST, Run, names, ran, skip_reasons
 
 WORKERS = [(), ("-n", "2")]
 WORKER_IDS = ["serial", "xdist"]

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from .conftest import names, passed_order
+from .helpers import names, passed_order
 
 #: records every report (controller or serial process) and every call's start and end (any
 #: process), so outcomes and order can be checked on xdist too

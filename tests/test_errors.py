@@ -6,14 +6,7 @@ import re
 
 import pytest
 
-from .conftest import Run
-
-
-def _assert_clean(result: pytest.RunResult) -> None:
-    text = result.stdout.str() + result.stderr.str()
-    assert "Traceback" not in text
-    assert "pytest_depgraph/" not in text
-    assert "INTERNALERROR" not in text
+from .helpers import Run, assert_clean
 
 
 def test_unknown_target_with_suggestion(pytester: pytest.Pytester, run: Run) -> None:
@@ -39,7 +32,7 @@ def test_unknown_target_with_suggestion(pytester: pytest.Pytester, run: Run) -> 
         ]
     )
     result.assert_outcomes(errors=1)
-    _assert_clean(result)
+    assert_clean(result)
 
 
 @pytest.mark.parametrize(
@@ -68,7 +61,7 @@ def test_bad_arguments(pytester: pytest.Pytester, run: Run, args: str, message: 
         [f"depgraph: test_bad.py:5: {message}",
          "  (@pytest.mark.depends_on, declared for test_bad.py::test_b)"]
     )
-    _assert_clean(result)
+    assert_clean(result)
 
 
 def test_error_with_module_marker_is_reported_once(pytester: pytest.Pytester, run: Run) -> None:
@@ -122,7 +115,7 @@ def test_cycle_report_with_origins(pytester: pytest.Pytester, run: Run) -> None:
         ]
     )
     assert "test_free PASSED" not in result.stdout.str()
-    _assert_clean(result)
+    assert_clean(result)
 
 
 def test_every_cycle_reported_and_self_reference(pytester: pytest.Pytester, run: Run) -> None:
@@ -209,7 +202,7 @@ def test_a_cycle_of_many_loops_stops_each_of_its_tests(
     those of the loop shown (the others were left in the graph: an INTERNALERROR)."""
     pytester.makepyfile(test_c=CLIQUE)
     result = run("--continue-on-collection-errors")
-    _assert_clean(result)
+    assert_clean(result)
     result.assert_outcomes(passed=1, errors=5)
     result.stdout.fnmatch_lines(["*ERROR at setup of test_d*", "depgraph: dependency cycle*"])
 
@@ -225,7 +218,7 @@ def test_an_inconsistency_of_the_build_is_a_collection_error_that_says_what_to_r
     monkeypatch.setattr(build, "find_cycles", lambda graph, kahn=None: [])
     pytester.makepyfile(test_c=CLIQUE)
     result = run()
-    _assert_clean(result)
+    assert_clean(result)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines([
         "depgraph: internal error: the order of these tests could not be found after the",
@@ -239,7 +232,7 @@ def test_an_inconsistency_of_the_build_is_a_collection_error_that_says_what_to_r
         "*Interrupted: 1 error during collection*",
     ])
     result = run("--continue-on-collection-errors")
-    _assert_clean(result)
+    assert_clean(result)
     result.assert_outcomes(passed=1, errors=5)
 
 
@@ -363,7 +356,7 @@ def test_bad_fixture_declaration_names_the_fixture(pytester: pytest.Pytester, ru
          "  (@depends_on on fixture 'token')"]
     )
     result.assert_outcomes(errors=1)
-    _assert_clean(result)
+    assert_clean(result)
 
 
 @pytest.mark.parametrize("value", ['["skip"]', "{}", "None", "1", "True"])
@@ -402,7 +395,7 @@ def test_on_failure_of_any_type_is_a_clean_error(
         "only if the targets passed) or on_failure='run' (order only)\n"
         "  (@depends_on on fixture 'token')\n"
     ) in out
-    _assert_clean(result)
+    assert_clean(result)
 
 
 def test_messages_hint_what_was_meant(pytester: pytest.Pytester, run: Run) -> None:
@@ -448,7 +441,7 @@ def test_messages_hint_what_was_meant(pytester: pytest.Pytester, run: Run) -> No
         consecutive=False,
     )
     assert "or 'test_one_colonn2'" not in result.stdout.str()
-    _assert_clean(result)
+    assert_clean(result)
 
 
 def test_class_and_module_markers_naming_themselves_are_self_references(
@@ -617,7 +610,7 @@ def test_markers_of_inherited_and_imported_classes_name_the_file_they_are_writte
             "tests).",
         ]
     )
-    _assert_clean(result)
+    assert_clean(result)
 
 
 def test_loose_declarations_of_shared_resources_are_errors_naming_what_to_write(
@@ -650,7 +643,7 @@ def test_loose_declarations_of_shared_resources_are_errors_naming_what_to_write(
         """
     )
     result = run("-p", "no:xdist")
-    _assert_clean(result)
+    assert_clean(result)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines([
         "depgraph: test_res.py:3: weight(2) is a second weight mark on test_res.py::test_two, "
@@ -704,4 +697,4 @@ def test_loose_settings_are_usage_errors_or_warnings_at_their_place(
     assert strict.ret == pytest.ExitCode.USAGE_ERROR
     strict.stderr.fnmatch_lines(["ERROR: depgraph: depgraph_durations = durations.json in *"])
     for result in (spaced, infinite, missing, strict):
-        _assert_clean(result)
+        assert_clean(result)

@@ -8,7 +8,9 @@ import re
 
 import pytest
 
-from .conftest import names
+from pytest_depgraph.collect.process_registry import REGISTRY
+
+from .helpers import names
 
 PLAIN = """
 import pytest
@@ -41,9 +43,10 @@ def test_a_suite_without_declarations_selects_draws_and_runs_on_xdist(
     assert '"test_plain.py::test_two[1]"' in text
     assert '"test_plain.py::TestThree::test_three"' in text
     assert "test_one" not in text and "->" not in text
-    # in a process of its own: an in-process run elsewhere in this worker that applied a
+    # as in a fresh process: an in-process run elsewhere in this worker that applied a
     # @depends_on makes every later build in the process take the full path
-    by_id = pytester.runpytest_subprocess("-v", "test_plain.py::test_two", "--depgraph-timings")
+    REGISTRY.reset()
+    by_id = pytester.runpytest("-v", "test_plain.py::test_two", "--depgraph-timings")
     by_id.assert_outcomes(passed=2)
     by_id.stdout.fnmatch_lines([
         "*depgraph timings: 2 tests, 0 edges after reduction: resolve *",
@@ -569,9 +572,10 @@ def test_a_session_where_only_tests_own_markers_declare_reads_as_the_full_path(
                 """
             )
         dot = pytester.path / f"graph_{full}.dot"
-        # in a process of its own: @depends_on applied anywhere in a process sends its later
+        # as in a fresh process: @depends_on applied anywhere in a process sends its later
         # sessions through the full reading
-        result = pytester.runpytest_subprocess(
+        REGISTRY.reset()
+        result = pytester.runpytest(
             "-v", "-rs", "--continue-on-collection-errors", f"--depgraph-dot={dot}"
         )
         result.assert_outcomes(passed=7, failed=1, errors=6)

@@ -38,8 +38,8 @@ def test_duplicate_edge_merges_requires_wins() -> None:
     graph.add_edge(1, 0, A, third)
     assert graph.edge_count == 2
     assert graph.edges() == [Edge(1, 0, R, second), Edge(2, 0, A, first)]
-    assert graph.dependencies(1) == [Edge(1, 0, R, second)]
-    assert [e.dependent for e in graph.dependents(0)] == [1, 2]
+    assert [graph.edge(1, d) for d in graph.dependencies_of(1)] == [Edge(1, 0, R, second)]
+    assert list(graph.dependents_of(0)) == [1, 2]
     assert graph.kind(1, 0) is R and graph.kind(0, 1) is None
     assert graph.edge(2, 0) == Edge(2, 0, A, first) and graph.edge(0, 2) is None
 
@@ -104,8 +104,10 @@ def _check_adjacency(graph: Graph) -> None:
     for e in edges:
         out[e.dependent].append(e)
         into[e.dependency].append(e)
-    assert [graph.dependencies(v) for v in range(graph.size)] == out
-    assert [graph.dependents(v) for v in range(graph.size)] == into
+    assert [[graph.edge(v, d) for d in graph.dependencies_of(v)]
+            for v in range(graph.size)] == out
+    assert [[graph.edge(u, v) for u in graph.dependents_of(v)]
+            for v in range(graph.size)] == into
     assert [graph.dependencies_of(v) for v in range(graph.size)] == [
         [e.dependency for e in es] for es in out
     ]
@@ -114,13 +116,13 @@ def _check_adjacency(graph: Graph) -> None:
     ]
     assert graph.dependency_counts() == [len(es) for es in out]
     assert list(graph.triples()) == [(e.dependent, e.dependency, e.kind) for e in edges]
-    assert list(graph.origins()) == [e.origin for e in edges]
+    table, origin_of = graph.origin_indexes()
+    assert [table[o] for o in origin_of] == [e.origin for e in edges]
     assert graph.edge_count == len(edges)
     for e in edges:
         assert graph.edge(e.dependent, e.dependency) == e
         assert graph.kind(e.dependent, e.dependency) is e.kind
-    assert graph.requiring() == {e.dependent for e in graph.edges() if e.kind is R}
-    assert graph_edges_by_origin(graph) == edges_by_origin(graph.origins())
+    assert graph_edges_by_origin(graph) == edges_by_origin(e.origin for e in edges)
     assert graph.edges_keyed(k * graph.size + k for k in range(graph.size)) == []
     assert graph.edges_keyed(
         e.dependent * graph.size + e.dependency for e in graph.edges()
@@ -182,19 +184,22 @@ def _by_add_edges(
     size: int, edges: list[tuple[int, int, int, int]], table: list[Origin]
 ) -> Graph:
     """The graph of edge arrays as from_arrays made it before its fast path for repeated
-    pairs (merged edge by edge when a pair repeats): the reference that path must equal."""
-    graph = Graph(size)
+    pairs (merged edge by edge when a pair repeats): the reference that path must equal.
+    The edges are merged by add_edges; the graph is then made of its distinct pairs over
+    ``table``, each origin numbered by its own place when nothing repeats, else by the last
+    place of that object in the table."""
+    merged = Graph(size)
+    merged.add_edges((u, d, Kind(k), table[o]) for u, d, k, o in edges)
     if len({(u, d) for u, d, _, _ in edges}) == len(edges):
-        graph._table = list(table)
-        graph._table_ids = {}  # nothing repeats: each edge keeps its origin's place
-        for u, d, k, o in edges:
-            graph._table_ids[id(table[o])] = o
-            graph.add_edge(u, d, Kind(k), table[o])
-        return graph
-    graph._table = list(table)
-    graph._table_ids = {id(origin): i for i, origin in enumerate(table)}
-    graph.add_edges((u, d, Kind(k), table[o]) for u, d, k, o in edges)
-    return graph
+        origins = [o for _, _, _, o in edges]
+    else:
+        last = {id(origin): i for i, origin in enumerate(table)}
+        origins = [last[id(edge.origin)] for edge in merged.edges()]
+    dependents, dependencies, kinds = merged.columns()
+    return Graph.from_arrays(
+        size, array("i", dependents), array("i", dependencies), bytearray(kinds),
+        array("i", origins), list(table),
+    )
 
 
 @st.composite

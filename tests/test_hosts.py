@@ -620,6 +620,27 @@ def test_a_command_line_is_cut_into_its_options(pytester: pytest.Pytester) -> No
     ]
 
 
+def test_the_option_as_given_before_plugins_change_it(pytester: pytest.Pytester) -> None:
+    config = pytester.parseconfig("-n", "2", "--dist", "loadfile")
+    config.option.dist = "load"  # as a plugin's pytest_cmdline_main may change it
+    assert host.given_on_command_line(config, "dist") == "loadfile", (
+        "pytest no longer keeps the known arguments as parsed in config.known_args_namespace"
+    )
+    assert host.given_on_command_line(config, "no_such_option") is None
+
+
+def test_a_line_is_started_after_the_terminals_progress(pytester: pytest.Pytester) -> None:
+    config = pytester.parseconfigure()
+    terminal: Any = config.pluginmanager.get_plugin("terminalreporter")
+    terminal.write("....")
+    terminal.currentfspath = "test_a.py"
+    host.start_a_line(config)
+    assert terminal._tw.width_of_current_line == 0 and terminal.currentfspath is None, (
+        "pytest's TerminalReporter no longer writes through _tw (a TerminalWriter with "
+        "width_of_current_line) or no longer starts a file's line from currentfspath"
+    )
+
+
 def test_pytests_plugins_are_imported_without_being_registered() -> None:
     host.import_pytest_plugins()
     import sys

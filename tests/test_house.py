@@ -56,6 +56,12 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
         f.write("\nfrom _pytest.subtests import SubtestReport\n")
     with (package / "output/dot.py").open("a") as f:
         f.write("\nif TYPE_CHECKING:\n    from _pytest.nodes import Node\n")
+    with (package / "output/runlog.py").open("a") as f:
+        f.write("\ndef _touch(config, terminal, self):\n    config._tw.line()\n"
+                "    getattr(terminal, '_numcollected', 0)\n    self.session._setupstate\n"
+                "    config.__dict__\n")
+    with (package / "hosts/xdist.py").open("a") as f:
+        f.write("\ndef _door(config):\n    return config._tw\n")
     found = _tool().graph(tmp_path)[1]
     findings = "\n".join(found)
     for expected in (
@@ -72,6 +78,9 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
         "hosts.pytest imports run.role, from a layer above hosts",
         "run.serial imports xdist.scheduler, outside the hosts doors",
         "run.outcomes imports _pytest.subtests, outside the hosts doors",
+        "output.runlog touches pytest's private config._tw, outside the hosts doors",
+        "output.runlog touches pytest's private terminal._numcollected, outside the hosts doors",
+        "output.runlog touches pytest's private session._setupstate, outside the hosts doors",
         "import cycle: ",
     ):
         assert expected in findings
@@ -79,6 +88,8 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
     # named for types only
     assert not [f for f in found
                 if f.startswith("pytest_depgraph/collect/selection.py") or "_pytest.nodes" in f]
+    # a door touches pytest's private attributes; a dunder is nobody's private attribute
+    assert not [f for f in found if "hosts.xdist touches" in f or "__dict__" in f]
     # a door of the hosts may be named after its host
     assert not [f for f in found if "hosts.pytest under another name" in f]
 

@@ -22,8 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from .conftest import recorded
-from .test_errors import _assert_clean
+from .helpers import assert_clean, recorded
 
 EXAMPLES = int(os.environ.get("DEPGRAPH_HYPOTHESIS_EXAMPLES", "12"))
 
@@ -252,7 +251,7 @@ def test_any_arguments_give_an_edge_or_a_clean_error(
         result = pytester.runpytest("--collect-only", "-p", "no:randomly", "-p", "no:cacheprovider")
     finally:
         del sys.modules[ARGS_MODULE]
-    _assert_clean(result)
+    assert_clean(result)
     collected = {
         call.item.nodeid
         for call in recorded(result).getcalls("pytest_itemcollected")

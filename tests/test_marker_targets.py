@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .test_errors import _assert_clean
+from .helpers import assert_clean
 
 HELPERS = """
 class TestK:
@@ -145,7 +145,7 @@ def test_other_objects_are_clear_errors_and_lose_no_test(pytester: pytest.Pytest
         consecutive=False,
     )
     assert "6 errors during collection" in result.stdout.str()
-    _assert_clean(result)
+    assert_clean(result)
 
 
 FIXTURE_TARGET = """
@@ -178,7 +178,7 @@ def test_error_messages_are_the_same_in_every_process(pytester: pytest.Pytester)
         assert result.stdout.str().count("ERROR collecting") == 1
         assert "0x" not in result.stdout.str()
         assert "different dependency graphs" not in result.stdout.str()
-        _assert_clean(result)
+        assert_clean(result)
 
 
 def test_module_globals_that_raise_on_any_access_are_left_alone(
@@ -214,7 +214,7 @@ def test_module_globals_that_raise_on_any_access_are_left_alone(
     )
     result = pytester.runpytest("-p", "no:randomly", "-p", "no:dependency")
     result.assert_outcomes(passed=2)
-    _assert_clean(result)
+    assert_clean(result)
 
 
 def test_the_markers_shortcut_marks_exactly_as_pytest_does() -> None:

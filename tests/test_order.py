@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import Run, names, passed_order, skip_reasons
+from .helpers import Run, names, passed_order, skip_reasons
 
 
 def test_a_dependent_declared_first_waits_for_its_dependency(

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from .conftest import passed_order
 from .fake_workers import collected_plan
+from .helpers import passed_order
 
 SUITE = {
     "test_m1": """

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_depgraph.run.outcomes import OutcomeRecorder
 
-from .conftest import skip_reasons
+from .helpers import skip_reasons
 
 #: ``always`` fails every attempt, ``once`` fails its first attempt only; each has a dependent
 RERUN_SUITE = """

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Run
+from .helpers import Run
 
 SUITE = """
 import pytest

@@ -9,7 +9,7 @@ from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.run.value_store import ValueStore
 from pytest_depgraph.run.xdist.value_relay import VALUES_COMMAND, Relay
 
-from .conftest import Run, names, skip_reasons
+from .helpers import Run, names, skip_reasons
 
 VPC = """
 import pytest

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import names
+from .helpers import names
 
 VALUES = """
 import pytest

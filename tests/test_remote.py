@@ -28,7 +28,7 @@ import pytest
 
 import pytest_depgraph
 
-from .conftest import skip_reasons
+from .helpers import skip_reasons
 
 #: where each server sees the virtualenv, and the plugin's sources when they live under /tmp
 VENV_MOUNT = Path("/opt/v")

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import pytest
 
-from .test_errors import _assert_clean
+from .helpers import assert_clean
 
 MISTAKES = """
 import pytest
@@ -77,7 +77,7 @@ def test_each_bad_declaration_is_an_error_at_its_line_with_close_names(
         "  (@resource_lock on fixture 'conn', declared for test_bad.py::test_fixture)",
         "*Interrupted: 9 errors during collection*",
     ])
-    _assert_clean(result)
+    assert_clean(result)
 
 
 BLOCKS = """
@@ -137,7 +137,7 @@ def test_blocks_that_wait_for_each_other_stop_a_serial_run_and_a_lone_close_name
         "ERROR: depgraph_resources in tox.ini:3: 'db: 0' is not a resource: write its name, "
         "or 'name: N' with N a whole number of at least 1*",
     ])
-    _assert_clean(bad)
+    assert_clean(bad)
 
 
 def test_the_markers_are_registered(pytester: pytest.Pytester) -> None:
@@ -336,4 +336,4 @@ def test_the_decorator_on_tests_classes_and_modules_holds_as_the_marker(
         "Did you mean 'write'?",
         "  (@resource_lock, declared for test_decorated_module.py::test_bad)",
     ])
-    _assert_clean(bad)
+    assert_clean(bad)

@@ -12,9 +12,9 @@ import pytest
 from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.core.plan import READ, WRITE, Plan, Resources
 from pytest_depgraph.core.timeline import resource_bound
-from pytest_depgraph.core.walk.backfill import shadow
 from pytest_depgraph.core.walk.claims import Claims, claims_of
 from pytest_depgraph.core.walk.dispatch import Dispatcher, WalkInputs, priorities, weights
+from pytest_depgraph.core.walk.resource_books import shadow
 from pytest_depgraph.core.walk.urgency import readers_turn, with_resources
 
 from .helpers import R, make

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import Run, names, skip_reasons
+from .helpers import Run, names, skip_reasons
 
 LAST_FAILED = {
     "test_a": """

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from pytest_depgraph.core import shard
 from pytest_depgraph.core.plan import Plan
 
-from .conftest import recorded
 from .fake_workers import PlanGrab
+from .helpers import recorded
 
 SUITE = {
     "test_chain": """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import Run, names, recorded, skip_reasons
+from .helpers import Run, names, recorded, skip_reasons
 
 
 def test_root_cause_is_the_first_failure_up_the_graph(pytester: pytest.Pytester, run: Run) -> None:

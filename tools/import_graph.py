@@ -16,7 +16,9 @@ doors to the hosts (``HOSTS``) import nothing of the package but the core, and o
 xdist and pytest's private modules (``DOORS_ONLY``; an import under ``if TYPE_CHECKING:``, for
 types only, may name ``_pytest`` anywhere); no two modules share a file name, and no module of
 the package is imported under another name (a door of the hosts may be named after its host):
-a module whose name reads wrong where it is used is renamed.
+a module whose name reads wrong where it is used is renamed; outside the doors, no private
+attribute (``_``-prefixed, not a dunder) is read or written on pytest's objects -- a name of
+``PYTEST_OBJECTS`` (``config._tw``, ``getattr(terminal, "_tw")``, ``self.session._x``).
 Modules are named relative to the package, dotted: ``core.graph.storage``, ``run.xdist.scheduler``.
 """
 
@@ -45,6 +47,14 @@ SHARED = {"options", "plurals"}
 HOST = ("pytest", "_pytest", "pluggy", "xdist", "execnet")
 #: packages only the doors import at run time (every touch of them goes through ``hosts``)
 DOORS_ONLY = ("xdist", "execnet", "_pytest")
+#: the names the package gives pytest's objects (its config, session, nodes, terminal
+#: reporter, plugin manager, ...): a private attribute of one of them is pytest's internals
+PYTEST_OBJECTS = frozenset({
+    "config", "session", "item", "node", "collector", "request", "terminal", "reporter",
+    "terminalreporter", "pluginmanager", "parser", "report", "fixturedef", "definition",
+})
+#: the calls that name an attribute by a string: ``getattr(obj, "_name")`` and ours
+_ATTRIBUTE_CALLS = frozenset({"getattr", "setattr", "hasattr", "delattr", "attr", "attribute"})
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -114,6 +124,33 @@ def renamed_modules(name: str, path: Path, mods: dict[str, Path]) -> Iterator[tu
             relative = module[len(PACKAGE) + 1:] if module.startswith(PACKAGE + ".") else ""
             if relative in mods and not in_hosts(relative):
                 yield node.lineno, relative
+
+
+def private_attributes(path: Path) -> Iterator[tuple[int, str, str]]:
+    """(line, object, attribute) of each private attribute (``_``-prefixed, not a dunder) read
+    or written on a name of ``PYTEST_OBJECTS`` (or an attribute of that name:
+    ``self.config``), or named to ``getattr`` and its kin on one."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute):
+            owner, attribute = node.value, node.attr
+        elif (
+            isinstance(node, ast.Call)
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and (node.func.id if isinstance(node.func, ast.Name) else
+                 node.func.attr if isinstance(node.func, ast.Attribute) else "")
+            in _ATTRIBUTE_CALLS
+        ):
+            owner, attribute = node.args[0], node.args[1].value
+        else:
+            continue
+        if not attribute.startswith("_") or attribute.startswith("__"):
+            continue
+        name = (owner.id if isinstance(owner, ast.Name) else
+                owner.attr if isinstance(owner, ast.Attribute) else "")
+        if name in PYTEST_OBJECTS:
+            yield node.lineno, name, attribute
 
 
 def _names_type_checking(test: ast.expr) -> bool:
@@ -201,6 +238,14 @@ def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
         for line, module in renamed_modules(name, path, mods):
             findings.append(
                 f"{path.relative_to(root)}:{line}: {name} imports {module} under another name"
+            )
+    for name, path in mods.items():
+        if in_hosts(name):
+            continue
+        for line, owner, attribute in private_attributes(path):
+            findings.append(
+                f"{path.relative_to(root)}:{line}: {name} touches pytest's private "
+                f"{owner}.{attribute}, outside the {HOSTS} doors"
             )
     findings.extend(shared_file_names(mods))
     findings = list(dict.fromkeys(findings))  # one per line, however many names it imports

@@ -16,6 +16,7 @@ from typing import Any, Callable, Literal, NamedTuple, TypeVar
 import pytest
 
 from pytest_depgraph.collect import problems, safe
+from pytest_depgraph.collect.process_registry import REGISTRY
 from pytest_depgraph.core.graph.storage import Kind
 from pytest_depgraph.hosts.pytest import (
     fixture_name,
@@ -108,28 +109,12 @@ def depends_on(
     return decorate
 
 
-#: whether :func:`declare` ever ran in this process: a declaration made with
-#: :func:`depends_on` or :func:`output_fixture` exists only on objects it was attached to here
-#: (or copied from them, as ``functools.wraps`` does), so while this is false no function,
-#: class or fixture carries one and the build does not look for them
-_declared = [False]
-#: the same for :func:`cleanup_of`
-_cleanups_declared = [False]
-
-
-def declarations_made() -> bool:
-    """Whether any ``@depends_on`` or ``output_fixture`` was applied in this process."""
-    return _declared[0]
-
-
-def cleanups_made() -> bool:
-    """Whether any ``@cleanup_of`` was applied in this process."""
-    return _cleanups_declared[0]
-
-
 def declare(obj: object, raw: RawDeclaration, attribute: str = ATTRIBUTE) -> None:
     """Attach a declaration to a function or fixture (and to what it wraps)."""
-    (_cleanups_declared if attribute == CLEANUP_ATTRIBUTE else _declared)[0] = True
+    if attribute == CLEANUP_ATTRIBUTE:
+        REGISTRY.cleanup_of = True
+    else:
+        REGISTRY.depends_on = True
     for target in wrapped_chain(obj):
         existing: list[RawDeclaration] = list(_own_declarations(target, attribute))
         # a bound method cannot take attributes: its function carries them
@@ -308,10 +293,6 @@ def repair_stray(collector: pytest.Collector, name: str, obj: object) -> object:
 #: the markers whose first argument may be a test function or class taken as a target
 _TARGET_MARKERS = (MARKER, CLEANUP_MARKER)
 
-#: configured sessions that use the installed decorator (pytester nests sessions)
-_installed = [0]
-
-
 def install_marker() -> None:
     """Make ``pytest.mark.depends_on`` take a single function or class as a target.
 
@@ -327,14 +308,14 @@ def install_marker() -> None:
     imports ``pytest_depgraph`` in a run with the plugin off must leave ``pytest.mark`` as
     pytest has it (``--strict-markers`` then rejects the unregistered marker).
     """
-    _installed[0] += 1
+    REGISTRY.installed += 1
     for name in _TARGET_MARKERS:
         install_mark(name, _is_bare_decoration)
 
 
 def uninstall_marker() -> None:
     """Undo :func:`install_marker` once the last session that installed it is done."""
-    _installed[0] = max(0, _installed[0] - 1)
-    if not _installed[0]:
+    REGISTRY.installed = max(0, REGISTRY.installed - 1)
+    if not REGISTRY.installed:
         for name in _TARGET_MARKERS:
             uninstall_mark(name)

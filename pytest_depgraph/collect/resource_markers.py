@@ -15,6 +15,7 @@ from typing import Any, Callable, Literal, NamedTuple, Optional, TypeVar
 
 from pytest_depgraph.collect import resource_problems, safe
 from pytest_depgraph.collect.dependency_markers import wrapped_chain
+from pytest_depgraph.collect.process_registry import REGISTRY
 
 LOCK = "resource_lock"
 EXCLUSIVE = "exclusive"
@@ -97,7 +98,7 @@ def resource_lock(
     raw = RawLock((name,), kwargs, f"{frame.f_code.co_filename}:{frame.f_lineno}")
 
     def decorate(obj: F) -> F:
-        _declared[0] = True
+        REGISTRY.resource_lock = True
         for target in wrapped_chain(obj):
             try:
                 setattr(target, ATTRIBUTE, [*fixture_locks(target), raw])
@@ -106,16 +107,6 @@ def resource_lock(
         return obj
 
     return decorate
-
-
-#: whether :func:`resource_lock` ever decorated anything in this process (else no fixture
-#: carries a lock, and fixtures are not looked at)
-_declared = [False]
-
-
-def fixture_locks_made() -> bool:
-    """Whether any ``@resource_lock`` was applied in this process."""
-    return _declared[0]
 
 
 def fixture_locks(obj: object) -> list[RawLock]:

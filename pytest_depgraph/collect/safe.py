@@ -12,7 +12,7 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING, Any
 
-from pytest_depgraph.hosts.pytest import fixture_name
+from pytest_depgraph.hosts.pytest import attribute, fixture_name
 from pytest_depgraph.plurals import plural
 
 if TYPE_CHECKING:
@@ -24,12 +24,8 @@ TEXT_LIMIT = 120
 _PLAIN = (int, float, complex, bool, type(None), bytes)
 
 
-def attr(obj: object, name: str, default: Any = None) -> Any:
-    """``getattr(obj, name, default)`` that also swallows what a property or proxy raises."""
-    try:
-        return getattr(obj, name, default)
-    except Exception:  # a proxy or property may raise anything
-        return default
+#: ``getattr(obj, name, default)`` that also swallows what a property or proxy raises
+attr = attribute
 
 
 def text_attr(obj: object, name: str) -> str:

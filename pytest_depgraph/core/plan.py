@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 from array import array
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pytest_depgraph.core.graph.storage import Graph, Origin
@@ -26,7 +27,7 @@ from pytest_depgraph.core.graph.storage import Graph, Origin
 #: below, the events and commands between them and the flags in ``workerinput``. A worker of
 #: another version sends a plan the controller refuses with a clear error (both run different
 #: pytest-depgraph versions), instead of one it would misread. Bumped with any of them.
-PROTOCOL_VERSION = 10
+PROTOCOL_VERSION = 11
 
 # kinds travel as one string of digits, one per edge: "0" REQUIRES, "1" AFTER
 _KIND_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
@@ -56,11 +57,19 @@ class ShardInfo:
     source: str = ""
     known: int = 0
 
-    def to_list(self) -> list[Any]:
-        """The fields in order, for JSON."""
-        return [self.index, self.count, self.tests, self.groups, self.expected, self.total,
-                self.selected, [list(group) for group in self.oversized], self.source,
-                self.known]
+    def to_dict(self) -> dict[str, Any]:
+        """The fields by name, for JSON."""
+        fields = asdict(self)
+        fields["oversized"] = [list(group) for group in self.oversized]
+        return fields
+
+    @classmethod
+    def from_dict(cls, fields: dict[str, Any] | None) -> ShardInfo | None:
+        """Inverse of :meth:`to_dict` (None: the run is not sharded)."""
+        if fields is None:
+            return None
+        oversized = tuple((first, size, seconds) for first, size, seconds in fields["oversized"])
+        return cls(**{**fields, "oversized": oversized})
 
 
 #: a claim's modes: a writer holds one unit of the resource's capacity; readers share it with
@@ -125,30 +134,31 @@ class Resources:
             blocks=blocks,
         )
 
-    def to_list(self) -> list[Any]:
-        """The fields in order, for JSON (JSON's object keys are strings)."""
-        return [
-            self.capacity,
-            [[n, c] for n, c in self.claims.items()],
-            [[n, k] for n, k in self.slots.items()],
-            self.exclusive,
-            [[list(b.tests), [list(c) for c in b.claims], b.name, b.where, b.scope]
-             for b in self.blocks],
-        ]
+    def to_dict(self) -> dict[str, Any]:
+        """The fields by name, for JSON: node-keyed maps as [node, value] pairs (JSON's object
+        keys are strings), and each block as a list of its fields in order (a plan may have
+        many)."""
+        return {
+            "capacity": self.capacity,
+            "claims": [[n, c] for n, c in self.claims.items()],
+            "slots": [[n, k] for n, k in self.slots.items()],
+            "exclusive": self.exclusive,
+            "blocks": [[list(b.tests), [list(c) for c in b.claims], b.name, b.where, b.scope]
+                       for b in self.blocks],
+        }
 
     @classmethod
-    def from_list(cls, fields: list[Any] | None) -> Resources:
-        """Inverse of :meth:`to_list` (None: none declared)."""
+    def from_dict(cls, fields: dict[str, Any] | None) -> Resources:
+        """Inverse of :meth:`to_dict` (None: none declared)."""
         if not fields:
             return cls()
-        capacity, claims, slots, exclusive, blocks = fields
         return cls(
-            capacity=capacity,
-            claims={n: c for n, c in claims},
-            slots={n: k for n, k in slots},
-            exclusive=exclusive,
+            capacity=fields["capacity"],
+            claims={n: c for n, c in fields["claims"]},
+            slots={n: k for n, k in fields["slots"]},
+            exclusive=fields["exclusive"],
             blocks=[Block(tuple(tests), tuple((name, mode) for name, mode in held), name, where,
-                          scope) for tests, held, name, where, scope in blocks],
+                          scope) for tests, held, name, where, scope in fields["blocks"]],
         )
 
 
@@ -245,9 +255,9 @@ class Plan:
             "added": self.added,
             "pinned": self.pinned,
             "warnings": self.warnings,
-            "shard": None if self.shard is None else self.shard.to_list(),
+            "shard": None if self.shard is None else self.shard.to_dict(),
             "xdist_groups": {str(k): v for k, v in self.xdist_groups.items()},
-            "resources": self.resources.to_list() if self.resources else None,
+            "resources": self.resources.to_dict() if self.resources else None,
             "cleanups": [[n, *c.to_list()] for n, c in self.cleanups.items()],
         }
         return json.dumps(payload, separators=(",", ":"))
@@ -283,9 +293,9 @@ class Plan:
             added=data["added"],
             pinned=data["pinned"],
             warnings=data["warnings"],
-            shard=_shard_info(data.get("shard")),
+            shard=ShardInfo.from_dict(data.get("shard")),
             xdist_groups={int(k): v for k, v in data.get("xdist_groups", {}).items()},
-            resources=Resources.from_list(data.get("resources")),
+            resources=Resources.from_dict(data.get("resources")),
             cleanups={n: Cleanup(tuple(targets), tuple(absent))
                       for n, targets, absent in data.get("cleanups", ())},
         )
@@ -313,16 +323,6 @@ def _edge_columns(graph: Graph, places: bool = True) -> dict[str, Any]:
     }
 
 
-def _shard_info(fields: list[Any] | None) -> ShardInfo | None:
-    if fields is None:
-        return None
-    index, count, tests, groups, expected, total, selected, oversized, source, known = fields
-    return ShardInfo(
-        index, count, tests, groups, expected, total, selected,
-        tuple((first, size, seconds) for first, size, seconds in oversized), source, known,
-    )
-
-
 def edges_by_origin(origins: Iterable[Origin]) -> dict[str, int]:
     """Count edges per origin kind."""
     counts: dict[str, int] = {}
@@ -334,7 +334,9 @@ def edges_by_origin(origins: Iterable[Origin]) -> dict[str, int]:
 def graph_edges_by_origin(graph: Graph) -> dict[str, int]:
     """:func:`edges_by_origin` of a graph's edges: counted per declaration (in C), then
     per kind."""
+    table, origin_of = graph.origin_indexes()
     counts: dict[str, int] = {}
-    for origin, count in graph.origin_counts():
-        counts[origin.kind] = counts.get(origin.kind, 0) + count
+    for index, count in Counter(origin_of).items():
+        kind = table[index].kind
+        counts[kind] = counts.get(kind, 0) + count
     return counts

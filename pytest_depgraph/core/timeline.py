@@ -202,7 +202,7 @@ def critical_chain(
         return [], 0.0
     path = [node]
     while True:
-        nexts = [e.dependent for e in plan.graph.dependents(node)]
+        nexts = list(plan.graph.dependents_of(node))
         if not nexts:
             break
         node = max(nexts, key=lambda n: (remaining[n], -n))

@@ -1,5 +1,6 @@
 """pytest's internals behind one door each: teardown and capture of a held test, skips at the
-test's place, ``--lf``'s books, the terminal's counts, fixtures, marks, and subtests' reports.
+test's place, ``--lf``'s books, the terminal's counts and its current line, the options as
+given, fixtures, marks, and subtests' reports.
 
 Checked against pytest 8 and 9. What pytest documents (its hooks, ``pytest.CallInfo``,
 ``pytest.TestReport``, the terminal reporter's ``stats`` and ``write_line``) is used where it is
@@ -185,12 +186,12 @@ def fixtures_by_name(info: Any) -> Mapping[str, Sequence[Any]]:
 def fixture_function(definition: object) -> object:
     """The function a fixture definition (``FixtureDef``) calls (its ``func``; None when it
     has none)."""
-    return _attribute(definition, "func")
+    return attribute(definition, "func")
 
 
 def fixture_arguments(definition: object) -> Sequence[str]:
     """The fixture names a fixture definition requests (``FixtureDef.argnames``)."""
-    names = _attribute(definition, "argnames")
+    names = attribute(definition, "argnames")
     return names if isinstance(names, tuple) else ()
 
 
@@ -199,14 +200,14 @@ def session_fixtures(session: object) -> list[tuple[str, object]] | None:
     tables (``session._fixturemanager``): ``_arg2fixturedefs`` (name -> definitions) before
     pytest 9; since then ``_arg2node2fixturedefs`` (name -> node -> definitions) and the
     deprecated ``_arg2nodeid2fixturedefs``. None when neither can be read."""
-    manager = _attribute(session, "_fixturemanager")
-    flat = _attribute(manager, "_arg2fixturedefs")
+    manager = attribute(session, "_fixturemanager")
+    flat = attribute(manager, "_arg2fixturedefs")
     if isinstance(flat, dict):
         return [(name, d) for name, defs in flat.items() for d in defs]
-    by_node = _attribute(manager, "_arg2node2fixturedefs")
+    by_node = attribute(manager, "_arg2node2fixturedefs")
     if not isinstance(by_node, dict):
         return None
-    by_nodeid = _attribute(manager, "_arg2nodeid2fixturedefs")
+    by_nodeid = attribute(manager, "_arg2nodeid2fixturedefs")
     tables = [by_node, by_nodeid if isinstance(by_nodeid, dict) else {}]
     return [(name, d) for table in tables for name, nodes in table.items()
             for defs in nodes.values() for d in defs]
@@ -215,9 +216,9 @@ def session_fixtures(session: object) -> list[tuple[str, object]] | None:
 def session_fixture_names(session: object) -> Collection[str]:
     """Every fixture name of the session (empty when the fixture manager's tables cannot be
     read: :func:`session_fixtures`)."""
-    manager = _attribute(session, "_fixturemanager")
+    manager = attribute(session, "_fixturemanager")
     for table in ("_arg2node2fixturedefs", "_arg2fixturedefs"):  # pytest >= 9, < 9
-        known = _attribute(manager, table)
+        known = attribute(manager, table)
         if isinstance(known, dict):
             return known.keys()
     return ()
@@ -226,7 +227,7 @@ def session_fixture_names(session: object) -> Collection[str]:
 def param_index(item: pytest.Item, name: str) -> int | None:
     """Which parameter of the parametrized fixture ``name`` the test ``item`` uses
     (``item.callspec.indices``); None when it uses none."""
-    indices = _attribute(_attribute(item, "callspec"), "indices")
+    indices = attribute(attribute(item, "callspec"), "indices")
     found = indices.get(name) if isinstance(indices, dict) else None
     return found if isinstance(found, int) else None
 
@@ -310,14 +311,14 @@ def is_subtest_report(report: pytest.TestReport) -> bool:
     return _SubtestReport is not None and isinstance(report, _SubtestReport)
 
 
-
-def _attribute(obj: object, name: str) -> object:
-    """``getattr(obj, name, None)`` that also swallows what a property or proxy raises (the
-    object may be the user's)."""
+def attribute(obj: object, name: str, default: Any = None) -> Any:
+    """``getattr(obj, name, default)`` that also swallows what a property or proxy raises:
+    the object may be the user's. The one such helper of the package (collection's
+    :mod:`~pytest_depgraph.collect.safe` names it ``attr``)."""
     try:
-        return getattr(obj, name, None)
+        return getattr(obj, name, default)
     except Exception:  # a proxy or property may raise anything
-        return None
+        return default
 
 
 def _name(value: object, otherwise: object) -> str:
@@ -340,14 +341,32 @@ def fixture_name(obj: object) -> str | None:
     ``_pytestfixturefunction`` attribute, whose ``name`` says the same.
     """
     if type(obj).__name__ == "FixtureFunctionDefinition":  # pytest >= 8.4
-        function = _attribute(obj, "_fixture_function")
-        return _name(_attribute(obj, "name"), _attribute(function, "__name__"))
+        function = attribute(obj, "_fixture_function")
+        return _name(attribute(obj, "name"), attribute(function, "__name__"))
     if type(obj) is not types.FunctionType:
         return None
-    marker = _attribute(obj, "_pytestfixturefunction")  # pytest < 8.4
+    marker = attribute(obj, "_pytestfixturefunction")  # pytest < 8.4
     if marker is None:
         return None
-    return _name(_attribute(marker, "name"), _attribute(obj, "__name__"))
+    return _name(attribute(marker, "name"), attribute(obj, "__name__"))
+
+
+def start_a_line(config: pytest.Config) -> None:
+    """End the terminal's half-written line (the progress dots) and flush it, so that text
+    written to stdout next starts a line of its own; nothing without a terminal.
+
+    Relies on the ``terminalreporter`` plugin's ``_tw`` (its ``TerminalWriter``, whose
+    ``width_of_current_line`` says how much of the line is written) and ``currentfspath``
+    (None: the next test file's name starts a new line), which ``TerminalReporter.ensure_newline``
+    uses, without the blank line it would write."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    writer: Any = getattr(terminal, "_tw", None)
+    if writer is not None and writer.width_of_current_line:
+        writer.line()
+    if terminal is not None:
+        terminal.currentfspath = None
+    if writer is not None:
+        writer.flush()
 
 
 def given_on_command_line(config: pytest.Config, dest: str) -> object:

@@ -20,13 +20,14 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Callable
 
 import pytest
 
 from pytest_depgraph.collect.origins import OriginKind, describe
 from pytest_depgraph.core.graph.storage import Edge, Kind
 from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.hosts import pytest as host
 from pytest_depgraph.output.written import WrittenFile
 from pytest_depgraph.run.outcomes import (
     ERROR,
@@ -350,7 +351,7 @@ class DotExport(WrittenFile):
             return
         recorder = None if config.option.collectonly else state.recorder
         if self.path == "-":
-            _start_a_line(config)
+            host.start_a_line(config)
         try:
             write(self.path, state.plan, recorder, state.skips)
         except RenderError as error:
@@ -359,15 +360,3 @@ class DotExport(WrittenFile):
         if self.path != "-":
             what = "DOT" if suffix(self.path) in TEXT_SUFFIXES else suffix(self.path).upper()
             self.written(f"generated depgraph {what} file: {os.path.abspath(self.path)}")
-
-
-def _start_a_line(config: pytest.Config) -> None:
-    """End the terminal's half-written line (progress dots) before DOT text goes to stdout."""
-    terminal = config.pluginmanager.get_plugin("terminalreporter")
-    writer: Any = getattr(terminal, "_tw", None)
-    if writer is not None and writer.width_of_current_line:
-        writer.line()
-    if terminal is not None:
-        terminal.currentfspath = None  # what ensure_newline() would do, without a blank line
-    if writer is not None:
-        writer.flush()

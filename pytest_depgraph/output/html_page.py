@@ -8,6 +8,7 @@ with no network. The graph is Graphviz's drawing of the DOT text of ``--depgraph
 from __future__ import annotations
 
 import datetime
+import html
 import json
 import os
 import re
@@ -180,8 +181,8 @@ def render(timeline: Timeline, svg: str, no_graph: str, title: str, command: str
     blob = json.dumps(page_data(timeline, title, command), separators=(",", ":"))
     # inside <script>: no "</script>" or "<!--" may appear, whatever the node ids hold
     blob = blob.replace("<", "\\u003c")
-    graph = svg or f'<p class="note" id="no-graph">{_escape(no_graph)}</p>'
-    values = {"TITLE": _escape(title), "GRAPH": graph, "DATA": blob}
+    graph = svg or f'<p class="note" id="no-graph">{html.escape(no_graph, quote=False)}</p>'
+    values = {"TITLE": html.escape(title, quote=False), "GRAPH": graph, "DATA": blob}
     # one pass, so that a value holding a placeholder's name is never replaced in turn
     return _PLACEHOLDER.sub(lambda match: values[match.group(1)], text)
 
@@ -193,7 +194,3 @@ def write(path: str, page: str) -> None:
             handle.write(page)
     except OSError as error:
         raise ReportError(f"could not write the run report to {path}: {error}") from None
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -77,8 +77,8 @@ class SerialWalk:
         if not self.strict:
             return  # its dependencies run elsewhere: nothing to say about them here
         waiting = [
-            plan.nodeids[e.dependency] for e in plan.graph.dependencies(node)
-            if plan.nodeids[e.dependency] not in self.recorder
+            plan.nodeids[d] for d in plan.graph.dependencies_of(node)
+            if plan.nodeids[d] not in self.recorder
         ]
         _skip(
             item,

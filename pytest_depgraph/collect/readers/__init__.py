@@ -1,5 +1,5 @@
-"""Every way to declare dependencies: one reader a module, behind one protocol
-(:mod:`.base`), in the one list below.
+"""Every way to declare dependencies: one module a marker or plugin read, each reader behind
+one protocol (:mod:`.base`), in the one list below.
 
 A new way to declare is a module here with a class of the :class:`~.base.Reader` protocol and a
 line in :data:`READERS`.
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pytest_depgraph.collect.readers.base import Reader
 from pytest_depgraph.collect.readers.cleanup_of import Cleanups
-from pytest_depgraph.collect.readers.depends_on import OwnMarks, ParentMarks
-from pytest_depgraph.collect.readers.depends_on_decorator import Decorated
+from pytest_depgraph.collect.readers.depends_on import Decorated, OwnMarks, ParentMarks
 from pytest_depgraph.collect.readers.fixtures import Fixtures
 from pytest_depgraph.collect.readers.pytest_dependency import DependencyReader
 from pytest_depgraph.collect.readers.pytest_order import OrderReader

@@ -18,7 +18,6 @@ from pytest_depgraph.collect.dependency_markers import (
     CLEANUP_MARKER,
     DeclarationError,
     RawDeclaration,
-    cleanups_made,
     declarations_of,
     validate_cleanup,
 )
@@ -26,6 +25,7 @@ from pytest_depgraph.collect.locate import marker_origin
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.collect.peer_plugins import Marks
 from pytest_depgraph.collect.problems import Problem
+from pytest_depgraph.collect.process_registry import REGISTRY
 from pytest_depgraph.collect.readers.base import NOTHING, Found, Place, Reader, Sharing
 from pytest_depgraph.core.graph.storage import Origin
 
@@ -51,7 +51,7 @@ class Cleanups(Reader):
 
     def declares(self, marks: Marks) -> bool:
         # a decorator's declaration exists only on objects it was attached to in this process
-        self._decorated = cleanups_made()
+        self._decorated = REGISTRY.cleanup_of
         return self._decorated or CLEANUP_MARKER in marks
 
     def reaches_dependents(self) -> bool:

@@ -1,6 +1,7 @@
-"""The ``depends_on`` marks: a test's own (:class:`OwnMarks`), and those of its classes, modules and
-packages (:class:`ParentMarks`); and :func:`as_source`, a ``depends_on`` declaration of any kind
-validated into a source.
+"""``depends_on`` on a test: its own marks (:class:`OwnMarks`), those of its classes, modules and
+packages (:class:`ParentMarks`), ``@pytest_depgraph.depends_on`` on its function or class
+(:class:`Decorated`, which works as the marker would there); and :func:`as_source`, a
+``depends_on`` declaration of any kind validated into a source.
 """
 
 from __future__ import annotations
@@ -11,21 +12,25 @@ from typing import Any
 import pytest
 
 from pytest_depgraph.collect import problems
-from pytest_depgraph.collect.context import Context, Source, function_of
+from pytest_depgraph.collect.context import Context, Source, class_of, function_of
 from pytest_depgraph.collect.dependency_markers import (
     MARKER,
     DeclarationError,
     RawDeclaration,
+    declarations_of,
     validate,
 )
 from pytest_depgraph.collect.locate import marker_origin
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.collect.peer_plugins import Marks
-from pytest_depgraph.collect.readers.base import Found, Place, Reader, Sharing
+from pytest_depgraph.collect.process_registry import REGISTRY
+from pytest_depgraph.collect.readers.base import NOTHING, Found, Place, Reader, Sharing
 from pytest_depgraph.core.graph.storage import Origin
 
 #: what an error calls the marker
 LABEL = f"@pytest.mark.{MARKER}"
+#: what an error calls the decorator
+DECORATOR_LABEL = "@depends_on"
 
 
 class OwnMarks(Reader):
@@ -140,3 +145,39 @@ def as_source(
         return Found(problems=[context.problem(message, report_nodeid)])
     written = None if where is None or where == origin.where else where
     return Found(sources=[Source(declaration, origin, label, inherited, None, written)])
+
+
+class Decorated(Reader):
+    """``@depends_on`` on a test's function (or what it wraps) and on its class."""
+
+    sharing = Sharing.DEFINITION
+    calls = frozenset({"depends_on"})
+    kinds = frozenset({OriginKind.MARKER})
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+
+    def declares(self, marks: Marks) -> bool:
+        # a declaration exists only on objects it was attached to in this process
+        return REGISTRY.depends_on
+
+    def places(self, item: pytest.Item, position: int) -> Sequence[Place]:
+        owners = ((function_of(item), False), (class_of(item), True))
+        return [Place(id(owner), owner, inherited) for owner, inherited in owners
+                if owner is not None]
+
+    def read(self, place: Place, position: int) -> Found:
+        declared = declarations_of(place.node)
+        if not declared:
+            return NOTHING  # the usual test function
+        sources: list[Source] = []
+        found_problems: list[problems.Problem] = []
+        for raw in declared:
+            where = self.context.relative(raw.where)
+            found = as_source(
+                self.context, RawDeclaration(raw.args, raw.kwargs, where),
+                Origin(OriginKind.MARKER, where), DECORATOR_LABEL, position, place.what,
+            )
+            sources += found.sources
+            found_problems += found.problems
+        return Found(sources, found_problems)

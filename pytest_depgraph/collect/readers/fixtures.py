@@ -15,13 +15,12 @@ from pytest_depgraph.collect.dependency_markers import (
     CLEANUP_MARKER,
     MARKER,
     RawDeclaration,
-    cleanups_made,
-    declarations_made,
     declarations_of,
 )
 from pytest_depgraph.collect.locate import own_marks
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.collect.peer_plugins import Marks
+from pytest_depgraph.collect.process_registry import REGISTRY
 from pytest_depgraph.collect.readers.base import NOTHING, Found, Place, Reader, Sharing
 from pytest_depgraph.collect.readers.depends_on import as_source
 from pytest_depgraph.collect.resource_markers import MARKERS as LOCK_MARKERS
@@ -62,8 +61,8 @@ class Fixtures(Reader):
         definitions = self.context.fixture_definitions()
         if definitions is None:
             return None
-        decorated = declarations_made()
-        cleanups = cleanups_made()
+        decorated = REGISTRY.depends_on
+        cleanups = REGISTRY.cleanup_of
         names: set[str] = set()
         for name, definition in definitions:
             if name in names:

@@ -15,6 +15,7 @@ import pytest
 from pytest_depgraph.collect import problems, resource_problems, safe
 from pytest_depgraph.collect.context import Context, class_of, function_of
 from pytest_depgraph.collect.peer_plugins import Marks
+from pytest_depgraph.collect.process_registry import REGISTRY
 from pytest_depgraph.collect.readers.base import (
     NOTHING,
     Claim,
@@ -34,7 +35,6 @@ from pytest_depgraph.collect.resource_markers import (
     LockError,
     Weight,
     fixture_locks,
-    fixture_locks_made,
     validate_exclusive,
     validate_lock,
     validate_weight,
@@ -117,7 +117,7 @@ class FixtureLocks(Reader):
 
     def declares(self, marks: Marks) -> bool:
         # a lock exists only on fixtures it was attached to in this process
-        return fixture_locks_made()
+        return REGISTRY.resource_lock
 
     def places(self, item: pytest.Item, position: int) -> Sequence[Place]:
         info = fixture_info(item)
@@ -163,7 +163,7 @@ class DecoratedLocks(Reader):
 
     def declares(self, marks: Marks) -> bool:
         # a lock exists only on objects it was attached to in this process
-        return fixture_locks_made()
+        return REGISTRY.resource_lock
 
     def places(self, item: pytest.Item, position: int) -> Sequence[Place]:
         owners = (function_of(item), class_of(item), safe.attr(item, "module"))

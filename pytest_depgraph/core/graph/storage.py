@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import enum
 from array import array
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress
@@ -317,16 +316,6 @@ class Graph:
         building Edge objects (the fast path for large graphs). O(E)."""
         return zip(self._dependent, self._dependency, map(_KINDS.__getitem__, self._kinds))
 
-    def dependencies(self, node: int) -> list[Edge]:
-        """The edges whose dependent is ``node``. O(out-degree)."""
-        keys, base = self._key_index(), node * self.size
-        return [self._edge(keys[base + d]) for d in self._lists()[0][node]]
-
-    def dependents(self, node: int) -> list[Edge]:
-        """The edges whose dependency is ``node``. O(in-degree)."""
-        keys, size = self._key_index(), self.size
-        return [self._edge(keys[u * size + node]) for u in self._lists()[1][node]]
-
     @property
     def edge_count(self) -> int:
         """Number of distinct (dependent, dependency) pairs."""
@@ -359,28 +348,14 @@ class Graph:
         e = self._find(dependent, dependency)
         return None if e is None else _KINDS[self._kinds[e]]
 
-    def origins(self) -> Iterator[Origin]:
-        """The origin of every edge, in declaration order. O(E)."""
-        return map(self._table.__getitem__, self._origin)
-
     def columns(self) -> tuple[list[int], list[int], bytes]:
         """(dependents, dependencies, kinds: 0 REQUIRES, 1 AFTER) of every edge as columns, in
         declaration order. O(E), in C."""
         return self._dependent.tolist(), self._dependency.tolist(), bytes(self._kinds)
 
-    def requiring(self) -> set[int]:
-        """The nodes with at least one REQUIRES edge. O(E)."""
-        return {u for u, kind in zip(self._dependent, self._kinds) if kind == Kind.REQUIRES}
-
-    def origin_counts(self) -> Iterator[tuple[Origin, int]]:
-        """Each origin that has edges, with how many, in order of first use. O(E), counted
-        in C (no list of the edges' origins)."""
-        counts = Counter(self._origin)
-        return zip(map(self._table.__getitem__, counts), counts.values())
-
     def origin_indexes(self) -> tuple[list[Origin], list[int]]:
         """(one origin per declaration, the index of each edge's origin in it), in declaration
-        order: the compact form of :meth:`origins`. O(E)."""
+        order: the edges' origins in compact form. O(E)."""
         return self._table, self._origin.tolist()
 
     # -- derived graphs ---------------------------------------------------------------------

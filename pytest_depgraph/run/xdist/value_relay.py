@@ -109,7 +109,8 @@ class Relay:
                 pending.pop()
                 continue
             dependencies = [
-                e.dependency for e in plan.graph.dependencies(node) if e.kind is Kind.REQUIRES
+                d for d in plan.graph.dependencies_of(node)
+                if plan.graph.kind(node, d) is Kind.REQUIRES
             ]
             unknown = [d for d in dependencies if d not in self._producers]
             if unknown:

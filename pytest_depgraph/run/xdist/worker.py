@@ -80,6 +80,7 @@ from typing import Any, Union, cast
 
 import pytest
 
+from pytest_depgraph.core.graph.storage import Kind
 from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
 from pytest_depgraph.hosts import pytest as host
 from pytest_depgraph.hosts.xdist import WorkerLoop, send_event, worker_loop
@@ -136,7 +137,10 @@ def reported_locations(
     pytest computes a location on demand, and a worker runs only its share of the tests:
     computing it for every collected item cost more than the rest of the plan.
     """
-    reported = set(plan.broken) | plan.graph.requiring() | set(plan.cleanups)
+    dependents, _, kinds = plan.graph.columns()
+    required = int(Kind.REQUIRES)  # a kind byte compared as a plain int: no enum per edge
+    requiring = {u for u, kind in zip(dependents, kinds) if kind == required}
+    reported = set(plan.broken) | requiring | set(plan.cleanups)
     return [item.location if n in reported else None for n, item in enumerate(items)]
 
 

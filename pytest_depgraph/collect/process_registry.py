@@ -1,0 +1,40 @@
+"""What this process has seen of the plugin's decorators and marker, in one registry with a
+:meth:`~Registry.reset`.
+
+A declaration made with ``@depends_on``, ``output_fixture``, ``@cleanup_of`` or
+``@resource_lock`` exists only on the objects it was attached to in this process (or copied
+from them, as ``functools.wraps`` does): while its flag is false, no function, class or
+fixture carries one, and the build does not look for them. The marker's decorator is installed
+process-wide while a configured session uses it (pytester nests sessions): ``installed``
+counts them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Registry:
+    """The process-wide flags of the declarations, and the sessions that installed the
+    marker."""
+
+    #: whether ``@depends_on`` or ``output_fixture`` was applied in this process
+    depends_on: bool = False
+    #: whether ``@cleanup_of`` was applied in this process
+    cleanup_of: bool = False
+    #: whether ``@resource_lock`` decorated anything in this process
+    resource_lock: bool = False
+    #: configured sessions that use the installed marker decorator
+    installed: int = 0
+
+    def reset(self) -> None:
+        """Forget the decorators applied so far: a session that runs in this process next
+        (a test's in-process pytester run) takes the paths of a fresh process until its own
+        files apply one again. ``installed`` is kept: each session that installed the marker
+        undoes it as it ends."""
+        self.depends_on = self.cleanup_of = self.resource_lock = False
+
+
+#: the one registry of this process
+REGISTRY = Registry()
