@@ -183,6 +183,7 @@ class Books:
         self._promised_r = [0] * count
         self._reserved = 0
         self._promises: dict[int, tuple[list[Claim], int]] = {}
+        self._behind_of: dict[int, int] = {}  # handed over -> the test it was handed behind
         #: the workers shut down early for what their session's blocks kept
         self._ended: list[Ended] = []
         # the figures
@@ -295,17 +296,18 @@ class Books:
 
     def handover(self, running: int, worker: Hashable) -> int | None:
         """The test to queue behind ``running``, the one test ``worker`` holds: the most
-        urgent test set aside for what ``running`` holds (a resource, slots) that may start
-        the moment ``running`` ends, with nothing else ending first. Queued there, it starts
-        on that worker without waiting for a round trip to the controller; what it takes is
-        promised to it until then (None: no such test). Not for blocks, exclusive tests, nor
-        a worker a kept block of the session lends to. O(c log n)."""
+        urgent test set aside for a resource ``running`` holds that may start the moment
+        ``running`` ends. Queued there, it starts on that worker without waiting for a round
+        trip to the controller; what it takes is promised to it until then (None: no such
+        test). Not for a test that waits for slots alone (which running test ends first is
+        only expected, and the slots promised meanwhile could not be backfilled), blocks,
+        exclusive tests, nor a worker a kept block of the session lends to. O(c log n)."""
         if (self._alone is not None or running in self._claims.exclusive
                 or running in self._block_of or self._dedicated.get(worker) is not None
                 or worker in self._lent or running not in self._running):
             return None
         frees = self._claims.tests.get(running, ())
-        heaps = [self._wait_slots] + [h for r, writes in frees for h in (
+        heaps = [h for r, writes in frees for h in (
             self._wait_write[r], self._wait_read[r]) if writes or h is self._wait_write[r]]
         tops = [top for top in map(self._top, heaps) if top is not None]
         if not tops:
@@ -331,6 +333,7 @@ class Books:
                 return None
             if self._better(self._wait_write[resource], node) or (not writes and writers):
                 return None
+        self._behind_of[node] = running
         return node
 
     def _promise(self, node: int, claims: list[Claim]) -> None:
@@ -340,7 +343,9 @@ class Books:
                 self._promised_w[resource] += 1
             else:
                 self._promised_r[resource] += 1
-        slots = self._slots(node)
+        # the slots it takes beyond those of the test it starts behind
+        before = self._behind_of.pop(node, None)
+        slots = max(0, self._slots(node) - (0 if before is None else self._slots(before)))
         self._reserved += slots
         self._promises[node] = (claims, slots)
         if node in self._aside:  # it waits no longer
