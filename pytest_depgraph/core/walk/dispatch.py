@@ -434,8 +434,8 @@ class Dispatcher:
             candidates = still
 
     def _hand_over(self, order: list[Hashable], given: dict[Hashable, list[int]]) -> None:
-        """Behind the one test a worker runs, the test set aside for what that test holds
-        (a resource, slots) that may start the moment it ends
+        """Behind the one test a worker runs, the test set aside for a resource that test
+        holds that may start the moment it ends
         (:meth:`~pytest_depgraph.core.walk.resource_books.Books.handover`): it starts there
         without waiting for the report to reach the controller and come back."""
         books = self._books
@@ -582,7 +582,7 @@ class Dispatcher:
         self._asked_scopes.pop(worker, None)
         held = self._workers.setdefault(worker, deque())
         if self._books is not None:
-            self._books.start(node, worker, running=not held)
+            self._books.start(node, worker, running=not held, behind=held[-1] if held else None)
         if not held:
             self._busy += 1
         held.append(node)

@@ -185,7 +185,6 @@ class Books:
         self._promised_r = [0] * count
         self._reserved = 0
         self._promises: dict[int, tuple[list[Claim], int]] = {}
-        self._behind_of: dict[int, int] = {}  # handed over -> the test it was handed behind
         #: the workers shut down early for what their session's blocks kept
         self._ended: list[Ended] = []
         # the figures
@@ -308,9 +307,9 @@ class Books:
                 or running in self._block_of or self._dedicated.get(worker) is not None
                 or worker in self._lent or running not in self._running):
             return None
-        frees = self._claims.tests.get(running, ())
-        heaps = [h for r, writes in frees for h in (
-            self._wait_write[r], self._wait_read[r]) if writes or h is self._wait_write[r]]
+        frees = dict(self._claims.tests.get(running, ()))
+        heaps = [self._wait_write[r] for r in frees]  # a reader frees only for writers
+        heaps += [self._wait_read[r] for r, writes in frees.items() if writes]
         tops = [top for top in map(self._top, heaps) if top is not None]
         if not tops:
             return None
@@ -323,31 +322,22 @@ class Books:
                 self._used + self._reserved - self._slots(running) + self._slots(node)
                 > self._limit):
             return None
-        held = dict(frees)
-        for resource, writes in self._needs(node):
-            gone = resource in held
-            writers = self._writers[resource] + self._promised_w[resource] - (
-                gone and held[resource])
-            readers = self._readers[resource] + self._promised_r[resource] - (
-                gone and not held[resource])
-            if writes and (writers >= self._claims.capacity[resource] or readers
-                           or self._better(self._wait_read[resource], node)):
-                return None
-            if self._better(self._wait_write[resource], node) or (not writes and writers):
-                return None
-        self._behind_of[node] = running
-        return node
+        # what check() would grant it the moment ``running`` gave its claims back
+        if all(self._free(resource, writes, node, leaving=frees.get(resource))
+               for resource, writes in self._needs(node)):
+            return node
+        return None
 
-    def _promise(self, node: int, claims: list[Claim]) -> None:
-        """Hold ``claims`` and the slots of handed-over ``node`` for it until it begins."""
+    def _promise(self, node: int, claims: list[Claim], behind: int | None) -> None:
+        """Hold ``claims`` and the slots of handed-over ``node`` for it until it begins
+        (beyond those of ``behind``, the test it starts after on its worker)."""
         for resource, writes in claims:
             if writes:
                 self._promised_w[resource] += 1
             else:
                 self._promised_r[resource] += 1
         # the slots it takes beyond those of the test it starts behind
-        before = self._behind_of.pop(node, None)
-        slots = max(0, self._slots(node) - (0 if before is None else self._slots(before)))
+        slots = max(0, self._slots(node) - (0 if behind is None else self._slots(behind)))
         self._reserved += slots
         self._promises[node] = (claims, slots)
         if node in self._aside:  # it waits no longer
@@ -396,9 +386,12 @@ class Books:
 
     # -- events ----------------------------------------------------------------------------
 
-    def start(self, node: int, worker: Hashable, running: bool) -> None:
-        """``worker`` took ``node`` (``running``: it runs now, else it is queued behind the
-        test the worker runs): grant what it needs."""
+    def start(
+        self, node: int, worker: Hashable, running: bool, behind: int | None = None
+    ) -> None:
+        """``worker`` took ``node`` (``running``: it runs now, else it is queued behind
+        ``behind``, the last test the worker holds): grant what it needs (to a test handed
+        over, promise it)."""
         now = self._clock()
         self._starts += 1
         self._start_count[node] = self._starts
@@ -420,7 +413,7 @@ class Books:
                 (resource, writes) for resource, writes in self._claims.tests.get(node, ())
                 if not self._covered(lent.get(resource), writes)]
             if not running and (took or self._slots(node) > 1):
-                self._promise(node, took)  # handed over: granted when it begins
+                self._promise(node, took, behind)  # handed over: granted when it begins
             else:
                 for resource, writes in took:
                     self._take(resource, writes, node, now)
@@ -611,12 +604,15 @@ class Books:
         top = self._top(heap)
         return top is not None and top[0] < self._key(node)
 
-    def _free(self, resource: int, writes: bool, node: int, own_reader: bool = False) -> bool:
+    def _free(self, resource: int, writes: bool, node: int, own_reader: bool = False,
+              leaving: bool | None = None) -> bool:
         """Whether ``node`` may take ``resource``: nobody holds it against it, and no more
         urgent test waits for it (the reservation). ``own_reader``: one of its readers is a
-        block of the session on the test's own worker, which does not count against it."""
-        writers = self._writers[resource] + self._promised_w[resource]
-        readers = self._readers[resource] + self._promised_r[resource]
+        block of the session on the test's own worker, which does not count against it;
+        ``leaving``: a test about to end holds it (True: writes it, False: reads it), as if it
+        had given it back."""
+        writers = self._writers[resource] + self._promised_w[resource] - (leaving is True)
+        readers = self._readers[resource] + self._promised_r[resource] - (leaving is False)
         capacity = self._claims.capacity[resource]
         if writes and (writers >= capacity or readers - own_reader):
             return False
