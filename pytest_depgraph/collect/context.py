@@ -8,7 +8,7 @@ The build (:mod:`~pytest_depgraph.collect.build`) makes one per session; the rea
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -65,6 +65,9 @@ class Context:
         #: (where, name) of the stale names of the peer plugins' markers already warned about
         #: (one warning per marker and name, whichever reader found it)
         self.warned: set[tuple[str, str]] = set()
+        #: warnings found while reading tests, each with its test's position, given in the
+        #: order of the tests once they are read (:meth:`warn_in_order`)
+        self.warnings: list[tuple[int, Callable[[], None]]] = []
         self.nodeids = [item.nodeid for item in self.collected]
         self._position: dict[pytest.Item, int] | None = None
         self._files: set[str] | None = None
@@ -133,6 +136,17 @@ class Context:
         if self._files is None:
             self._files = {nodeid.split("::", 1)[0] for nodeid in self.nodeids}
         return self._files
+
+    def warn_in_order(self, positions: Sequence[int]) -> None:
+        """Give the warnings found while the tests at ``positions`` were read, in the order
+        of their tests (those of one test in the order found): as if each test had been read
+        alone, in turn."""
+        if not self.warnings:
+            return
+        rank = {position: n for n, position in enumerate(positions)}
+        found, self.warnings = self.warnings, []
+        for _, warn in sorted(found, key=lambda entry: rank.get(entry[0], len(rank))):
+            warn()
 
     def problem(self, message: str, report_nodeid: str) -> Problem:
         """The problem with this message, made once however many tests share it."""

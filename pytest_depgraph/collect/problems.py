@@ -131,6 +131,20 @@ class Problems:
         """How many problems (and groups of them) were found so far."""
         return len(self._order)
 
+    def in_test_order(self, start: int, positions: Sequence[int]) -> None:
+        """Put the problems found since there were ``start`` in the order of the first of
+        ``positions`` (tests read and resolved together) each is for, those of one test in
+        the order found: as if each test had been read and resolved alone, in turn."""
+        rank = {position: n for n, position in enumerate(positions)}
+        last = len(positions)
+
+        def first(entry: Problem | _Group) -> int:
+            items = entry.problem.items if isinstance(entry, _Group) else entry.items
+            return min((rank[p] for p in items if p in rank), default=last)
+
+        if len(self._order) - start > 1:
+            self._order[start:] = sorted(self._order[start:], key=first)
+
     def finished(self) -> list[Problem]:
         """Every problem with its final message."""
         problems = []

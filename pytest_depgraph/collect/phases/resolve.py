@@ -83,43 +83,48 @@ def resolve(
     # test's dependency), and then they order it as any other
     waiting: dict[int, list[tuple[int, int, int]]] = {}
     while queue:
-        position = queue.popleft()
-        sources = declarations.sources(position)
-        if not sources:
-            continue
-        nodeid = nodeids[position]
-        current = _scope(nodeid)
-        if current != scope:
-            scope, in_scope = current, {}
-        for source in sources:
-            resolved = in_scope.get(id(source))
-            if resolved is None:
-                resolved = in_scope[id(source)] = _resolve_source(context, source, nodeid,
-                                                                   found.table)
-            origin, kind, targets = resolved
-            for target, matches in targets:
-                if not matches:
-                    unresolved(context, source, target, position)
-                elif position in matches:  # the test itself, or a class or file that holds it
-                    self_reference(context, source, target, position)
-                else:
-                    for match in matches:
-                        if match in found.in_run:
-                            add_edge(found, position, match, kind, origin)
-                        elif ignore_unselected:
-                            continue  # ordering against a test that does not run: nothing
-                        elif kind == Kind.AFTER:
-                            waiting.setdefault(match, []).append((position, kind, origin))
-                        elif pull_dependencies:
-                            found.in_run.add(match)
-                            found.added.append(match)
-                            queue.append(match)
-                            add_edge(found, position, match, kind, origin)
-                            if named:
-                                _pull_naming(found, queue, named, match)
-                        else:
-                            found.external.append(match)
-                            add_edge(found, position, match, kind, origin)
+        # the tests reached so far, read together (each reader's columns for all of them),
+        # resolved in the order reached: those they pull in are the next batch
+        batch = list(queue)
+        queue.clear()
+        found_before = len(context.problems)
+        for position, sources in zip(batch, declarations.sources(batch)):
+            if not sources:
+                continue
+            nodeid = nodeids[position]
+            current = _scope(nodeid)
+            if current != scope:
+                scope, in_scope = current, {}
+            for source in sources:
+                resolved = in_scope.get(id(source))
+                if resolved is None:
+                    resolved = in_scope[id(source)] = _resolve_source(context, source, nodeid,
+                                                                       found.table)
+                origin, kind, targets = resolved
+                for target, matches in targets:
+                    if not matches:
+                        unresolved(context, source, target, position)
+                    elif position in matches:  # the test itself, or a class or file holding it
+                        self_reference(context, source, target, position)
+                    else:
+                        for match in matches:
+                            if match in found.in_run:
+                                add_edge(found, position, match, kind, origin)
+                            elif ignore_unselected:
+                                continue  # ordering against a test that does not run: nothing
+                            elif kind == Kind.AFTER:
+                                waiting.setdefault(match, []).append((position, kind, origin))
+                            elif pull_dependencies:
+                                found.in_run.add(match)
+                                found.added.append(match)
+                                queue.append(match)
+                                add_edge(found, position, match, kind, origin)
+                                if named:
+                                    _pull_naming(found, queue, named, match)
+                            else:
+                                found.external.append(match)
+                                add_edge(found, position, match, kind, origin)
+        context.problems.in_test_order(found_before, batch)
     for match, edges in waiting.items():
         if match in found.in_run:
             for position, kind, origin in edges:

@@ -26,7 +26,7 @@ from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.collect.peer_plugins import Marks
 from pytest_depgraph.collect.problems import Problem
 from pytest_depgraph.collect.process_registry import REGISTRY
-from pytest_depgraph.collect.readers.base import NOTHING, Found, Place, Reader, Sharing
+from pytest_depgraph.collect.readers.base import NOTHING, Found, Place, PlaceReader, Sharing
 from pytest_depgraph.core.graph.storage import Origin
 
 #: what an error calls the marker and the decorator
@@ -37,7 +37,7 @@ DECORATOR_LABEL = f"@{CLEANUP_MARKER}"
 _MARK, _DECORATED = "mark", "decorated"
 
 
-class Cleanups(Reader):
+class Cleanups(PlaceReader):
     """The ``cleanup_of`` declarations that apply to a test: its own marks, its parents',
     and the decorator on its function and class."""
 
@@ -46,7 +46,7 @@ class Cleanups(Reader):
     kinds = frozenset({OriginKind.CLEANUP})
 
     def __init__(self, context: Context) -> None:
-        self.context = context
+        super().__init__(context)
         self._decorated = False
 
     def declares(self, marks: Marks) -> bool:

@@ -21,7 +21,7 @@ from pytest_depgraph.collect.locate import own_marks
 from pytest_depgraph.collect.origins import OriginKind
 from pytest_depgraph.collect.peer_plugins import Marks
 from pytest_depgraph.collect.process_registry import REGISTRY
-from pytest_depgraph.collect.readers.base import NOTHING, Found, Place, Reader, Sharing
+from pytest_depgraph.collect.readers.base import NOTHING, Found, Place, PlaceReader, Sharing
 from pytest_depgraph.collect.readers.depends_on import as_source
 from pytest_depgraph.collect.resource_markers import MARKERS as LOCK_MARKERS
 from pytest_depgraph.core.graph.storage import Origin
@@ -34,7 +34,7 @@ from pytest_depgraph.hosts.pytest import (
 )
 
 
-class Fixtures(Reader):
+class Fixtures(PlaceReader):
     """The declarations of the fixtures a test uses: of the definition it uses for each name
     (the closest override, and the ones it extends by requesting the same name)."""
 
@@ -43,7 +43,7 @@ class Fixtures(Reader):
     kinds = frozenset({OriginKind.FIXTURE, OriginKind.OUTPUT})
 
     def __init__(self, context: Context) -> None:
-        self.context = context
+        super().__init__(context)
         #: names of the fixtures that declare (None: unknown, look at every fixture)
         self._declaring: set[str] | None = set()
 

@@ -20,17 +20,17 @@ import pytest
 from pytest_depgraph.collect import problems
 from pytest_depgraph.collect.context import Context
 from pytest_depgraph.collect.locate import first_line
-from pytest_depgraph.collect.readers.base import Place, Reader, Sharing
+from pytest_depgraph.collect.readers.base import Place, PlaceReader, Sharing
 
 
-class PeerReader(Reader):
+class PeerReader(PlaceReader):
     """The base of a peer plugin's reader: read test by test (a marker of another plugin
     applies by its own rules), where a marker was written, and its problems."""
 
     sharing = Sharing.TEST
 
     def __init__(self, context: Context) -> None:
-        self.context = context
+        super().__init__(context)
         self.settings = context.settings
         self._where: dict[tuple[int, str], str] = {}
 
@@ -58,15 +58,20 @@ class PeerReader(Reader):
             item = self.context.collected[position]
             if not any(m.kwargs.get("reason") == skip for m in item.iter_markers("skip")):
                 item.add_marker(pytest.mark.skip(reason=skip))
-        warned = self.context.warned
-        if (where, name) in warned:
-            return
-        warned.add((where, name))
         text = problems.stale_warning(message, where, plugin, skip is not None)
-        try:
-            warn_at(text, self.context.rootpath, where)
-        except Warning:  # -W error: the warning is an error, reported as one
-            self.report(position, message)
+
+        def warn() -> None:
+            warned = self.context.warned
+            if (where, name) in warned:
+                return
+            warned.add((where, name))
+            try:
+                warn_at(text, self.context.rootpath, where)
+            except Warning:  # -W error: the warning is an error, reported as one
+                self.report(position, message)
+
+        # given once the tests read with this one are, in the order of the tests
+        self.context.warnings.append((position, warn))
 
     def where(self, node: Any, mark: pytest.Mark) -> str:
         """``file:line`` of the decorator, ``pytestmark`` or ``pytest.param`` with ``mark``."""

@@ -22,7 +22,7 @@ from pytest_depgraph.collect.readers.base import (
     ClaimKind,
     Found,
     Place,
-    Reader,
+    PlaceReader,
     Sharing,
 )
 from pytest_depgraph.collect.readers.fixtures import used_definitions
@@ -54,7 +54,7 @@ _FIXTURE_SCOPES = {"function": "test", "class": "class", "module": "module",
                    "package": "package", "session": "session"}
 
 
-class ResourceMarks(Reader):
+class ResourceMarks(PlaceReader):
     """The marks of shared resources on a test (its own first), then on its classes, modules
     and packages, closest first: each applies to every test below it."""
 
@@ -63,7 +63,7 @@ class ResourceMarks(Reader):
     kinds = frozenset()
 
     def __init__(self, context: Context) -> None:
-        self.context = context
+        super().__init__(context)
 
     def declares(self, marks: Marks) -> bool:
         return any(name in marks for name in MARKERS)
@@ -104,7 +104,7 @@ def _claim(name: str, args: Any, kwargs: Any, where: str, context: Context) -> C
     return Claim(ClaimKind.WEIGHT, Weight(validate_weight(args, kwargs), where))
 
 
-class FixtureLocks(Reader):
+class FixtureLocks(PlaceReader):
     """``@resource_lock`` on the fixtures a test uses, each definition it uses for a name (the
     closest override, and the ones it extends)."""
 
@@ -113,7 +113,7 @@ class FixtureLocks(Reader):
     kinds = frozenset()
 
     def __init__(self, context: Context) -> None:
-        self.context = context
+        super().__init__(context)
 
     def declares(self, marks: Marks) -> bool:
         # a lock exists only on fixtures it was attached to in this process
@@ -149,7 +149,7 @@ class FixtureLocks(Reader):
         return Found(problems=trouble, claims=claims) if claims or trouble else NOTHING
 
 
-class DecoratedLocks(Reader):
+class DecoratedLocks(PlaceReader):
     """``@resource_lock`` on a test's function (or what it wraps), on its class and on its
     module object: as the marker there, every test below it holds the lock (scope ``"test"``
     unless it says otherwise)."""
@@ -159,7 +159,7 @@ class DecoratedLocks(Reader):
     kinds = frozenset()
 
     def __init__(self, context: Context) -> None:
-        self.context = context
+        super().__init__(context)
 
     def declares(self, marks: Marks) -> bool:
         # a lock exists only on objects it was attached to in this process
