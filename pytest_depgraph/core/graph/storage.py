@@ -371,10 +371,15 @@ class Graph:
         )
 
     def subgraph_without(self, nodes: set[int]) -> Graph:
-        """The same nodes, without the edges that touch ``nodes``. O(E)."""
+        """The same nodes, without the edges that touch ``nodes``. O(E). Without ``nodes``,
+        the same graph: its adjacency lists, if made, move to it."""
         src, dst = self._dependent, self._dependency
+        if not nodes:
+            same = self.without_edges([])
+            same._lists_cache, self._lists_cache = self._lists_cache, None
+            return same
         return self.without_edges(
-            [e for e in range(len(src)) if src[e] in nodes or dst[e] in nodes] if nodes else []
+            [e for e in range(len(src)) if src[e] in nodes or dst[e] in nodes]
         )
 
     def without_edges(self, removed: Sequence[int]) -> Graph:
