@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_depgraph.collect.dependency_markers import cleanup_of, depends_on
-from pytest_depgraph.collect.resource_markers import resource_lock
+from pytest_depgraph.hosts.pytest import not_rewritten
+
+# before the package's other modules are imported: pytest would rewrite their asserts
+not_rewritten(__name__)
+
+from pytest_depgraph.collect.dependency_markers import cleanup_of, depends_on  # noqa: E402
+from pytest_depgraph.collect.resource_markers import resource_lock  # noqa: E402
 
 if TYPE_CHECKING:
     from pytest_depgraph.values import DepGraph, output_fixture

@@ -657,3 +657,33 @@ def test_what_a_definition_shares_reaches_each_of_its_instances(
         *(("TestC::test_q", t) for t in every),
         ("test_r", "test_module_target"),
     }
+
+
+def test_the_plugins_own_modules_are_not_assertion_rewritten(pytester: pytest.Pytester) -> None:
+    """pytest rewrites the asserts of every module of an installed plugin's distribution
+    (here marked by a plugin loaded before ours, as pytest marks an installed wheel's package),
+    keeping the result in files of its own: where byte code is not written, each pytest
+    process parsed and compiled the package's modules again (0.2-0.3 s of CPU a start). The
+    package's first module takes the rest off; a test module is rewritten as ever."""
+    pytester.makepyfile(
+        mark_ours="""
+        import pytest
+
+        pytest.register_assert_rewrite("pytest_depgraph")
+        """,
+        test_loaders="""
+        import sys
+
+        def _rewritten(name):
+            return type(sys.modules[name].__loader__).__name__ == "AssertionRewritingHook"
+
+        def test_ours_are_imported_as_python_imports_them():
+            assert not _rewritten("pytest_depgraph.collect.build")
+            assert not _rewritten("pytest_depgraph.plugin")
+
+        def test_a_test_module_is_still_rewritten():
+            assert _rewritten(__name__)
+        """,
+    )
+    result = pytester.runpytest_subprocess("-p", "mark_ours", "-p", "depgraph", "-W", "error")
+    result.assert_outcomes(passed=2)

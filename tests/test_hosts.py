@@ -9,6 +9,7 @@ which one, before a user's run does.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -703,3 +704,20 @@ def test_a_configure_time_warning_can_be_placed_at_a_line_of_a_file(
     refused = pytester.runpytest("-p", "no:depgraph", "-W", "error::pytest.PytestWarning")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["ERROR: canary"])
+
+
+def test_a_package_is_taken_off_assertion_rewriting(pytester: pytest.Pytester) -> None:
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+
+    hook = AssertionRewritingHook(pytester.parseconfig())  # as pytest installs it
+    sys.meta_path.insert(0, hook)
+    try:
+        hook.mark_rewrite("depgraph_canary_pkg")
+        assert host.not_rewritten("depgraph_canary_pkg"), (
+            "pytest's AssertionRewritingHook no longer keeps the marked packages in _must_rewrite"
+        )
+        state: Any = SimpleNamespace(trace=lambda message: None)
+        assert not hook._is_marked_for_rewrite("depgraph_canary_pkg.mod", state)
+        assert not host.not_rewritten("depgraph_canary_pkg")
+    finally:
+        sys.meta_path.remove(hook)

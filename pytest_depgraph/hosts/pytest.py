@@ -10,6 +10,7 @@ needed, not here.
 from __future__ import annotations
 
 import contextlib
+import sys
 import types
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NoReturn, cast
@@ -490,3 +491,33 @@ def warn_at(config: pytest.Config, warning: Warning, file: str, line: int) -> No
         scope["at"](config, warning)
     except Warning as error:  # -W error: a usage error, not a traceback
         raise pytest.UsageError(str(error)) from None
+
+
+# -- assertion rewriting -------------------------------------------------------------------------
+
+
+def not_rewritten(package: str) -> bool:
+    """Take ``package``'s modules off pytest's assertion rewriting, from the next import on;
+    whether it was found there to take off.
+
+    pytest rewrites the asserts of every module of an installed plugin's distribution
+    (``_mark_plugins_for_rewrite``: the import hook's ``_must_rewrite`` names the package),
+    keeping what it rewrote in ``__pycache__`` files of its own. Where byte code is not
+    written (``PYTHONDONTWRITEBYTECODE``, a read-only install) every pytest process parses and
+    compiles each module again, instead of reading what the install compiled. Measured, the
+    built wheel, ``PYTHONDONTWRITEBYTECODE=1``, a one-test suite: 0.57-0.69 s of CPU a pytest
+    start, 0.35-0.41 s with this, 0.25-0.29 s without the plugin (3 runs each, alternated,
+    loaded machine). The package's asserts are its own checks, not tests: nothing is lost
+    without the rewriting."""
+    found = False
+    for finder in sys.meta_path:
+        must = getattr(finder, "_must_rewrite", None)
+        cache = getattr(finder, "_marked_for_rewrite_cache", None)
+        if type(finder).__name__ != "AssertionRewritingHook" or not isinstance(must, set) or \
+                not isinstance(cache, dict):
+            continue
+        found = found or package in must
+        must.discard(package)
+        for name in [name for name in cache if name == package or name.startswith(package + ".")]:
+            del cache[name]
+    return found
