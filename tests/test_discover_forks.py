@@ -51,7 +51,7 @@ import random
 
 from conftest import note
 
-note(event="module imported")
+note(event="module imported", module=__name__)
 
 SEEN = []
 
@@ -78,8 +78,26 @@ def test_mode_default(shared):
 
 def test_plain(shared):
     start("test_plain", shared)
+"""
+
+#: a second module, whose polluter names a test of the first in a marker
+LATER = """
+import os
+
+import pytest
+
+from conftest import note
+from test_forks import start
+
+note(event="module imported", module=__name__)
 
 
+def test_later_mode_default(shared):
+    start("test_later_mode_default", shared)
+    assert os.environ.get("FORKS_MODE", "prod") == "prod"
+
+
+@pytest.mark.depends_on("test_forks.py::test_plain", on_failure="run")
 def test_set_mode(shared):
     start("test_set_mode", shared)
     os.environ["FORKS_MODE"] = "debug"
@@ -96,7 +114,8 @@ def _found(path: Path) -> list[tuple[str, str, str | None]]:
 
 
 FOUND = [("needs", "test_reads_first", "test_first"),
-         ("conflicts", "test_mode_default", "test_set_mode")]
+         ("conflicts", "test_mode_default", "test_set_mode"),
+         ("conflicts", "test_later_mode_default", "test_set_mode")]
 
 
 @pytest.mark.parametrize("slots", [1, 2])
@@ -108,7 +127,7 @@ def test_each_list_is_forked_after_one_collection_and_starts_fresh(
     session fixture hold only what that list's tests put there, the fixture is set up there
     and torn down at the list's end, and the random module is seeded afresh."""
     pytester.makeconftest(SUITE_CONFTEST)
-    pytester.makepyfile(test_forks=SUITE)
+    pytester.makepyfile(test_forks=SUITE, test_later=LATER)
     result = pytester.runpytest("--depgraph-discover", "--depgraph-discover-verify", "1",
                                 "--depgraph-parallelism", str(slots),
                                 "--depgraph-discover-json", "found.json")
@@ -117,7 +136,8 @@ def test_each_list_is_forked_after_one_collection_and_starts_fresh(
     assert "collected their tests afresh" not in result.stdout.str()
     events = _events(pytester.path / "events.log")
     here = os.getpid()  # the discovery collects in this process (runpytest is in-process)
-    imports = [e["pid"] for e in events if e["event"] == "module imported" and e["pid"] != here]
+    imports = [e["pid"] for e in events if e["event"] == "module imported" and e["pid"] != here
+               and e["module"] == "test_later"]
     by_process: dict[object, list[dict[str, object]]] = defaultdict(list)
     for event in events:
         if event["pid"] != here and event["event"] != "module imported":
@@ -148,7 +168,7 @@ def test_without_fork_each_list_is_a_process_of_its_own_and_finds_the_same(
     """Where the system does not fork, each list starts ``python -m pytest``, which imports
     the module again: the same findings, and nothing said about it."""
     pytester.makeconftest(SUITE_CONFTEST)
-    pytester.makepyfile(test_forks=SUITE)
+    pytester.makepyfile(test_forks=SUITE, test_later=LATER)
     monkeypatch.delattr(os, "fork", raising=False)
     result = pytester.runpytest("--depgraph-discover", "--depgraph-discover-verify", "1",
                                 "--depgraph-discover-json", "found.json")
@@ -157,9 +177,11 @@ def test_without_fork_each_list_is_a_process_of_its_own_and_finds_the_same(
     assert "collected their tests afresh" not in result.stdout.str()
     events = _events(pytester.path / "events.log")
     here = os.getpid()
-    imports = {e["pid"] for e in events if e["event"] == "module imported" and e["pid"] != here}
-    ran = {e["pid"] for e in events if e["event"] == "test"}
-    assert ran <= imports and len(ran) > 10  # each list imported the module itself
+    imports = {e["pid"] for e in events if e["event"] == "module imported" and e["pid"] != here
+               and e["module"] == "test_later"}
+    ran = {e["pid"] for e in events if e["event"] == "test"
+           and e["test"] in ("test_later_mode_default", "test_set_mode")}
+    assert ran <= imports and len(ran) > 5  # each list imported the module itself
 
 
 def test_a_collecting_session_that_fails_leaves_each_list_a_session_of_its_own(
@@ -174,7 +196,7 @@ def pytest_collection_finish(session):
     if os.getpid() != {os.getpid()} and not session.config.getoption("depgraph_discover_child"):
         raise RuntimeError("collected only once per list")
 """)
-    pytester.makepyfile(test_forks=SUITE)
+    pytester.makepyfile(test_forks=SUITE, test_later=LATER)
     result = pytester.runpytest("--depgraph-discover", "--depgraph-discover-verify", "1",
                                 "--depgraph-discover-json", "found.json")
     assert result.ret == 1, result.stdout.str()
@@ -192,9 +214,9 @@ def test_a_slot_forks_its_lists_after_collection_or_else_before(
 ) -> None:
     """A slot's side: with a collecting session, the lists are forked from it (their own
     temporary folder each, the record and the exit code answered); when that session does
-    not collect (a file of the discovery that does not import), each list forks its whole
-    session before it starts, as a list that names a test the collecting session did not
-    collect does."""
+    not collect (here a conftest that fails in it alone), each list forks its whole session
+    before it starts, on the list's files, as a list that names a test the collecting
+    session did not collect does."""
     if not hasattr(os, "fork"):
         pytest.skip("the system does not fork")
     pytester.makepyfile(test_r="""
@@ -208,29 +230,33 @@ def test_a_slot_forks_its_lists_after_collection_or_else_before(
         def test_exit():
             os._exit(3)
     """)
-    pytester.makepyfile(test_broken="import nowhere_to_be_found\n")
-    files = [str(pytester.path / "test_r.py")]
+    pytester.makepyfile(test_other="def test_other():\n    pass\n")
+    if not collects:
+        pytester.makeconftest("""
+            def pytest_collection_finish(session):
+                if not session.config.getoption("depgraph_discover_child"):
+                    raise RuntimeError("collected once only")
+        """)
+    files = [str(pytester.path / "test_r.py"), str(pytester.path / "test_other.py")]
     options = ["-p", "no:cacheprovider", f"--rootdir={pytester.path}"]
-    runner = Runner(str(pytester.path), True, cache=False,
-                    args=[*options, *files] if collects else
-                    [*options, *files, str(pytester.path / "test_broken.py")])
+    runner = Runner(str(pytester.path), True, cache=False, args=[*options, *files])
     try:
-        answers = [runner.run({"args": [*options, *files], "tests": tests}) for tests in (
-            ["test_r.py::test_one", "test_r.py::test_exit"],
-            ["test_r.py::test_one"],
-            ["test_r.py::test_one", "test_r.py::test_never_collected"],
+        answers = [runner.run({"args": [*options, *given], "tests": tests}) for given, tests in (
+            (files[:1], ["test_r.py::test_one", "test_r.py::test_exit"]),
+            (files, ["test_r.py::test_one", "test_other.py::test_other"]),
+            (files[:1], ["test_r.py::test_one", "test_r.py::test_never_collected"]),
         )]
     finally:
         runner.close()
     assert [read_record(answer["record"]) for answer in answers] == [
         ({"test_r.py::test_one": True, "test_r.py::test_exit": False}, "test_r.py::test_exit"),
-        ({"test_r.py::test_one": True}, None),
+        ({"test_r.py::test_one": True, "test_other.py::test_other": True}, None),
         ({"test_r.py::test_one": True}, None),
     ]
     assert [answer["code"] for answer in answers] == [3, 0, 0]
     first = COLLECTED if collects else FORKED
     assert [answer["started"] for answer in answers] == [first, first, FORKED]
     assert answers[2]["fallback"].endswith("test_r.py::test_never_collected" if collects
-                                           else "(exit code 2) before any list")
+                                           else "(exit code 3) before any list")
     assert STARTED not in {answer["started"] for answer in answers}
     assert not os.path.exists(runner.workdir)

@@ -133,8 +133,6 @@ class Children:
         self.workers = len(self.slots)
         #: processes started so far (the sessions; not the zygotes)
         self.processes = 0
-        #: the lists forked after their slot's one collection
-        self.collected = 0
         #: slot name ("" on this machine) -> why a list there started a session of its own
         self.fallbacks: dict[str, str] = {}
         self._then = then
@@ -187,10 +185,8 @@ class Children:
             self._free.put(slot)
         found, crashed = read_record(answer["record"])
         code = answer["code"]
-        with self._lock:
-            if answer.get("started") == "collected":
-                self.collected += 1
-            elif answer.get("fallback"):
+        if answer.get("fallback"):
+            with self._lock:
                 self.fallbacks.setdefault(slot.name, str(answer["fallback"]))
         if not found and code not in (0, 5):  # 1 is a failed test: none ran here
             where = f" on {slot.name}" if slot.name else ""
