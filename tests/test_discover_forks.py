@@ -256,7 +256,9 @@ def test_a_slot_forks_its_lists_after_collection_or_else_before(
     assert [answer["code"] for answer in answers] == [3, 0, 0]
     first = COLLECTED if collects else FORKED
     assert [answer["started"] for answer in answers] == [first, first, FORKED]
-    assert answers[2]["fallback"].endswith("test_r.py::test_never_collected" if collects
-                                           else "(exit code 3) before any list")
+    assert answers[2]["fallback"] == (
+        "a list's test, test_r.py::test_never_collected, was not collected by the collecting "
+        "session" if collects else
+        "its collecting session ended (exit code 3) before any list")
     assert STARTED not in {answer["started"] for answer in answers}
     assert not os.path.exists(runner.workdir)

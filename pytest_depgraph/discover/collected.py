@@ -93,8 +93,9 @@ class ListServer:
 
     def _child(self, session: pytest.Session, request: dict[str, str]) -> None:
         """In the list's child: its own temporary folder and random state, its tests chosen
-        and ordered as a session started for it chooses them (every plugin's
-        ``pytest_collection_modifyitems``, the list's keeper last, the plan built on them)."""
+        and ordered from every test collected, as a session started for it on every file of
+        the discovery chooses them (every plugin's ``pytest_collection_modifyitems``, the
+        list's keeper last, the plan built on them)."""
         self.child = True
         self.requests.close()
         self.answers.close()

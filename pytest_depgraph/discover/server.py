@@ -117,7 +117,8 @@ class Runner:
             self._end_collected("its collecting session ended")
             return None
         if "missing" in answer:
-            self.fallback = f"not collected by its collecting session: {answer['missing'][0]}"
+            self.fallback = (f"a list's test, {answer['missing'][0]}, was not collected by "
+                             "the collecting session")
             return None  # this list alone: a session of its own
         return int(answer["code"])
 
