@@ -41,8 +41,10 @@ The tools, each in its own venv under ``/tmp/depgraph-bench-venvs`` (made on fir
 ``--model`` runs none of them: the discovery's search (``pytest_depgraph.discover.search``) in
 this process, its lists run by :class:`Model`, the planted truth played back (a need passes
 only after its test passed in the same list, a conflict fails after its test ran, the random
-test fails at its rate), for ``--model-seeds`` seeds of the random test. Its executions are what
-a real run counts, without the processes: deterministic, and independent of the machine's load.
+test fails at its rate), for ``--model-seeds`` seeds of the random test, ``--model-width``
+lists at once (the slots of ``-n N``: the shared lists of a round, one a slot). Its executions
+are what a real run counts, without the processes: deterministic, and independent of the
+machine's load.
 
 Recall: the planted hidden pairs found (kind, test, other). Precision: true findings over all
 findings of needs and conflicts; a declared pair reported (either way) counts against it and is
@@ -54,6 +56,7 @@ a false finding.
         [--depgraph-python PY] [--ipflakies-iterations 100] [--ipflakies-minimise K]
         [--keep DIR] [--seed S]
     python bench/discover_bench.py --model [--sizes 200,1000] [--seed S] [--model-seeds K]
+        [--model-width N]
 
 prints Markdown on stdout (progress on stderr).
 """
@@ -569,8 +572,11 @@ class Model:
         self.rate = rate
         self.rng = random.Random(seed)
         self.executions = 0
+        #: the calls, each a set of lists run at once: the steps a real run waits for
+        self.rounds = 0
 
     def run(self, lists: Sequence[Sequence[int]]) -> list[dict[int, bool]]:
+        self.rounds += 1
         results = []
         for order in lists:
             self.executions += len(order)
@@ -607,13 +613,14 @@ def declared_graph(suite: Suite) -> Any:
     return graph
 
 
-def run_model(suite: Suite, seed: int, verify: int) -> Result:
-    """The discovery's search on the suite's truth in-process (see :class:`Model`)."""
+def run_model(suite: Suite, seed: int, verify: int, width: int = 1) -> Result:
+    """The discovery's search on the suite's truth in-process (see :class:`Model`), its
+    shared lists ``width`` a round (as on ``-n width``)."""
     from pytest_depgraph.discover.search import discover
 
     model = Model(suite, seed=seed)
     start = time.perf_counter()
-    found = discover(declared_graph(suite), suite.size, model.run, verify)
+    found = discover(declared_graph(suite), suite.size, model.run, verify, width)
     wall = time.perf_counter() - start
     assert found.executions == model.executions
     findings = [Finding(f.kind, suite.nodeid(f.test),
@@ -621,7 +628,8 @@ def run_model(suite: Suite, seed: int, verify: int) -> Result:
                 for f in found.findings]
     spent = sorted(((f.executions, suite.nodeid(f.test)) for f in found.findings
                     if f.kind != "flaky"), reverse=True)[:3]
-    note = (f"seed {seed}; {found.orders * suite.size:,} in whole orders; costliest victims: "
+    note = (f"seed {seed}; {model.rounds} rounds of lists at once; "
+            f"{found.orders * suite.size:,} in whole orders; costliest victims: "
             + ", ".join(f"{t.rpartition('::')[2]} {e:,}" for e, t in spent))
     return Result("model", findings, f"{found.orders} orders + {found.lists - found.orders} "
                   "shorter lists", found.executions, wall, note)
@@ -645,6 +653,8 @@ def main() -> None:
     parser.add_argument("--model-seeds", type=int, default=10,
                         help="how many seeds of the random test the model runs")
     parser.add_argument("--verify", type=int, default=3, help="the model's K")
+    parser.add_argument("--model-width", type=int, default=1,
+                        help="the lists the model runs at once (the slots: -n N)")
     args = parser.parse_args()
     tools = args.only.split(",")
     results: list[tuple[Suite, Result, Score]] = []
@@ -653,7 +663,7 @@ def main() -> None:
             suite = Suite(size, args.seed)
             print(f"# {suite.describe()}", file=sys.stderr, flush=True)
             for seed in range(args.model_seeds):
-                run = run_model(suite, seed, args.verify)
+                run = run_model(suite, seed, args.verify, args.model_width)
                 results.append((suite, run, score(suite, run.findings)))
         table(results)
         return

@@ -4,7 +4,7 @@ chains, declared edges and flaky tests, run by an injected runner instead of pro
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from hypothesis import given
@@ -278,6 +278,31 @@ def test_victims_cost_no_whole_order_beyond_the_first_two() -> None:
     assert found.orders == 2
     assert found.executions < 5 * 200
     assert sum(len(order) == 200 for order in suite.lists) == 2
+
+
+def test_the_shared_lists_of_a_round_run_one_a_slot_and_find_the_same() -> None:
+    """On two slots, each round of the narrowing asks for two shared lists at once, drawn
+    each on its own (-n 2 ran one, a slot idle): fewer rounds, the same findings, and about
+    the executions of one list a round."""
+    needs, conflicts = {180: 100, 100: 10, 150: 20}, {30: 120, 40: 199}
+    one, two = FakeSuite(200, needs, conflicts), FakeSuite(200, needs, conflicts)
+    rounds: dict[int, list[int]] = {1: [], 2: []}
+
+    def counted(suite: FakeSuite, width: int) -> Callable[[Sequence[Order]], list[Outcomes]]:
+        def run(lists: Sequence[Order]) -> list[Outcomes]:
+            rounds[width].append(len(lists))
+            return suite.run(lists)
+        return run
+
+    alone = discover(Graph(200), 200, counted(one, 1), width=1)
+    paired = discover(Graph(200), 200, counted(two, 2), width=2)
+    assert {(f.kind, f.test, f.other) for f in paired.findings} == {
+        (f.kind, f.test, f.other) for f in alone.findings} == {
+        (NEEDS, 180, 100), (NEEDS, 100, 10), (NEEDS, 150, 20),
+        (CONFLICTS, 30, 120), (CONFLICTS, 40, 199)}
+    shared = [n for n in rounds[2] if n == 2]
+    assert len(shared) >= 3 and len(rounds[2]) < len(rounds[1])
+    assert paired.executions < 1.1 * alone.executions
 
 
 def test_a_flaky_victim_is_told_by_its_runs_alone_not_by_whole_orders() -> None:

@@ -649,6 +649,29 @@ def test_pytests_plugins_are_imported_without_being_registered() -> None:
     assert "_pytest.python" in sys.modules and "_pytest.terminal" in sys.modules
 
 
+def test_a_sessions_temporary_folder_is_made_afresh_elsewhere(pytester: pytest.Pytester) -> None:
+    """``config._tmp_path_factory``, made from ``--basetemp`` at configure time and returned by
+    the ``tmp_path_factory`` fixture: after its first use, pointed at another folder, which
+    is made at the next use (a discovery's list, forked after collection)."""
+    pytester.makeconftest("""
+        from pytest_depgraph.hosts.pytest import fresh_basetemp
+
+        def pytest_collection_finish(session):
+            first = session.config._tmp_path_factory.getbasetemp()
+            (first / "left").write_text("x")
+            fresh_basetemp(session.config, str(first.parent / "second"))
+    """)
+    pytester.makepyfile(test_t="""
+        def test_t(tmp_path_factory, tmp_path):
+            base = tmp_path_factory.getbasetemp()
+            assert base.name == "second" and not (base / "left").exists()
+            assert base in tmp_path.parents
+    """)
+    result = pytester.runpytest(f"--basetemp={pytester.path / 'first'}")
+    assert result.ret == 0, "pytest's TempPathFactory is no longer config._tmp_path_factory"
+    assert (pytester.path / "first" / "left").exists()
+
+
 def test_workers_asked_for_are_counted_and_not_started(pytester: pytest.Pytester) -> None:
     config = pytester.parseconfig("-n", "2")
     config.option.tx = ["2*popen"]  # as xdist's own pytest_cmdline_main would leave it

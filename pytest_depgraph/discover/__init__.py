@@ -6,7 +6,9 @@ graph, each in a fresh process, and minimises what an order exposed to one other
 driven by an injected runner), :mod:`.children` (the child processes, one list a slot at a
 time), :mod:`.gateways` (the slots on execnet gateways of ``-n`` / ``--tx``), :mod:`.server`
 (a slot's side, here or on a gateway: each list in a fresh session, its record sent back),
-:mod:`.zygote` (the process each slot forks them from), :mod:`.child` (the child's side: the
-order kept, the outcomes recorded), :mod:`.findings` (the findings in words and JSON),
-:mod:`.discovery` (the session that ties them together).
+:mod:`.collected` (the session each slot collects in once and forks each list from),
+:mod:`.zygote` (where that session cannot serve, the process each list's whole session is
+forked from), :mod:`.child` (the child's side: the order kept, the outcomes recorded),
+:mod:`.findings` (the findings in words and JSON), :mod:`.discovery` (the session that ties
+them together).
 """

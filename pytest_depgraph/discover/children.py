@@ -8,7 +8,8 @@ and options, so a test sees the process it would see in a run. pytest-randomly i
 pytest's cache and each child's ``--basetemp`` go to a folder of the slot's own
 (:mod:`.server`): a child never touches the user's ``.pytest_cache`` nor their temporary
 folders, and two children at once never share one. A slot is this machine
-(:class:`LocalSlot`) or an execnet gateway (:mod:`.gateways`); each runs one list at a time.
+(:class:`LocalSlot`) or an execnet gateway (:mod:`.gateways`); each runs one list at a time,
+forked where it can from one session that collected every file of the discovery once.
 """
 
 from __future__ import annotations
@@ -105,10 +106,11 @@ class LocalSlot:
     name = ""
     python = sys.executable
 
-    def __init__(self, config: pytest.Config, options: Sequence[str],
+    def __init__(self, config: pytest.Config, options: Sequence[str], files: Sequence[Path],
                  fork: bool | None = None) -> None:
         self.options = local_options(config, options)
-        self._runner = Runner(str(config.invocation_params.dir), fork, keeps_cache(config))
+        self._runner = Runner(str(config.invocation_params.dir), fork, keeps_cache(config),
+                              [*self.options, *self.paths(files)])
 
     def paths(self, files: Sequence[Path]) -> list[str]:
         return [str(file) for file in files]
@@ -131,6 +133,8 @@ class Children:
         self.workers = len(self.slots)
         #: processes started so far (the sessions; not the zygotes)
         self.processes = 0
+        #: slot name ("" on this machine) -> why a list there started a session of its own
+        self.fallbacks: dict[str, str] = {}
         self._then = then
         self._lock = threading.Lock()
         self._free: queue.SimpleQueue[Slot] = queue.SimpleQueue()
@@ -181,6 +185,9 @@ class Children:
             self._free.put(slot)
         found, crashed = read_record(answer["record"])
         code = answer["code"]
+        if answer.get("fallback"):
+            with self._lock:
+                self.fallbacks.setdefault(slot.name, str(answer["fallback"]))
         if not found and code not in (0, 5):  # 1 is a failed test: none ran here
             where = f" on {slot.name}" if slot.name else ""
             tail = str(answer["log"]).splitlines()

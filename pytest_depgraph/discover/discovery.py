@@ -85,6 +85,8 @@ class Discovery:
         self.named: findings.Named | None = None
         self.processes = 0
         self.seconds = 0.0
+        #: slot -> why its lists collected afresh (see :attr:`.children.Children.fallbacks`)
+        self.fallbacks: dict[str, str] = {}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
@@ -118,13 +120,16 @@ class Discovery:
                 f"graph, {where}"
             )
         try:
-            self.discovered = discover(graph, count, run, config.option.depgraph_discover_verify)
+            self.discovered = discover(graph, count, run, config.option.depgraph_discover_verify,
+                                       children.workers)
         except ChildFailed as error:
             pytest.exit(f"depgraph discover: {error}", returncode=pytest.ExitCode.USAGE_ERROR)
         finally:
             # also on Ctrl-C or pytest.exit: nothing of a discovery stays in a temp folder
             children.close()
             self.processes = children.processes
+            self.fallbacks = {slot: why for slot, why in children.fallbacks.items()
+                              if why != "the system does not fork"}
             self.seconds = time.perf_counter() - started
         settings = session_state(config).settings
         if settings.discover_json:
@@ -136,10 +141,11 @@ class Discovery:
     def _children(self, config: pytest.Config, nodeids: list[str]) -> Children:
         """The slots: one a gateway of ``-n`` / ``--tx``, or ``workers`` on this machine."""
         options = child_options(config)
+        files = list(dict.fromkeys(nodeid.split("::", 1)[0] for nodeid in nodeids))
         if self.specs:
-            files = list(dict.fromkeys(nodeid.split("::", 1)[0] for nodeid in nodeids))
             return open_children(config, self.specs, options, files)
-        return Children([LocalSlot(config, options) for _ in range(self.workers)],
+        paths = [config.rootpath / file for file in files]
+        return Children([LocalSlot(config, options, paths) for _ in range(self.workers)],
                         config.rootpath)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -148,7 +154,7 @@ class Discovery:
         config = terminalreporter.config
         findings.summary(terminalreporter, self.discovered, self.named, self.processes,
                        self.workers, self.seconds,
-                       session_state(config).settings.discover_json)
+                       session_state(config).settings.discover_json, self.fallbacks)
 
 
 def _specs(specs: Sequence[str]) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pytest
@@ -97,8 +97,11 @@ def covered(findings: Sequence[Finding]) -> set[Finding]:
 def summary(
     terminal: pytest.TerminalReporter, discovered: Discovered, named: Named,
     processes: int, workers: int, seconds: float, written: str | None,
+    fallbacks: Mapping[str, str] | None = None,
 ) -> None:
-    """The ``depgraph discover`` section of the terminal summary."""
+    """The ``depgraph discover`` section of the terminal summary; ``fallbacks``: slot name
+    ("" on this machine) -> why lists there started sessions of their own, instead of being
+    forked after one collection."""
     terminal.write_sep("=", "depgraph discover")
     found = discovered.findings
     implied = covered(found)
@@ -119,6 +122,11 @@ def summary(
         f"{processes} {'process' if processes == 1 else 'processes'} ({workers} at once), "
         f"{seconds:.1f} s"
     )
+    for slot, why in (fallbacks or {}).items():
+        terminal.write_line(
+            f"lists{f' on {slot}' if slot else ''} collected their tests afresh, each in a "
+            f"session of its own (slower, same findings): {why}"
+        )
     if written:
         terminal.write_line(f"findings written to {written}")
 

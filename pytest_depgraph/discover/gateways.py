@@ -85,10 +85,14 @@ def open_children(config: pytest.Config, specs: Sequence[str], options: Sequence
             roots = gateways.roots if remote else None
             slot_options = (_remote_options(config, spec, gateways.roots, options, files)
                             if remote else local_options(config, options))
+            paths = [str(config.rootpath / file) for file in files]
+            if remote:
+                paths = xdist.relative_to_roots(gateways.roots, paths)
             try:
                 channel = xdist.execute(gateway, server)
                 channel.send({"cwd": None if remote else str(config.invocation_params.dir),
-                              "fork": None, "cache": keeps_cache(config)})
+                              "fork": None, "cache": keeps_cache(config),
+                              "args": [*slot_options, *paths]})
                 started = channel.receive()
             except Exception as error:  # the gateway's side raised, or the gateway ended
                 said = (str(error).strip().splitlines() or [type(error).__name__])[-1]

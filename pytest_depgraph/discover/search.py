@@ -92,8 +92,11 @@ def passed(outcomes: Outcomes, test: int) -> bool:
     return outcomes.get(test, False)
 
 
-def discover(graph: Graph, count: int, run: Runner, verify: int = 3) -> Discovered:
-    """Find the hidden dependencies among tests ``0..count-1`` (the serial order).
+def discover(graph: Graph, count: int, run: Runner, verify: int = 3, width: int = 1
+             ) -> Discovered:
+    """Find the hidden dependencies among tests ``0..count-1`` (the serial order); ``width``:
+    how many lists ``run`` runs at once (the shared lists of one round, see
+    :meth:`_Engine.narrow`).
 
     1. The serial order and its reversals (:func:`~.orders.reversals`) at once; when a test
        failed in the serial order, that order again up to it: a test whose outcome changed
@@ -106,7 +109,7 @@ def discover(graph: Graph, count: int, run: Runner, verify: int = 3) -> Discover
        outcome that changes there makes the test flaky).
     """
     result = Discovered()
-    engine = _Engine(graph, count, run, verify, result)
+    engine = _Engine(graph, count, run, verify, result, width)
     first = pytest_order(count)
     orders = [first, *reversals(graph, count)]
     outcomes = engine.run(orders)
@@ -154,13 +157,16 @@ class _Engine:
     """The searches' shared means: the runner, the graph, the books of what ran."""
 
     def __init__(
-        self, graph: Graph, count: int, run: Runner, verify: int, result: Discovered
+        self, graph: Graph, count: int, run: Runner, verify: int, result: Discovered,
+        width: int = 1,
     ) -> None:
         self.graph = graph
         self.count = count
         self._run = run
         self.verify = verify
         self.result = result
+        #: how many shared lists one round of the narrowing runs (one a slot)
+        self.width = max(1, width)
         self._positions: dict[Order, list[int]] = {}
         #: the whole orders run, with their outcomes: what narrows each victim's suspects
         self.evidence: list[tuple[Order, Outcomes]] = []
@@ -271,34 +277,44 @@ class _Engine:
             if not victims:
                 return
             block = set(victims)
-            early: set[int] = set()
-            placed: set[int] = set()
-            for t in victims:
-                free = [s for s in left[t] if s not in placed and s not in block]
-                # a victim among the suspects runs before ``t`` half the time
-                have = sum(1 for s in left[t] if s in early) + sum(
-                    1 for s in left[t] if s in block) / 2
-                rng.shuffle(free)
-                early.update(free[: max(0, round(len(left[t]) * _SHARE - have))])
-                placed.update(free)
-            # a victim that needs a test passes only after it: what its narrowing left goes
-            # before it (a chain c -> b -> a: b placed early without a would fail, and c
-            # with it, whichever test was before c)
-            support = [s for s in early if s in left and not alone[s]]
-            while support:
-                for s in left[support.pop()]:
-                    if s not in early and s not in block:
-                        early.add(s)
-                        if s in left and not alone[s]:
-                            support.append(s)
-            rng.shuffle(victims)
-            order = self.arrange([*sorted(early), *victims])
-            (outcomes,) = self.run([order])
-            self.evidence.append((order, outcomes))
-            position = self._position(order)
-            for t in block:
-                left[t] = [s for s in left[t]
-                           if self._fits(position, outcomes, s, t, alone[t], strict=True)]
+            # one list a slot, each drawn on its own from the same suspects: they tell as much
+            # each as one after the other would, and run at once
+            orders = [self._shared(victims, left, alone, rng) for _ in range(self.width)]
+            for order, outcomes in zip(orders, self.run(orders)):
+                self.evidence.append((order, outcomes))
+                position = self._position(order)
+                for t in block:
+                    left[t] = [s for s in left[t]
+                               if self._fits(position, outcomes, s, t, alone[t], strict=True)]
+
+    def _shared(self, victims: list[int], left: Mapping[int, list[int]],
+                alone: Mapping[int, bool], rng: random.Random) -> Order:
+        """One shared list (see :meth:`narrow`): for each victim, a third of its suspects
+        ``left`` before the victims, the rest out; the victims in a random order."""
+        block = set(victims)
+        early: set[int] = set()
+        placed: set[int] = set()
+        for t in victims:
+            free = [s for s in left[t] if s not in placed and s not in block]
+            # a victim among the suspects runs before ``t`` half the time
+            have = sum(1 for s in left[t] if s in early) + sum(
+                1 for s in left[t] if s in block) / 2
+            rng.shuffle(free)
+            early.update(free[: max(0, round(len(left[t]) * _SHARE - have))])
+            placed.update(free)
+        # a victim that needs a test passes only after it: what its narrowing left goes
+        # before it (a chain c -> b -> a: b placed early without a would fail, and c
+        # with it, whichever test was before c)
+        support = [s for s in early if s in left and not alone[s]]
+        while support:
+            for s in left[support.pop()]:
+                if s not in early and s not in block:
+                    early.add(s)
+                    if s in left and not alone[s]:
+                        support.append(s)
+        shuffled = list(victims)
+        rng.shuffle(shuffled)
+        return self.arrange([*sorted(early), *shuffled])
 
     def examine(self, test: int, first: Order, second: Order, alone: bool,
                 suspects: list[int]) -> Search:

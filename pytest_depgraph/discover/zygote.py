@@ -1,14 +1,15 @@
 """A process that forks a fresh pytest session for each list of tests it is sent.
 
-Started once per slot of a discovery's pool (``python -m pytest_depgraph.discover.zygote``,
-in the session's folder and environment), it imports pytest and the installed plugins, then
-waits. For each request, one JSON line ``{"args": [...], "log": path}`` on its standard input,
-it forks: the child points its standard output and error at ``log`` and runs
-``pytest.main(args)``, with the random module seeded afresh, as a process started for it
-would be; the zygote answers ``{"code": exit code}`` when the child ended. The child is a new
-process that has run no test and imported no test module or conftest: it starts a session
-without paying again for the interpreter and the plugins' imports, which is most of a small
-session's cost.
+A slot's lists are forked after one collection (:mod:`.collected`); where that session cannot
+serve (it did not collect, or ended, or a list names a test it did not collect), this process
+is started for the slot (``python -m pytest_depgraph.discover.zygote``, in the session's
+folder and environment): it imports pytest and the installed plugins, then waits. For each
+request, one JSON line ``{"args": [...], "log": path}`` on its standard input, it forks: the
+child points its standard output and error at ``log`` and runs ``pytest.main(args)``, with
+the random module seeded afresh, as a process started for it would be; the zygote answers
+``{"code": exit code}`` when the child ended. The child is a new process that has run no test
+and imported no test module or conftest: it starts a session without paying again for the
+interpreter and the plugins' imports.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """pytest's internals behind one door each: teardown and capture of a held test, skips at the
 test's place, ``--lf``'s books, the terminal's counts and its current line, the options as
-given, fixtures, marks, and subtests' reports.
+given, fixtures, marks, subtests' reports, and a forked session's temporary folder.
 
 Checked against pytest 8 and 9. What pytest documents (its hooks, ``pytest.CallInfo``,
 ``pytest.TestReport``, the terminal reporter's ``stats`` and ``write_line``) is used where it is
@@ -473,6 +473,17 @@ def import_pytest_plugins() -> None:
             if entry.group == "pytest11":
                 with contextlib.suppress(Exception):
                     entry.load()
+
+
+def fresh_basetemp(config: pytest.Config, path: str) -> None:
+    """From now on, the session's temporary folders under ``path``, as ``--basetemp=path``
+    makes them: made afresh at first use, whatever the session used before (a session forked
+    after its collection, for one list of tests). ``tmpdir.py`` makes the session's
+    ``TempPathFactory`` from the options at configure time and keeps it as
+    ``config._tmp_path_factory``, which the ``tmp_path_factory`` fixture returns."""
+    config.option.basetemp = path
+    config._tmp_path_factory = pytest.TempPathFactory.from_config(  # type: ignore[attr-defined]
+        config, _ispytest=True)
 
 
 def warn_at(config: pytest.Config, warning: Warning, file: str, line: int) -> None:
