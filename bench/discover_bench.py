@@ -632,8 +632,9 @@ def run_model(suite: Suite, seed: int, verify: int, width: int = 1) -> Result:
     note = (f"seed {seed}; {model.rounds} rounds of lists at once; "
             f"{found.orders * suite.size:,} in whole orders; costliest victims: "
             + ", ".join(f"{t.rpartition('::')[2]} {e:,}" for e, t in spent))
-    return Result("model", findings, f"{found.orders} orders + {found.lists - found.orders} "
-                  "shorter lists", found.executions, wall, note)
+    shorter = found.lists - found.orders - found.alone
+    return Result("model", findings, f"{found.orders} orders + {found.alone} alone + "
+                  f"{shorter} shorter lists", found.executions, wall, note)
 
 
 # --------------------------------------------------------------------------- main
