@@ -416,8 +416,9 @@ def run_depgraph(python: Path, folder: Path, workers: int) -> Result:
                          f"{done.stdout[-3000:]}{done.stderr[-3000:]}")
     findings = [Finding(f["kind"], f["test"], f.get("other"))
                 for f in json.loads(report.read_text())]
-    cost = re.search(r"([\d,]+) orders? of every test and ([\d,]+) shorter lists?", done.stdout)
-    orders = f"{cost[1]} orders + {cost[2]} shorter lists" if cost else "?"
+    cost = re.search(r"([\d,]+) orders? of every test, ([\d,]+) tests? alone and ([\d,]+) "
+                     r"shorter lists?", done.stdout)
+    orders = f"{cost[1]} orders + {cost[2]} alone + {cost[3]} shorter lists" if cost else "?"
     label = "depgraph" + (f" -n {workers}" if workers else " (serial)")
     return Result(label, findings, orders, executions(folder), wall)
 
@@ -631,8 +632,9 @@ def run_model(suite: Suite, seed: int, verify: int, width: int = 1) -> Result:
     note = (f"seed {seed}; {model.rounds} rounds of lists at once; "
             f"{found.orders * suite.size:,} in whole orders; costliest victims: "
             + ", ".join(f"{t.rpartition('::')[2]} {e:,}" for e, t in spent))
-    return Result("model", findings, f"{found.orders} orders + {found.lists - found.orders} "
-                  "shorter lists", found.executions, wall, note)
+    shorter = found.lists - found.orders - found.alone
+    return Result("model", findings, f"{found.orders} orders + {found.alone} alone + "
+                  f"{shorter} shorter lists", found.executions, wall, note)
 
 
 # --------------------------------------------------------------------------- main

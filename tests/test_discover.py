@@ -101,7 +101,8 @@ def test_serial_discovery_finds_reports_and_writes_json(pytester: pytest.Pyteste
         "failing in pytest's own order, not analysed: 2 tests",
         "  test_state.py::test_always_fails (test_state.py:35)",
         "  test_state.py::test_exits (test_state.py:38)",
-        "cost: 2 orders of every test and * shorter lists, * test executions in * processes "
+        "cost: 2 orders of every test, * tests alone and * shorter lists, * test executions in * "
+        "processes "
         "(1 at once), * s",
         "findings written to found.json",
     ])
@@ -302,6 +303,56 @@ def test_a_slots_list_runs_in_a_fresh_session_and_its_record_comes_back(
     assert not os.path.exists(runner.workdir)
 
 
+#: test_total reads what either test_add_apple or test_add_pear leaves: pytest's order runs
+#: the apple before it, the reversal the pear, so it fails only alone
+TWO_SATISFY = """
+CART = []
+
+def test_add_apple():
+    CART.append("apple")
+
+def test_total():
+    assert CART, "the cart is empty"
+
+def test_add_pear():
+    CART.append("pear")
+"""
+
+
+def test_a_need_two_tests_satisfy_is_found_by_running_each_test_alone(
+    pytester: pytest.Pytester,
+) -> None:
+    """No order makes test_total fail (a test that fills the cart runs before it in both);
+    alone it fails, and discovery names the one test before it in pytest's order that it
+    needs, with the line to add -- after which test_total passes when run by itself, and a
+    second discovery finds nothing (one was found by no order before the runs alone)."""
+    pytester.makepyfile(test_cart=TWO_SATISFY)
+    result = pytester.runpytest("--depgraph-discover", "--depgraph-discover-verify", "2",
+                                "--depgraph-discover-json", "found.json", "-p", "no:randomly")
+    assert result.ret == 1, result.stdout.str()
+    found = json.loads((pytester.path / "found.json").read_text())
+    assert [(e["kind"], e["test"], e["other"], e["location"], e["suggestion"])
+            for e in found] == [
+        ("needs", "test_cart.py::test_total", "test_cart.py::test_add_apple", "test_cart.py:6",
+         '@pytest.mark.depends_on("test_add_apple")'),
+    ]
+    result.stdout.fnmatch_lines([
+        "needs     test_cart.py::test_total needs test_cart.py::test_add_apple "
+        '(test_cart.py:6): add @pytest.mark.depends_on("test_add_apple") to test_total',
+        "cost: 2 orders of every test, 1 test alone and * shorter lists, *",
+    ])
+    alone = pytester.runpytest("test_cart.py::test_total", "-p", "no:randomly")
+    alone.assert_outcomes(failed=1)
+    source = (pytester.path / "test_cart.py").read_text()
+    pytester.makepyfile(test_cart="import pytest\n" + source.replace(
+        "def test_total", '@pytest.mark.depends_on("test_add_apple")\ndef test_total'))
+    alone = pytester.runpytest("test_cart.py::test_total", "-p", "no:randomly")
+    alone.assert_outcomes(passed=2)
+    again = pytester.runpytest("--depgraph-discover", "-p", "no:randomly")
+    assert again.ret == 0, again.stdout.str()
+    again.stdout.fnmatch_lines(["no hidden dependency found"])
+
+
 def test_nothing_hidden_exits_0_and_bad_paths_are_usage_errors(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_fine="""
         def test_one():
@@ -315,7 +366,8 @@ def test_nothing_hidden_exits_0_and_bad_paths_are_usage_errors(pytester: pytest.
     assert json.loads((pytester.path / "out.json").read_text()) == []
     result.stdout.fnmatch_lines([
         "no hidden dependency found",
-        "cost: 2 orders of every test and 0 shorter lists, 4 test executions in 2 processes*",
+        "cost: 2 orders of every test, 0 tests alone and 0 shorter lists, 4 test executions in 2 "
+        "processes*",
     ])
     pytester.mkdir("folder")
     result = pytester.runpytest("--depgraph-discover", "--depgraph-discover-json", "folder")

@@ -262,3 +262,38 @@ def test_a_slot_forks_its_lists_after_collection_or_else_before(
         "its collecting session ended (exit code 3) before any list")
     assert STARTED not in {answer["started"] for answer in answers}
     assert not os.path.exists(runner.workdir)
+
+
+def test_a_list_in_a_session_of_its_own_collects_the_files_its_tests_declare_on(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without fork each list's session collects the files of its tests, and those of the
+    tests their declarations name: test_t runs after test_a.py::test_s through a target
+    built at run time (which no scan of the source sees), and a list holding test_t without
+    test_s stopped the discovery ("test_a.py is not a collected file or folder", exit 4)."""
+    pytester.makepyfile(test_a="""
+        def test_s():
+            pass
+    """, test_b="""
+        import os
+        import pytest
+
+        TARGET = "::".join(["test_a.py", "test_s"])
+
+        @pytest.mark.depends_on(TARGET, on_failure="run")
+        def test_t():
+            os.environ["DISCOVER_T"] = "1"
+
+        def test_u():
+            pass
+
+        def test_w():
+            assert os.environ.get("DISCOVER_T") == "1"
+    """)
+    monkeypatch.delattr(os, "fork", raising=False)
+    monkeypatch.delenv("DISCOVER_T", raising=False)
+    result = pytester.runpytest("--depgraph-discover", "--depgraph-discover-verify", "1",
+                                "--depgraph-discover-json", "found.json", "-p", "no:randomly")
+    assert result.ret == 1, result.stdout.str() + result.stderr.str()
+    assert _found(pytester.path / "found.json") == [
+        ("needs", "test_w", "test_t")]

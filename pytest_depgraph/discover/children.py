@@ -17,7 +17,7 @@ from __future__ import annotations
 import queue
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
@@ -136,6 +136,11 @@ class Children:
         #: slot name ("" on this machine) -> why a list there started a session of its own
         self.fallbacks: dict[str, str] = {}
         self._then = then
+        #: the tests the given tests' declarations name, transitively (node ids): a list
+        #: whose session collects only its own files collects theirs too, so that each
+        #: declaration resolves there as in the discovery's session (its targets are then
+        #: deselected, and ignored)
+        self.declared: Callable[[Sequence[str]], Iterable[str]] = lambda tests: ()
         self._lock = threading.Lock()
         self._free: queue.SimpleQueue[Slot] = queue.SimpleQueue()
         for slot in self.slots:
@@ -176,7 +181,8 @@ class Children:
     def _one_process(self, tests: Sequence[str]) -> tuple[dict[str, bool], str | None]:
         with self._lock:
             self.processes += 1
-        files = list(dict.fromkeys(self.rootpath / nodeid.split("::", 1)[0] for nodeid in tests))
+        files = list(dict.fromkeys(self.rootpath / nodeid.split("::", 1)[0]
+                                   for nodeid in [*tests, *self.declared(tests)]))
         slot = self._free.get()
         try:
             answer = slot.run({"args": [*slot.options, *slot.paths(files)],

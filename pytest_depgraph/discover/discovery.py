@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from pytest_depgraph.core.graph.paths import reachable
 from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.discover import findings
 from pytest_depgraph.discover.child import OrderKeeper
@@ -104,6 +105,12 @@ class Discovery:
         self.named = findings.Named(nodeids, [_location(item) for item in items[:count]])
         children = self._children(config, nodeids)
         position = {nodeid: at for at, nodeid in enumerate(nodeids)}
+
+        def declared(tests: Sequence[str]) -> list[str]:
+            starts = [position[n] for n in tests if n in position]
+            return [nodeids[t] for t in reachable(graph, starts, "dependencies") if t < count]
+
+        children.declared = declared
 
         def run(lists: Sequence[Order]) -> list[Outcomes]:
             found = children.run([[nodeids[t] for t in order] for order in lists])

@@ -116,8 +116,9 @@ def summary(
         for test in discovered.failing:
             terminal.write_line(f"  {named.nodeids[test]} ({named.locations[test]})")
     terminal.write_line(
-        f"cost: {plural(discovered.orders, 'order')} of every test and "
-        f"{plural(discovered.lists - discovered.orders, 'shorter list')}, "
+        f"cost: {plural(discovered.orders, 'order')} of every test, "
+        f"{plural(discovered.alone, 'test')} alone and "
+        f"{plural(discovered.lists - discovered.orders - discovered.alone, 'shorter list')}, "
         f"{plural(discovered.executions, 'test execution')} in "
         f"{processes} {'process' if processes == 1 else 'processes'} ({workers} at once), "
         f"{seconds:.1f} s"

@@ -84,6 +84,9 @@ class Discovered:
     orders: int = 0
     #: lists run (each one process, unless a test ended its process)
     lists: int = 0
+    #: of those, the lists that ran a test alone (first in its process, with only what it
+    #: declares it depends on before it)
+    alone: int = 0
     #: test executions, all lists together
     executions: int = 0
 
@@ -98,12 +101,15 @@ def discover(graph: Graph, count: int, run: Runner, verify: int = 3, width: int 
     how many lists ``run`` runs at once (the shared lists of one round, see
     :meth:`_Engine.narrow`).
 
-    1. The serial order and its reversals (:func:`~.orders.reversals`) at once; when a test
-       failed in the serial order, that order again up to it: a test whose outcome changed
-       is flaky, one that failed twice is failing.
-    2. Each test that passed in the serial order and failed in another one is a victim: alone
-       it fails (it *needs* a test that ran before it) or passes (a test before it in the
-       other order *conflicts* with it). Lists shared by every victim narrow their suspects
+    1. The serial order and its reversals (:func:`~.orders.reversals`) at once; then each
+       test that passed there alone (first in a fresh process, only what it declares before
+       it), and, when a test failed in the serial order, that order again up to it: a test
+       whose outcome changed is flaky, one that failed twice is failing.
+    2. Each test that passed in the serial order and failed in another one, or alone, is a
+       victim: alone it fails (it *needs* a test that ran before it in the serial order --
+       also when, in every order, one of two tests that satisfy it ran before it) or passes
+       (a test before it in the other order *conflicts* with it). Lists shared by every
+       victim narrow their suspects
        (:meth:`_Engine.narrow`); then the other test is found by bisection, a chain by a
        binary search over prefixes, and each pair verified ``verify`` times both ways (an
        outcome that changes there makes the test flaky).
@@ -116,23 +122,31 @@ def discover(graph: Graph, count: int, run: Runner, verify: int = 3, width: int 
     result.orders = len(orders)
     serial = outcomes[0]
     unpassed = [t for t in range(count) if not passed(serial, t)]
+    candidates = [t for t in range(count) if passed(serial, t)]
+    # each test that passed first in a fresh process of its own, at once with the serial
+    # order again up to its last failure when one failed (what ran before a test in a list
+    # is all that reaches it: the prefix is the order)
+    prefix = first[: first.index(unpassed[-1]) + 1] if unpassed else ()
+    alone, alone_lists = engine.alone(candidates, list(zip(orders, outcomes)),
+                                      [prefix] if prefix else [])
     flaky: set[int] = set()
-    if unpassed:
-        # what ran before a test in a list is all that reaches it: the prefix is the order
-        prefix = first[: first.index(unpassed[-1]) + 1]
-        (again,) = engine.run([prefix])
+    if prefix:
+        again = alone_lists.pop()
         flaky = {t for t in prefix if passed(serial, t) != passed(again, t)}
     result.failing = [t for t in unpassed if t not in flaky]
     engine.evidence = list(zip(orders, outcomes))
     exposing: dict[int, Order] = {}
-    for t in range(count):
-        if t in flaky or not passed(serial, t):
+    for t in candidates:
+        if t in flaky:
             continue
         other = next((o for o, out in zip(orders[1:], outcomes[1:]) if not passed(out, t)),
                      None)
+        if other is None and not alone[t]:
+            # it passed in every order and fails with nothing before it: a test before it
+            # in each order satisfied its need (two tests that set the same state)
+            other = engine.arrange([*engine.declared_before(t), t])
         if other is not None:
             exposing[t] = other
-    alone = engine.alone(list(exposing))
     suspects = {t: engine.suspects(t, first, exposing[t], alone[t]) for t in exposing}
     engine.narrow(suspects, alone)
     searches = [engine.examine(t, first, exposing[t], alone[t], suspects[t]) for t in exposing]
@@ -239,11 +253,21 @@ class _Engine:
 
     # -- a victim ---------------------------------------------------------------------------
 
-    def alone(self, victims: list[int]) -> dict[int, bool]:
-        """Whether each victim passes alone (with what it declares it depends on): one list
-        each, all at once."""
-        lists = [self.arrange([*self.declared_before(t), t]) for t in victims]
-        return {t: passed(out, t) for t, out in zip(victims, self.run(lists))}
+    def alone(self, tests: list[int], known: Sequence[tuple[Order, Outcomes]],
+              more: Sequence[Order] = ()) -> tuple[dict[int, bool], list[Outcomes]]:
+        """Whether each test passes alone -- first in a fresh process, with only what it
+        declares it depends on before it: one list each, all at once with the lists
+        ``more`` (their outcomes are returned too). A test whose list began an order
+        already run (``known``) is not run again."""
+        lists = {t: self.arrange([*self.declared_before(t), t]) for t in tests}
+        firsts = {lists[t]: outcomes for t in tests for order, outcomes in known
+                  if order[: len(lists[t])] == lists[t]}
+        wanted = [t for t in tests if lists[t] not in firsts]
+        asked = [*(lists[t] for t in wanted), *more]
+        self.result.alone += len(wanted)
+        ran = self.run(asked) if asked else []
+        firsts.update(zip((lists[t] for t in wanted), ran))
+        return {t: passed(firsts[lists[t]], t) for t in tests}, ran[len(wanted):]
 
     def suspects(self, test: int, first: Order, second: Order, alone: bool) -> list[int]:
         """The tests that can explain a victim that passed in ``first`` and failed in
