@@ -25,6 +25,8 @@ cost.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import os
 import random
@@ -68,6 +70,7 @@ class ListServer:
             return None  # pytest's own loop runs the list
         if session.testsfailed and not session.config.option.continue_on_collection_errors:
             return None  # pytest's own loop stops on the collection errors
+        _import_what_a_session_end_imports(session.config)
         self._answer({"ready": True})
         self.ready = True
         by_id = {item.nodeid: item for item in self.collected}
@@ -111,6 +114,22 @@ class ListServer:
     def _answer(self, answer: dict[str, object]) -> None:
         self.answers.write(json.dumps(answer) + "\n")
         self.answers.flush()
+
+
+#: plugin name -> the module its hooks import at every session's end, which every list's child
+#: would otherwise import again: hypothesis's terminal summary imports hypothesis. Measured:
+#: json-storage-manager's discovery (179 executions, 88 lists, serially), a venv with
+#: hypothesis installed, 119.8 -> 22.5 s of wall (110 -> 14 s of CPU); without its plugin,
+#: 10.0 s
+_IMPORTED_AT_THE_END = {"hypothesispytest": "hypothesis.internal.observability"}
+
+
+def _import_what_a_session_end_imports(config: pytest.Config) -> None:
+    """Import once, before the forks, what installed plugins import at each session's end."""
+    for plugin, module in _IMPORTED_AT_THE_END.items():
+        if config.pluginmanager.has_plugin(plugin):
+            with contextlib.suppress(Exception):
+                importlib.import_module(module)
 
 
 def _exit_code(status: int) -> int:
