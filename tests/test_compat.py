@@ -81,7 +81,7 @@ def run(pytester: pytest.Pytester, mode: str, *args: str) -> pytest.RunResult:
         (pytester.path / name).unlink(missing_ok=True)
     if mode == "serial":
         return pytester.runpytest("-v", "-rs", "-p", "no:randomly", *args)
-    return pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-v", "-rs", *args)
+    return pytester.runpytest("-n", "2", "-p", "xdist", "-v", "-rs", *args)
 
 
 def expect(pytester: pytest.Pytester, expected: dict[str, str]) -> None:

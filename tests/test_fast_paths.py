@@ -52,7 +52,7 @@ def test_a_suite_without_declarations_selects_draws_and_runs_on_xdist(
         "*depgraph timings: 2 tests, 0 edges after reduction: resolve *",
         "depgraph timings (CPU): resolve * ms, validate 0.0 ms, order 0.0 ms, reduce 0.0 ms; *",
     ])
-    parallel = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-k", "not one")
+    parallel = pytester.runpytest("-n", "2", "-p", "xdist", "-k", "not one")
     parallel.assert_outcomes(passed=4)
     assert "error" not in parallel.stdout.str().lower()
 

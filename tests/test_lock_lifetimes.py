@@ -76,9 +76,8 @@ def spans(pytester: pytest.Pytester) -> tuple[dict[str, list[Span]], dict[str, S
 
 
 def run(pytester: pytest.Pytester, workers: int, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
-        "-p", "xdist", "-p", "depgraph", "-n", str(workers), "-p", "no:randomly", *args,
-        timeout=120,
+    return pytester.runpytest(
+        "-p", "xdist", "-p", "depgraph", "-n", str(workers), "-p", "no:randomly", *args
     )
 
 

@@ -48,8 +48,8 @@ def serial_order(pytester: pytest.Pytester, *args: str) -> list[str]:
 def dot_edges(pytester: pytest.Pytester, *args: str) -> set[tuple[str, str]]:
     """The edges of the plan an xdist run on two workers walked (its DOT file)."""
     dot = pytester.path / "g.dot"
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", f"--depgraph-dot={dot}",
-                                           *args)
+    result = pytester.runpytest("-n", "2", "-p", "xdist", f"--depgraph-dot={dot}",
+                                *args)
     result.assert_outcomes(passed=5)
     return set(re.findall(r'^  "(test_\S+)" -> "(test_\S+)"', dot.read_text(), re.M))
 

@@ -409,7 +409,7 @@ def test_reader_after_the_crash(depgraph):
 
 def test_values_cross_xdist_workers_and_survive_a_dead_worker(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_vpc=VPC, test_crash=CROSS_WORKERS)
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-v")
+    result = pytester.runpytest("-n", "2", "-p", "xdist", "-v")
     result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(["*PASSED test_crash.py::test_reader_after_the_crash*"])
 
@@ -430,7 +430,7 @@ def test_values_travel_between_loadfile_units(pytester: pytest.Pytester) -> None
             depgraph.output("test_a.py::test_producer", "token")
         """,
     )
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "--dist", "loadfile")
+    result = pytester.runpytest("-n", "2", "-p", "xdist", "--dist", "loadfile")
     result.assert_outcomes(passed=2)
 
 

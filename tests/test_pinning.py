@@ -213,8 +213,8 @@ def test_computed_depends_names_give_the_serial_outcomes_on_two_workers(
     assert in_two_sites == {"passed": 32, "skipped": 3, "xfailed": 1}
     total = Counter(serial_outcomes.values())
     serial.assert_outcomes(**total)
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly",
-                                           "--junitxml=parallel.xml")
+    result = pytester.runpytest("-n", "2", "-p", "xdist", "-p", "no:randomly",
+                                "--junitxml=parallel.xml")
     result.assert_outcomes(**total)
     assert outcomes_by_test(pytester.path / "parallel.xml") == serial_outcomes
     result.stdout.fnmatch_lines_random(
@@ -283,7 +283,7 @@ def test_a_chain_sharing_a_module_fixture_runs_on_one_worker(pytester: pytest.Py
     """P1/A1: test_read and test_extend both became ready when test_create finished; the old
     scheduler gave one of them to the other worker, where the module fixture was new."""
     pytester.makepyfile(test_state=STATE_CHAIN)
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly")
+    result = pytester.runpytest("-n", "2", "-p", "xdist", "-p", "no:randomly")
     result.assert_outcomes(passed=5)
     # which worker takes test_read and test_extend depends on timing: the scheduler, in
     # process, under many completion orders (a real run samples one)
@@ -321,8 +321,7 @@ def test_crash_in_a_pinned_group_releases_it(pytester: pytest.Pytester) -> None:
         """
     )
     # a group still bound to the dead worker would hang the run
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly",
-                                           timeout=120)
+    result = pytester.runpytest("-n", "2", "-p", "xdist", "-p", "no:randomly")
     result.assert_outcomes(passed=2, failed=1, skipped=1)
 
 
@@ -576,7 +575,7 @@ def test_state_in_module_globals_reaches_the_dependents_on_two_workers(
     (before, a dependent that an idle worker took found the global empty). The worker of
     each test is read from -v; the scheduler then tries 50 completion orders in process."""
     pytester.makepyfile(**{f"test_m{i}": MODULE_GLOBALS for i in range(6)})
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-p", "no:randomly", "-v")
+    result = pytester.runpytest("-n", "2", "-p", "xdist", "-p", "no:randomly", "-v")
     result.assert_outcomes(passed=24)
     workers: dict[str, set[str]] = {}
     for line in result.outlines:

@@ -225,8 +225,8 @@ def test_on_three_workers_each_lock_holds(pytester: pytest.Pytester) -> None:
     test; the fixture's lock keeps its users apart; class TestC holds net as one block: its
     tests on one worker, and the other holder of net outside the block's whole span."""
     pytester.makepyfile(test_walk=WALKED)
-    result = pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", "-n", "3",
-                                           "-p", "no:randomly", timeout=120)
+    result = pytester.runpytest("-p", "xdist", "-p", "depgraph", "-n", "3",
+                                "-p", "no:randomly")
     result.assert_outcomes(passed=14)
     spans: dict[str, tuple[float, float]] = {}
     worker: dict[str, str] = {}
@@ -311,8 +311,8 @@ def test_the_decorator_on_tests_classes_and_modules_holds_as_the_marker(
     once on ``-n 2``): no two of them overlap, from the times they logged. A bad argument is
     an error at the decorator's line."""
     pytester.makepyfile(test_decorated=DECORATED, test_decorated_module=DECORATED_MODULE)
-    result = pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", "-n", "2",
-                                           "-p", "no:randomly", timeout=120)
+    result = pytester.runpytest("-p", "xdist", "-p", "depgraph", "-n", "2",
+                                "-p", "no:randomly")
     result.assert_outcomes(passed=5)
     spans: dict[str, tuple[float, float]] = {}
     for line in (pytester.path / "spans.log").read_text().splitlines():

@@ -147,7 +147,7 @@ def test_a_parallel_run_shows_each_resource_and_the_page_marks_the_waits(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(test_locks=SUITE)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p", "depgraph", "-p", "xdist", "-n", "2", "-p", "no:randomly",
         "--depgraph-report", "run.html",
     )

@@ -441,7 +441,7 @@ def test_parallel_run_lanes_per_worker_on_one_clock(parallel_page: Path) -> None
 def test_dist_each_draws_the_workers_plan(pytester: pytest.Pytester) -> None:
     """Under --dist each xdist schedules: the controller draws the plan the workers sent."""
     pytester.makepyfile(test_suite=SUITE)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p", "depgraph", "-p", "xdist", "-n", "2", "--dist", "each",
         "--depgraph-report", "each.html",
     )
@@ -759,7 +759,7 @@ def test_a_test_that_crashed_its_worker_has_its_real_bar(
     """From its start to the crash, on its worker's lane (it was drawn 0.0001 s long, the
     crash report folded away as another worker's run of the same test)."""
     pytester.makepyfile(test_crash=CRASH)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p", "depgraph", "-p", "xdist", "-n", "2", "--depgraph-report", "crash.html"
     )
     result.assert_outcomes(passed=1, failed=1)

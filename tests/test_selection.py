@@ -216,7 +216,7 @@ def test_selection_pulls_in_dependencies_on_xdist(
 ) -> None:
     pytester.makepyfile(test_shop=SHOP)
     pytester.makeini("[pytest]\nmarkers = slow\n")
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-v", *args)
+    result = pytester.runpytest("-n", "2", "-p", "xdist", "-v", *args)
     result.assert_outcomes(passed=3)
     lines = [line for line in result.outlines if "PASSED" in line]
     order = [line.split("::")[-1].split()[0] for line in lines if "::" in line]
@@ -226,7 +226,7 @@ def test_selection_pulls_in_dependencies_on_xdist(
 
 def test_no_deps_on_xdist_skips_with_the_reason(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_shop=SHOP)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-n", "2", "-p", "xdist", "-rs", "-k", "cart", "--depgraph-no-deps"
     )
     result.assert_outcomes(skipped=1)
@@ -278,8 +278,8 @@ def test_last_failed_on_xdist(pytester: pytest.Pytester) -> None:
     args = ("-n", "2", "-p", "xdist", "-p", "cacheprovider", "-v")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BREAK_CART", "1")
-        pytester.runpytest_subprocess(*args).assert_outcomes(passed=2, failed=1, skipped=1)
-    again = pytester.runpytest_subprocess(*args, "--lf")
+        pytester.runpytest(*args).assert_outcomes(passed=2, failed=1, skipped=1)
+    again = pytester.runpytest(*args, "--lf")
     again.assert_outcomes(passed=3)
     assert "test_independent" not in again.stdout.str()
     again.stdout.fnmatch_lines(["1 dependency pulled in by selection:"])
@@ -335,7 +335,7 @@ def test_ignored_file_of_a_target_is_named(pytester: pytest.Pytester, run: Run) 
 
 def test_directory_argument_on_xdist(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(**SPLIT)
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "tests/a")
+    result = pytester.runpytest("-n", "2", "-p", "xdist", "tests/a")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["1 dependency pulled in by selection"])
 

@@ -310,9 +310,9 @@ def test_parallel_inside_a_shard(pytester: pytest.Pytester) -> None:
     args = ("--depgraph-shard=1/2", "--depgraph-durations=durations.json")
     serial = sorted(_passed(_run(pytester, *args)[0]))
     assert "test_chain.py::test_d" in serial
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-n", "2", "-p", "xdist", "-p", "no:randomly", "-v", *args,
-        "--depgraph-store-durations=stored.json", timeout=120,
+        "--depgraph-store-durations=stored.json"
     )
     assert result.ret == 0
     ran = sorted(line.split()[-1] for line in result.outlines

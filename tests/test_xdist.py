@@ -33,6 +33,13 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A real run, its xdist controller in this process (its workers are processes of their
+    own): a controller process more cost a third of a second of CPU a run."""
+    return pytester.runpytest("-p", "xdist", "-p", "depgraph", *args)
+
+
+def run_apart(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A real run in a process of its own, for a test that signals its controller."""
     return pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", *args, timeout=120)
 
 
@@ -466,7 +473,7 @@ def test_keyboard_interrupt_on_the_controller_ends_the_run(suite: pytest.Pyteste
             time.sleep(0.5)
         """
     )
-    result = run(suite, "-n", "2", "-p", "no:cacheprovider")
+    result = run_apart(suite, "-n", "2", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*KeyboardInterrupt*"])
 

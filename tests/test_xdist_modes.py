@@ -56,7 +56,7 @@ def test_loadfile_units_wait_for_their_dependencies_and_skips_stay_on_the_contro
             assert STATE == [1]
         """,
     )
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "--dist", "loadfile", "-rs")
+    result = pytester.runpytest("-n", "2", "-p", "xdist", "--dist", "loadfile", "-rs")
     result.assert_outcomes(failed=1, skipped=1, passed=3, errors=1)
     result.stdout.fnmatch_lines(["*depgraph: upstream test_one.py::test_broken failed*"])
     result.stdout.fnmatch_lines(["*ERROR at teardown of test_broken*", "*module teardown failed"])
@@ -94,7 +94,7 @@ def test_tx_workers_order_and_skip(pytester: pytest.Pytester) -> None:
             pass
         """
     )
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p", "xdist", "--dist", "load", "--tx", "2*popen", "-rs", "-v"
     )
     result.assert_outcomes(passed=2, failed=1, skipped=1)
@@ -120,7 +120,7 @@ def test_dot_and_summary_on_the_controller(pytester: pytest.Pytester) -> None:
         """
     )
     out = pytester.path / "g.dot"
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", f"--depgraph-dot={out}")
+    result = pytester.runpytest("-n", "2", "-p", "xdist", f"--depgraph-dot={out}")
     result.assert_outcomes(failed=1, skipped=1, passed=1)
     text = out.read_text()
     assert '"test_d.py::test_a" [label = "test_a", fillcolor = "salmon"' in text
@@ -170,7 +170,7 @@ def test_class_chains_keep_their_class_fixture_on_a_worker(pytester: pytest.Pyte
             pass
         """
     )
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist")
+    result = pytester.runpytest("-n", "2", "-p", "xdist")
     result.assert_outcomes(passed=9)
     # which class a worker takes next depends on timing: the scheduler, in process, under
     # many completion orders (a real run samples one)
@@ -208,7 +208,7 @@ def test_order_first_and_last_hold_on_workers(pytester: pytest.Pytester) -> None
         """
     )
     out = pytester.path / "g.dot"
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-n", "2", "-p", "xdist", "-p", "no:pytest_order", f"--depgraph-dot={out}"
     )
     result.assert_outcomes(passed=5)
@@ -266,7 +266,7 @@ def test_order_positions_under_loadfile_and_loadscope_give_way_across_units(
     dot = pytester.path / "g.dot"
     for args in (("--dist", "loadfile", f"--depgraph-dot={dot}"),
                  ("--dist", "loadscope", "-p", "no:pytest_order")):
-        result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", *args)
+        result = pytester.runpytest("-n", "2", "-p", "xdist", *args)
         result.assert_outcomes(passed=7)
         unit = "file" if "loadfile" in args else "class or module"
         result.stdout.fnmatch_lines([
@@ -491,7 +491,7 @@ def test_loadgroup_keeps_its_groups_on_one_worker_without_any_edge(
             time.sleep(0.05)
         """
     )
-    result = pytester.runpytest_subprocess("-n", "3", "-p", "xdist", "--dist", "loadgroup", "-v")
+    result = pytester.runpytest("-n", "3", "-p", "xdist", "--dist", "loadgroup", "-v")
     result.assert_outcomes(passed=12)
     ran_on: dict[str, set[str]] = {}
     for line in result.stdout.lines:
