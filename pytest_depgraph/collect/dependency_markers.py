@@ -260,7 +260,7 @@ def stray_marker(name: str, obj: object) -> object | None:
     no-target ``depends_on``), and so is it collected here, and reported as naming no target.
     The same holds for ``test_x = pytest.mark.depends_on(f)``, which pytest collects as ``f``.
     """
-    # called for every name of every test module: ``isinstance`` would ask a proxy for its
+    # any object a module or class binds: ``isinstance`` would ask a proxy for its
     # ``__class__``, which may raise
     if not issubclass(type(obj), pytest.MarkDecorator):
         return None

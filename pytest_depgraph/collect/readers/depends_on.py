@@ -116,9 +116,6 @@ class ParentMarks(PlaceReader):
     calls = frozenset({"depends_on"})
     kinds = frozenset({OriginKind.MARKER})
 
-    def __init__(self, context: Context) -> None:
-        super().__init__(context)
-
     def declares(self, marks: Marks) -> bool:
         return MARKER in marks.inherited
 
@@ -182,9 +179,6 @@ class Decorated(PlaceReader):
     sharing = Sharing.DEFINITION
     calls = frozenset({"depends_on"})
     kinds = frozenset({OriginKind.MARKER})
-
-    def __init__(self, context: Context) -> None:
-        super().__init__(context)
 
     def declares(self, marks: Marks) -> bool:
         # a declaration exists only on objects it was attached to in this process

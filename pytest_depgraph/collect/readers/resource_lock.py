@@ -62,9 +62,6 @@ class ResourceMarks(PlaceReader):
     calls = frozenset()
     kinds = frozenset()
 
-    def __init__(self, context: Context) -> None:
-        super().__init__(context)
-
     def declares(self, marks: Marks) -> bool:
         return any(name in marks for name in MARKERS)
 
@@ -112,9 +109,6 @@ class FixtureLocks(PlaceReader):
     calls = frozenset()
     kinds = frozenset()
 
-    def __init__(self, context: Context) -> None:
-        super().__init__(context)
-
     def declares(self, marks: Marks) -> bool:
         # a lock exists only on fixtures it was attached to in this process
         return REGISTRY.resource_lock
@@ -157,9 +151,6 @@ class DecoratedLocks(PlaceReader):
     sharing = Sharing.DEFINITION
     calls = frozenset()
     kinds = frozenset()
-
-    def __init__(self, context: Context) -> None:
-        super().__init__(context)
 
     def declares(self, marks: Marks) -> bool:
         # a lock exists only on objects it was attached to in this process
