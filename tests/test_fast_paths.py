@@ -687,3 +687,65 @@ def test_the_plugins_own_modules_are_not_assertion_rewritten(pytester: pytest.Py
     )
     result = pytester.runpytest_subprocess("-p", "mark_ours", "-p", "depgraph", "-W", "error")
     result.assert_outcomes(passed=2)
+
+
+def test_decorated_tests_beside_decorated_fixtures_keep_their_edges(
+    pytester: pytest.Pytester,
+) -> None:
+    """``@depends_on`` on fixtures (below and above ``@pytest.fixture``) lets the build skip
+    reading the tests' functions and classes for it; on a test function or class beside such
+    fixtures, it is read all the same."""
+    pytester.makeconftest(
+        """
+        import pytest
+        from pytest_depgraph import depends_on
+
+        @pytest.fixture
+        @depends_on("test_m.py::test_a")
+        def below():
+            pass
+
+        @depends_on("test_m.py::test_a")
+        @pytest.fixture
+        def above():
+            pass
+        """
+    )
+    pytester.makepyfile(
+        test_m="""
+        from pytest_depgraph import depends_on
+
+        def test_fixtures(below, above):
+            pass
+
+        def test_a():
+            assert False
+
+        @depends_on("test_a")
+        def test_function():
+            pass
+
+        @depends_on("test_a")
+        class TestClass:
+            def test_method(self):
+                pass
+        """
+    )
+    for decorated_tests in (True, False):
+        if not decorated_tests:
+            (pytester.path / "test_m.py").write_text(
+                "def test_fixtures(below, above):\n    pass\n\n"
+                "def test_a():\n    assert False\n"
+            )
+        # as in a fresh process: only this session's decorators are known
+        REGISTRY.reset()
+        result = pytester.runpytest("-v", "-rs", "-p", "no:randomly")
+        skipped = 3 if decorated_tests else 1
+        result.assert_outcomes(failed=1, skipped=skipped)
+        tests = ["test_fixtures", *(["test_function", "TestClass::test_method"]
+                                     if decorated_tests else [])]
+        result.stdout.fnmatch_lines([
+            f"{skipped} test* skipped because of an upstream test:",
+            "  test_m.py::test_a failed:",
+            *(f"    test_m.py::{test}" for test in tests),
+        ])

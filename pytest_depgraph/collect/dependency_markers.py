@@ -115,6 +115,7 @@ def declare(obj: object, raw: RawDeclaration, attribute: str = ATTRIBUTE) -> Non
         REGISTRY.cleanup_of = True
     else:
         REGISTRY.depends_on = True
+        REGISTRY.depends_on_objects.append(obj)
     for target in wrapped_chain(obj):
         existing: list[RawDeclaration] = list(_own_declarations(target, attribute))
         # a bound method cannot take attributes: its function carries them

@@ -11,7 +11,7 @@ counts them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -21,6 +21,9 @@ class Registry:
 
     #: whether ``@depends_on`` or ``output_fixture`` was applied in this process
     depends_on: bool = False
+    #: what ``@depends_on`` and ``output_fixture`` were applied to, in turn: a session whose
+    #: fixtures are all of them reads no test's function or class
+    depends_on_objects: list[object] = field(default_factory=list)
     #: whether ``@cleanup_of`` was applied in this process
     cleanup_of: bool = False
     #: whether ``@resource_lock`` decorated anything in this process
@@ -34,6 +37,7 @@ class Registry:
         files apply one again. ``installed`` is kept: each session that installed the marker
         undoes it as it ends."""
         self.depends_on = self.cleanup_of = self.resource_lock = False
+        self.depends_on_objects = []
 
 
 #: the one registry of this process
