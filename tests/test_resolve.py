@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from pytest_depgraph.collect.targets import TargetIndex, boundary_prefixes, is_path_qualified
 
 IDS = [
@@ -142,3 +145,24 @@ def test_resolving_a_declaration_at_once_is_resolving_each_target() -> None:
         found = [(t, list(m)) for t, m in _index().resolve_all(targets, nodeid)]
         assert found == expected
     assert [list(m) for _, m in _index().resolve_all(targets[:2], IDS[0])] == [[4], [4]]
+
+
+_PARTS = st.sampled_from(["a.py", "b/c.py", "TestA", "TestB", "t", "u", "t[1]"])
+
+
+@given(
+    st.lists(st.lists(_PARTS, min_size=1, max_size=4), min_size=1, max_size=8),
+    st.lists(st.sampled_from(["t", "u", "TestA::t", "TestB::u", "a.py::t", "a.py::TestA::t",
+                              "c.py::t", "b/", "b/c.py", "./a.py::u", "t[1]", " u ", "x"]),
+                      max_size=5),
+)
+def test_names_in_nested_classes_resolve_at_once_as_each_target(
+    paths: list[list[str]], targets: list[str]
+) -> None:
+    """resolve_all's direct look-ups (a name in each scope around the test, innermost first; a
+    node id as written) give what resolve gives, in nested classes and modules alike."""
+    ids = ["::".join(["a.py" if n % 2 else "b/c.py", *path]) for n, path in enumerate(paths)]
+    index = TargetIndex(ids, [None] * len(ids), [None] * len(ids))
+    for nodeid in ids:
+        expected = [(t, list(index.resolve(t, nodeid))) for t in targets]
+        assert [(t, list(m)) for t, m in index.resolve_all(targets, nodeid)] == expected
