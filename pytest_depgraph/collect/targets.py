@@ -179,7 +179,7 @@ class TargetIndex:
             elif "::" in text:
                 # the other usual target, a node id, is tried as written first
                 found = by_name.get(text) or self._resolve_string(text, nodeid)
-            elif is_path_qualified(text):
+            elif text.endswith((".py", "/")):  # a file or folder (is_path_qualified)
                 found = self._resolve_string(text, nodeid)
             else:
                 for prefix in outward:
