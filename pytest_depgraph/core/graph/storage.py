@@ -389,6 +389,9 @@ class Graph:
     def without_edges(self, removed: Sequence[int]) -> Graph:
         """The same nodes without the edges numbered ``removed``; the others keep their
         order (numbered from 0 again). O(E), in C."""
+        if not removed:
+            return self._with_columns(self._dependent[:], self._dependency[:], self._kinds[:],
+                                      self._origin[:])
         keep = bytearray(b"\x01") * len(self._kinds)
         for e in removed:
             keep[e] = 0
