@@ -241,7 +241,8 @@ class Graph:
         graph._dependency = array(dependencies.typecode, map(dependencies.__getitem__, kept))
         graph._kinds = bytearray(map(kinds.__getitem__, kept))
         place = [last[id(origin)] for origin in table]
-        graph._origin = array(origins.typecode, (place[origins[e]] for e in kept))
+        graph._origin = array(origins.typecode,
+                              map(place.__getitem__, map(origins.__getitem__, kept)))
         return graph
 
     def compact(self) -> None:
