@@ -81,10 +81,13 @@ class Fixtures(PlaceReader):
         if info is None:
             return ()  # not a pytest function: no fixtures
         declaring = self._declaring
+        closure = fixture_closure(info)
+        if declaring is not None and declaring.isdisjoint(closure):
+            return ()  # the usual test: none of its fixtures declares
         by_name = fixtures_by_name(info)
         return [
             Place((id(definition), name), definition, name)
-            for name in fixture_closure(info)
+            for name in closure
             if declaring is None or name in declaring
             for definition in used_definitions(name, by_name.get(name, ()))
         ]
