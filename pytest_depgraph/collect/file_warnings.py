@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
+from types import FunctionType
 
 import pytest
 
 from pytest_depgraph.collect import problems, safe
-from pytest_depgraph.collect.context import function_of
 from pytest_depgraph.collect.readers.fixtures import FIXTURE_MARKS
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.hosts.pytest import rejects_marked_fixture
@@ -21,23 +21,30 @@ def warn_imported_targets(plan: Plan, items: list[pytest.Item]) -> None:
     """A test function imported into another module to be named as a target is collected
     there as well and runs twice; warn at the importing module, once per copy.
 
-    O(items) attribute reads, each module's name read once; the edges are looked at only
-    when a test's function was defined in another module than the one it is collected in."""
+    O(targets) attribute reads: each module's namespace is read once for the functions it
+    imported (usually none), and a test that is a dependency is a copy when its name there is
+    one of them; the edges are looked at only when a module holds such a copy."""
     if not plan.graph.edge_count:
         return
     copies: set[int] = set()
-    module_of: dict[int, str | None] = {}  # id(parent) -> name of the module collected in
-    for n, item in enumerate(items):
+    imported_of: dict[int, frozenset[str]] = {}  # id(parent) -> the functions it imported
+    # measured: real10k, 10,000 tests (a read of each dependency's function and its module
+    # -> one read of each module's names): 0.177 -> 0.085 s profiled (the build: 3.3 s)
+    for n in set(plan.graph.columns()[1]):
+        if n >= len(items):
+            continue  # a dependency outside the run
+        item = items[n]
         parent = item.parent
         # a method inherited from a class of another module: usual and harmless (the test of
         # a class is never a copy)
         if isinstance(parent, pytest.Class):
             continue
-        if id(parent) not in module_of:
-            module_of[id(parent)] = safe.text_attr(getattr(item, "module", None), "__name__")
-        module = module_of[id(parent)]
-        defined_in = safe.text_attr(function_of(item), "__module__")
-        if module and defined_in and defined_in != module and getattr(item, "cls", None) is None:
+        imported = imported_of.get(id(parent))
+        if imported is None:
+            imported = imported_of[id(parent)] = _imported_functions(
+                getattr(item, "module", None)
+            )
+        if imported and getattr(item, "originalname", None) in imported:
             copies.add(n)
     warned: set[int] = set()
     for _dependent, dependency, _kind in plan.graph.triples() if copies else ():
@@ -53,10 +60,23 @@ def warn_imported_targets(plan: Plan, items: list[pytest.Item]) -> None:
         warnings.warn_explicit(
             pytest.PytestWarning(problems.imported_target(
                 name, str(getattr(function, "__module__", None)),
-                str(module_of[id(item.parent)]), item.nodeid, original,
+                safe.text_attr(getattr(item, "module", None), "__name__"), item.nodeid,
+                original,
             )),
             pytest.PytestWarning, str(item.path), _import_line(item.path, name),
         )
+
+
+def _imported_functions(module: object) -> frozenset[str]:
+    """The names under which ``module`` holds a function defined in another module."""
+    name = safe.text_attr(module, "__name__")
+    namespace = safe.attr(module, "__dict__")
+    if not name or type(namespace) is not dict:
+        return frozenset()
+    return frozenset(
+        key for key, value in namespace.items()
+        if type(value) is FunctionType and value.__module__ != name
+    )
 
 
 def _import_line(path: Path, name: str) -> int:
