@@ -23,13 +23,31 @@ def _tool() -> ModuleType:
     return module
 
 
-def test_the_package_keeps_the_house_rules() -> None:
-    edges, findings = _tool().graph(ROOT)
+@pytest.fixture(scope="module")
+def tool() -> ModuleType:
+    """The tool, its graph of this checkout computed once for the module (a second each time):
+    ``main`` reads it through the module's ``graph``, any other folder is computed afresh."""
+    module = _tool()
+    compute = module.graph
+    ours = compute(ROOT)
+
+    def graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
+        if Path(root).resolve() == ROOT:
+            return ours[0], list(ours[1])
+        result: tuple[dict[str, set[str]], list[str]] = compute(root)
+        return result
+
+    setattr(module, "graph", graph)  # noqa: B010 (mypy knows no attribute of a ModuleType)
+    return module
+
+
+def test_the_package_keeps_the_house_rules(tool: ModuleType) -> None:
+    edges, findings = tool.graph(ROOT)
     assert findings == []
     assert "core.graph.storage" in edges and "plugin" in edges
 
 
-def test_each_rule_is_found(tmp_path: Path) -> None:
+def test_each_rule_is_found(tool: ModuleType, tmp_path: Path) -> None:
     shutil.copytree(ROOT / "pytest_depgraph", tmp_path / "pytest_depgraph")
     package = tmp_path / "pytest_depgraph"
     with (package / "collect/dependency_markers.py").open("a") as f:
@@ -62,7 +80,7 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
                 "    config.__dict__\n")
     with (package / "hosts/xdist.py").open("a") as f:
         f.write("\ndef _door(config):\n    return config._tw\n")
-    found = _tool().graph(tmp_path)[1]
+    found = tool.graph(tmp_path)[1]
     findings = "\n".join(found)
     for expected in (
         "collect.dependency_markers imports run.state, from a layer above collect",
@@ -95,8 +113,10 @@ def test_each_rule_is_found(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("flag", ["--check", "--mermaid"])
-def test_the_command_line(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert _tool().main([flag]) == 0
+def test_the_command_line(
+    tool: ModuleType, flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert tool.main([flag]) == 0
     out = capsys.readouterr().out
     assert ("flowchart LR" in out) == (flag == "--mermaid")
 

@@ -135,6 +135,13 @@ def test_recorder_lets_the_last_attempt_decide() -> None:
 
 
 def _run_xdist(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A real run on xdist, its controller in this process (its workers are processes)."""
+    return pytester.runpytest("-p", "xdist", "-p", "depgraph", "-p", "no:randomly", *args)
+
+
+def _run_xdist_apart(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A real run on xdist in a process of its own, for a run whose controller warns (in this
+    process, the warning would reach this session's own summary)."""
     return pytester.runpytest_subprocess(
         "-p", "xdist", "-p", "depgraph", "-p", "no:randomly", *args, timeout=120
     )
@@ -164,7 +171,7 @@ def test_xdist_reruns_and_a_crashed_rerun_keep_their_failures(
         test_flaky=RERUN_SUITE.format(mark="pytest.mark.flaky(reruns=1)"),
         test_crash=CRASH_SUITE,
     )
-    result = _run_xdist(pytester, "-p", "rerunfailures", "-n", "2", "-rs")
+    result = _run_xdist_apart(pytester, "-p", "rerunfailures", "-n", "2", "-rs")
     assert result.parseoutcomes() == {"passed": 2, "failed": 2, "skipped": 2, "rerun": 2}
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines_random(

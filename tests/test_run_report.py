@@ -25,6 +25,8 @@ from pytest_depgraph.core.timeline import Phase, Span
 from pytest_depgraph.output import html_page
 from pytest_depgraph.run.outcomes import FAILED, NOT_RUN, PASSED, SKIPPED, UPSTREAM, OutcomeRecorder
 
+from .helpers import GENERATED_RUN_ADDOPTS
+
 # -- the data layer --------------------------------------------------------------------------
 
 
@@ -417,8 +419,9 @@ def parallel_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [sys.executable, "-m", "pytest", "-p", "depgraph", "-p", "xdist", "-n", "2",
          "-p", "no:cacheprovider", "--depgraph-report", "run.html"],
         cwd=where, capture_output=True, text=True, timeout=300,
-        # not this run's addopts; hypothesis's plugin costs 0.6 s in each of the three processes
-        env={**os.environ, "PYTEST_ADDOPTS": "-p no:hypothesispytest"},
+        # not this run's addopts, and without the plugins no generated run needs (hypothesis's
+        # costs 0.6 s in each of the three processes)
+        env={**os.environ, "PYTEST_ADDOPTS": GENERATED_RUN_ADDOPTS},
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"generated depgraph run report: {where / 'run.html'}" in done.stdout, done.stdout
@@ -690,7 +693,7 @@ def wide_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [sys.executable, "-m", "pytest", "-p", "depgraph", "-p", "no:cacheprovider",
          "-p", "no:randomly", "--depgraph-report", "run.html"],
         cwd=where, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTEST_ADDOPTS": "-p no:hypothesispytest"},
+        env={**os.environ, "PYTEST_ADDOPTS": GENERATED_RUN_ADDOPTS},
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "300 passed" in done.stdout, done.stdout

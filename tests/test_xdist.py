@@ -449,9 +449,7 @@ def test_no_xdist_keeps_the_plugin_working(suite: pytest.Pytester) -> None:
         test_serial="import pytest\n\ndef test_a():\n    pass\n\n"
         "@pytest.mark.depends_on(test_a)\ndef test_b():\n    pass\n"
     )
-    result = suite.runpytest_subprocess(
-        "-p", "depgraph", "-p", "no:xdist", "-p", "no:cacheprovider", timeout=120
-    )
+    result = suite.runpytest("-p", "depgraph", "-p", "no:xdist", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
 
 
