@@ -116,7 +116,6 @@ def declare(obj: object, raw: RawDeclaration, attribute: str = ATTRIBUTE) -> Non
     if attribute == CLEANUP_ATTRIBUTE:
         REGISTRY.cleanup_of = True
     else:
-        REGISTRY.depends_on = True
         REGISTRY.depends_on_objects.append(obj)
     for target in wrapped_chain(obj):
         existing: list[RawDeclaration] = list(_own_declarations(target, attribute))

@@ -19,10 +19,8 @@ class Registry:
     """The process-wide flags of the declarations, and the sessions that installed the
     marker."""
 
-    #: whether ``@depends_on`` or ``output_fixture`` was applied in this process
-    depends_on: bool = False
-    #: what ``@depends_on`` and ``output_fixture`` were applied to, in turn: a session whose
-    #: fixtures are all of them reads no test's function or class
+    #: what ``@depends_on`` and ``output_fixture`` were applied to in this process, in turn: a
+    #: session whose fixtures are all of them reads no test's function or class
     depends_on_objects: list[object] = field(default_factory=list)
     #: whether ``@cleanup_of`` was applied in this process
     cleanup_of: bool = False
@@ -36,8 +34,13 @@ class Registry:
         (a test's in-process pytester run) takes the paths of a fresh process until its own
         files apply one again. ``installed`` is kept: each session that installed the marker
         undoes it as it ends."""
-        self.depends_on = self.cleanup_of = self.resource_lock = False
+        self.cleanup_of = self.resource_lock = False
         self.depends_on_objects = []
+
+    @property
+    def depends_on(self) -> bool:
+        """Whether ``@depends_on`` or ``output_fixture`` was applied in this process."""
+        return bool(self.depends_on_objects)
 
 
 #: the one registry of this process

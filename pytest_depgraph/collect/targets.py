@@ -158,15 +158,7 @@ class TargetIndex:
         # 21-43 ms (min of 7 a run, 4 runs each side, loaded machine): through
         # _resolve_string -> directly; real10k's node ids and names in classes call
         # _resolve_string 14,267 -> 3,093 times, the build 1.48M -> 1.41M calls
-        base = nodeid.split("[", 1)[0]
-        scope = base.rpartition("::")[0]
-        outward = self._outward.get(scope) if scope else None
-        if outward is None:
-            module, scopes = self._context_of(nodeid)
-            outward = ["::".join([module, *scopes[:depth], ""])
-                       for depth in range(len(scopes), -1, -1)]
-            if scope:
-                self._outward[scope] = outward
+        outward = self._outward_of(nodeid)
         by_name = self._by_name
         if by_name is None:
             by_name = self._by_name = self._index(with_names=True)
@@ -216,10 +208,23 @@ class TargetIndex:
             context = self._scopes[scope] = _split(nodeid)
         return context
 
+    def _outward_of(self, nodeid: str) -> list[str]:
+        """The prefixes of a name in the scopes around ``nodeid``, innermost first (``m::C::``,
+        ``m::``), one list per class or module (as :meth:`_context_of`)."""
+        scope = nodeid.split("[", 1)[0].rpartition("::")[0]
+        outward = self._outward.get(scope) if scope else None
+        if outward is None:
+            module, scopes = self._context_of(nodeid)
+            outward = ["::".join([module, *scopes[:depth], ""])
+                       for depth in range(len(scopes), -1, -1)]
+            if scope:
+                self._outward[scope] = outward
+        return outward
+
     def _candidates(self, target: str, nodeid: str) -> Iterator[str]:
         """Where ``target`` may point besides itself, in the documented order (generated
         lazily)."""
-        module, scopes = self._context_of(nodeid)
+        module = self._context_of(nodeid)[0]
         if is_path_qualified(target):
             normal = _normalize(target)
             if normal != target:  # the caller tried ``target`` as it is already
@@ -230,8 +235,8 @@ class TargetIndex:
             if _starts_with_path(target):
                 return
             # "TestX::test_y": a class-qualified name, looked up like a bare name
-        for depth in range(len(scopes), -1, -1):
-            yield "::".join([module, *scopes[:depth], target])
+        for prefix in self._outward_of(nodeid):
+            yield prefix + target
 
     def missing_path(self, target: str, nodeid: str) -> str:
         """The path part of a path-qualified ``target`` when no collected file or folder is
