@@ -108,11 +108,8 @@ def resolve(
                         self_reference(context, source, target, position)
                     else:
                         for match in matches:
-                            if match in found.in_run:  # the usual edge (add_edge)
-                                found.dependents.append(position)
-                                found.dependencies.append(match)
-                                found.kinds.append(kind)
-                                found.origin_of.append(origin)
+                            if match in found.in_run:
+                                add_edge(found, position, match, kind, origin)
                             elif ignore_unselected:
                                 continue  # ordering against a test that does not run: nothing
                             elif kind == Kind.AFTER:
