@@ -749,3 +749,96 @@ def test_decorated_tests_beside_decorated_fixtures_keep_their_edges(
             "  test_m.py::test_a failed:",
             *(f"    test_m.py::{test}" for test in tests),
         ])
+
+
+MARKS_AS_STORED = '''
+import functools
+import pytest
+
+def test_a():
+    pass
+
+@pytest.mark.depends_on("test_a")
+def test_plain():
+    pass
+
+@pytest.mark.depends_on("test_a", "test_plain", kind="after")
+def test_two_targets_and_a_keyword():
+    pass
+
+@pytest.mark.depends_on("test_plain")
+@pytest.mark.depends_on("test_a")
+def test_two_markers():
+    pass
+
+@pytest.mark.depends_on("test_a")
+@pytest.mark.skipif(False, reason="never")
+def test_beside_another_mark():
+    pass
+
+def _tagged(function):
+    function.tag = "kept"
+    return function
+
+@pytest.mark.depends_on("test_a")
+@_tagged
+def test_with_an_attribute():
+    pass
+
+def _wrapping(function):
+    @functools.wraps(function)
+    def wrapper():
+        return function()
+    return wrapper
+
+@pytest.mark.depends_on("test_a")
+@_wrapping
+def test_wrapped():
+    pass
+
+test_lambda = pytest.mark.depends_on("test_a")(lambda: None)
+
+@pytest.mark.depends_on("test_a")
+class TestMarked:
+    @pytest.mark.depends_on("test_plain")
+    def test_method(self):
+        pass
+
+chained = pytest.mark.depends_on("test_a")
+@chained("test_plain")
+def test_chained_arguments():
+    pass
+'''
+
+MARKS_PRINTER = '''
+def pytest_collection_modifyitems(items):
+    for item in items:
+        marks = [(m.name, m.args, sorted(m.kwargs.items())) for m in item.iter_markers()]
+        tag = getattr(getattr(item, "function", None), "tag", None)
+        print("MARKS", item.nodeid, marks, tag)
+'''
+
+
+def test_the_usual_marker_is_stored_as_pytests_own_decorator_stores_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """``@pytest.mark.depends_on("...")`` is made and stored at once on a plain function:
+    every test keeps the marks, their order and its own attributes that pytest's decorator
+    gives it (the plugin off, with the marker registered)."""
+    # checked: it fails if the mark is stored at once on a function that has marks already,
+    # or made without its keywords
+    pytester.makepyfile(test_marks=MARKS_AS_STORED)
+    pytester.makeconftest(MARKS_PRINTER)
+
+    def marks(*args: str) -> list[str]:
+        # a process of its own: this one has the plugin's marker installed
+        result = pytester.runpytest_subprocess("--collect-only", "-q", "-s", *args)
+        lines = [line for line in result.outlines if line.startswith("MARKS ")]
+        assert lines, result.outlines
+        return lines
+
+    ours = marks()
+    pytests = marks("-p", "no:depgraph", "-o", "markers=depends_on")
+    assert ours == pytests
+    assert len(ours) == 9  # pytest collects no lambda
+    assert any("test_with_an_attribute" in line and line.endswith(" kept") for line in ours)

@@ -251,12 +251,42 @@ def store_bare_mark(name: str, obj: object) -> None:
 class _TargetsFirst(pytest.MarkDecorator):
     """``pytest.mark.<name>`` whose first call takes a single function or class as the mark's
     argument, unless ``decorated(args, kwargs)`` (of :func:`install_mark`) says it is the
-    definition being decorated: pytest's own decorator marks it and returns it."""
+    definition being decorated: pytest's own decorator marks it and returns it.
+
+    The usual declaration, ``@pytest.mark.<name>("target", ...)`` on a plain test function,
+    is made and stored at once, as pytest would make and store it. Measured, onefile10k (its
+    10,000 tests carry one each), ``--collect-only``: 10.17 -> 9.79 G instructions (-3.6%;
+    callgrind, no spread to speak of), its files collected in 853 -> 822 ms of CPU (fastest
+    of 10 alternated runs): through pytest's ``with_args`` and ``store_mark`` -> at once.
+    """
 
     def __call__(self, *args: object, **kwargs: object) -> Any:
-        if _DECORATED[self.mark.name](args, kwargs):
+        mark = self.mark
+        if mark.args or mark.kwargs:  # this mark's targets are given: it decorates
+            if len(args) == 1 and not kwargs and _is_unmarked_function(args[0]):
+                # what pytest's ``store_mark`` leaves on a function that has no attribute
+                # (so no mark, and not a fixture)
+                args[0].pytestmark = [mark]  # type: ignore[attr-defined]
+                return args[0]
+            return super().__call__(*args, **kwargs)
+        if args and type(args[0]) is str:
+            # a string is never the definition being decorated; ``with_args`` would combine
+            # this argument-less mark with these arguments into this same mark
+            return _TargetsFirst(pytest.Mark(mark.name, args, kwargs, _ispytest=True),
+                                 _ispytest=True)
+        if _DECORATED[mark.name](args, kwargs):
             return super().__call__(*args, **kwargs)
         return self.with_args(*args, **kwargs)
+
+
+def _is_unmarked_function(obj: object) -> bool:
+    """Whether ``obj`` is a plain named function with no attribute: pytest's decorator would
+    store a mark on it, as its only mark."""
+    return (
+        type(obj) is types.FunctionType
+        and not obj.__dict__
+        and obj.__name__ != "<lambda>"
+    )
 
 
 #: mark name -> what tells the definition being decorated from an argument (install_mark)
