@@ -9,15 +9,18 @@ edges implies it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
 
-from pytest_depgraph.core.graph.storage import Graph, Kind
+from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.core.graph.toposort import positions_in, topological_order
 
 
 def _after_keys(graph: Graph) -> set[int]:
-    """The AFTER edges (few), keyed ``dependent * size + dependency``. O(E)."""
+    """The AFTER edges (few), keyed ``dependent * size + dependency``. O(E), in C but for
+    the AFTER edges."""
     size = graph.size
-    return {u * size + d for u, d, kind in graph.triples() if kind is Kind.AFTER}
+    dependents, dependencies, kinds = graph.columns()  # kinds: 1 for AFTER
+    return {u * size + d for u, d in compress(zip(dependents, dependencies), kinds)}
 
 
 def _closure_readers(graph: Graph, order: Sequence[int]) -> list[int]:

@@ -15,7 +15,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from typing import Callable
+from typing import Callable, TypeVar
 
 
 class Kind(enum.IntEnum):
@@ -89,6 +89,9 @@ class Edge:
 
 #: the Kind of a kind byte
 _KINDS = (Kind.REQUIRES, Kind.AFTER)
+
+#: an edge column: node numbers and origin indexes in an array, kinds in a bytearray
+_Column = TypeVar("_Column", "array[int]", bytearray)
 
 
 class Graph:
@@ -223,26 +226,30 @@ class Graph:
         # a pair repeats: merged as add_edges merges it (the first edge of a pair stays, made
         # REQUIRES, with that edge's origin, by a REQUIRES one after it), on the columns, in C
         # but for the repeats (measured: real10k, where a test's own and inherited marks name
-        # one target, spent 11% of its build in an edge-by-edge loop here)
+        # one target, spent 11% of its build in an edge-by-edge loop here); the columns are
+        # copied by the runs between the repeats (real10k, 31 repeats of 30,826 edges: this
+        # method 240 -> 135 M instructions, callgrind; element by element -> by slices)
         kinds, origins = bytearray(kinds), array(origins.typecode, origins)
-        kept = sorted(first.values())
         repeats = bytearray(b"\x01") * count
-        for e in kept:
+        for e in first.values():
             repeats[e] = 0
-        for e in compress(range(count), repeats):
+        cuts = list(compress(range(count), repeats))
+        for e in cuts:
             at = first[pairs[e]]
             if kinds[e] == Kind.REQUIRES and kinds[at] == Kind.AFTER:
                 kinds[at] = Kind.REQUIRES
                 origins[at] = origins[e]
+        starts, ends = [0, *(e + 1 for e in cuts)], [*cuts, count]
+        graph._dependent = _joined(dependents, starts, ends)
+        graph._dependency = _joined(dependencies, starts, ends)
+        graph._kinds = _joined(kinds, starts, ends)
+        graph._origin = _joined(origins, starts, ends)
         # an origin is numbered by the last place of that object in the table, as add_edges
         # numbers it
         graph._table_ids = last = {id(origin): i for i, origin in enumerate(table)}
-        graph._dependent = array(dependents.typecode, map(dependents.__getitem__, kept))
-        graph._dependency = array(dependencies.typecode, map(dependencies.__getitem__, kept))
-        graph._kinds = bytearray(map(kinds.__getitem__, kept))
-        place = [last[id(origin)] for origin in table]
-        graph._origin = array(origins.typecode,
-                              map(place.__getitem__, map(origins.__getitem__, kept)))
+        if len(last) < len(table):  # an origin object is in the table more than once
+            place = [last[id(origin)] for origin in table]
+            graph._origin = array(origins.typecode, [place[o] for o in graph._origin])
         return graph
 
     def compact(self) -> None:
@@ -367,10 +374,10 @@ class Graph:
 
     def relabel(self, new_id: Sequence[int]) -> Graph:
         """A copy where node ``n`` is ``new_id[n]`` (a permutation), edges in the same
-        declaration order, kinds and origins kept. O(E), most of it in C."""
+        declaration order, kinds and origins kept. O(E)."""
         return self._with_columns(
-            array("i", map(new_id.__getitem__, self._dependent)),
-            array("i", map(new_id.__getitem__, self._dependency)),
+            array("i", [new_id[node] for node in self._dependent]),
+            array("i", [new_id[node] for node in self._dependency]),
             self._kinds[:],
             self._origin[:],
         )
@@ -393,14 +400,14 @@ class Graph:
         if not removed:
             return self._with_columns(self._dependent[:], self._dependency[:], self._kinds[:],
                                       self._origin[:])
-        keep = bytearray(b"\x01") * len(self._kinds)
-        for e in removed:
-            keep[e] = 0
+        # the runs of kept edges, copied a slice at a time (measured: real10k's reduction,
+        # 2,941 of 30,795 edges removed: 68.6 -> 19.0 M instructions, callgrind; element by
+        # element through compress -> by slices)
+        cuts = sorted(set(removed))
+        starts, ends = [0, *(e + 1 for e in cuts)], [*cuts, len(self._kinds)]
         return self._with_columns(
-            array(self._dependent.typecode, compress(self._dependent, keep)),
-            array(self._dependency.typecode, compress(self._dependency, keep)),
-            bytearray(compress(self._kinds, keep)),
-            array(self._origin.typecode, compress(self._origin, keep)),
+            _joined(self._dependent, starts, ends), _joined(self._dependency, starts, ends),
+            _joined(self._kinds, starts, ends), _joined(self._origin, starts, ends),
         )
 
     def _with_columns(
@@ -418,3 +425,12 @@ class Graph:
 
     def __repr__(self) -> str:
         return f"Graph(size={self.size}, edges={self.edge_count})"
+
+
+def _joined(column: _Column, starts: list[int], ends: list[int]) -> _Column:
+    """The slices ``column[start:end]`` of a column (an array or bytearray), one after the
+    other, in a new column of its type."""
+    joined = column[:0]
+    for start, end in zip(starts, ends):
+        joined += column[start:end]
+    return joined
