@@ -453,7 +453,19 @@ def test_no_xdist_keeps_the_plugin_working(suite: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
 
 
+#: a process started in the background of a script (``.ci/run``'s environments, ``cmd &``)
+#: inherits SIGINT ignored, and Python then raises no KeyboardInterrupt: the controller of the
+#: run below takes the default handler back, as in a terminal
+SIGINT_CONFTEST = """
+import os, signal
+
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+"""
+
+
 def test_keyboard_interrupt_on_the_controller_ends_the_run(suite: pytest.Pytester) -> None:
+    suite.makeconftest(RAN_CONFTEST + SIGINT_CONFTEST)
     suite.makepyfile(
         test_int="""
         import os, signal, time, pytest
