@@ -22,7 +22,6 @@ from pytest_depgraph.hosts import pytest as host
 from pytest_depgraph.plurals import plural, tests
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import session_state
-from pytest_depgraph.run.xdist.units import block_cycles
 
 
 def widen(config: pytest.Config) -> None:
@@ -95,6 +94,8 @@ def session_plan(
     found = [(problem.report_nodeid, problem.message) for problem in result.problems]
     if plan.resources.blocks and not plan.errors:
         # blocks that wait for each other stop the run before any test, serially too
+        from pytest_depgraph.run.xdist.units import block_cycles  # only a run with blocks
+
         cycles = block_cycles(plan)
         plan = dataclasses.replace(plan, errors=[message for _, message in cycles])
         found += cycles

@@ -17,7 +17,6 @@ from pytest_depgraph.options import read_settings
 from pytest_depgraph.run.recording import Recording
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import SessionState, find_session_state, start_session_state
-from pytest_depgraph.run.xdist import dependency_runtime
 
 
 def configure(config: pytest.Config) -> SessionState:
@@ -26,7 +25,10 @@ def configure(config: pytest.Config) -> SessionState:
     settings = read_settings(config)
     peers = peer_plugins.register(config, strict=settings.strict)
     state = start_session_state(config, settings, peers)
-    dependency_runtime.install(config)
+    if role(config) is Role.WALKED_WORKER:
+        from pytest_depgraph.run.xdist import dependency_runtime  # only a walked worker's
+
+        dependency_runtime.install(config)
     return state
 
 
