@@ -14,9 +14,19 @@ Two modes, on the suites of ``peers_bench.py`` (written to ``--out`` on first us
   checkout; CPU (user + system) and peak RSS from ``/usr/bin/time``, each round's ratio
   against *markers only* of the same round.
 
+* ``phases SUITE,...``: the same alternated ``--collect-only`` processes, each with a small
+  plugin that reads the process's CPU seconds at the boundaries of pytest's phases (start and
+  pytest's import; configure, with the plugins' imports; the files collected; the
+  ``pytest_collection_modifyitems`` hooks, the build among them; the end). Per side, each
+  phase's fastest round, and the whole process's fastest and median against *markers only*.
+  With ``--callgrind``, one process per side under valgrind's callgrind instead, the same
+  boundaries dumped: instruction counts, which no load changes (needs ``valgrind`` and a C
+  compiler with valgrind's headers; ``PYTHONHASHSEED=0``).
+
 Run from the repository root, e.g. ``python bench/build_bench.py build real10k --code
-/tmp/d345bb1`` or ``python bench/build_bench.py collect onefile10k,real10k --code
-/tmp/d345bb1 --code /tmp/f18b870 --repeat 3``.
+/tmp/d345bb1``, ``python bench/build_bench.py collect onefile10k,real10k --code
+/tmp/d345bb1 --code /tmp/f18b870 --repeat 3`` or ``python bench/build_bench.py phases
+onefile10k --code /tmp/d345bb1 --callgrind``.
 """
 
 from __future__ import annotations
@@ -26,11 +36,13 @@ import contextlib
 import cProfile
 import gc
 import io
+import json
 import os
 import pstats
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -168,16 +180,154 @@ def bench_collect(opts: argparse.Namespace) -> None:
                   f"{statistics.median(ratios):.3f} | {rss:.3f} |")
 
 
+#: the plugin of ``phases``: the CPU seconds at each boundary, written as JSON lines at exit;
+#: with a callgrind helper library, a dump of the counts at each boundary instead
+PHASES_PLUGIN = """
+import atexit, ctypes, json, os, time
+_marks = []
+_lib = ctypes.CDLL(os.environ["PHASES_CALLGRIND"]) if os.environ.get("PHASES_CALLGRIND") else None
+def _mark(name):
+    if _lib is not None:
+        _lib.dump(name.encode())
+    _marks.append((name, time.process_time()))
+_mark("start")
+import pytest
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    _mark("configure")
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    _mark("session start")
+    return (yield)
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    _mark("files collected")
+    return (yield)
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_finish(session):
+    _mark("modifyitems")
+    return (yield)
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    _mark("summary")
+@atexit.register
+def _write():
+    _mark("end")
+    with open(os.environ["PHASES_OUT"], "a") as out:
+        out.write(json.dumps(_marks) + "\\n")
+"""
+
+#: the callgrind helper: one function that dumps the counts so far under a name
+CALLGRIND_HELPER = """
+#include <valgrind/callgrind.h>
+void dump(const char *name) { CALLGRIND_DUMP_STATS_AT(name); }
+"""
+
+
+def _phases_of(marks: list[tuple[str, float]]) -> dict[str, float]:
+    """Each phase's seconds (or counts), named by the boundary that ends it."""
+    phases = {"python and pytest": marks[0][1]}
+    for (_, before), (name, after) in zip(marks, marks[1:]):
+        phases[name] = after - before
+    return phases
+
+
+def _callgrind_phases(files: list[Path]) -> dict[str, float]:
+    """The counts of each dump of one callgrind run (``Ir``), by the boundary that ends it."""
+    counts: dict[str, float] = {}
+    for path in files:
+        text = path.read_text()
+        trigger = next(line for line in text.splitlines() if line.startswith("desc: Trigger"))
+        name = trigger.split(": ", 2)[-1].split("Client Request: ", 1)[-1]
+        total = next(int(line.split()[1]) for line in text.splitlines()
+                     if line.startswith("summary:"))
+        name = {"start": "python and pytest"}.get(name, name)
+        name = "end" if name.startswith("Program termination") else name
+        counts[name] = counts.get(name, 0) + total
+    return counts
+
+
+def bench_phases(opts: argparse.Namespace) -> None:
+    python = pb.ensure_venv("depgraph") / "bin" / "python"
+    sides = [*opts.code, None]
+    names = [*(Path(c).name for c in opts.code), "this checkout", "markers only"]
+    work = Path(tempfile.mkdtemp(prefix="depgraph-phases-"))
+    (work / "depgraph_phases.py").write_text(PHASES_PLUGIN)
+    library = None
+    if opts.callgrind:
+        (work / "helper.c").write_text(CALLGRIND_HELPER)
+        library = work / "helper.so"
+        subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", str(library),
+                        str(work / "helper.c")], check=True)
+    for name in opts.suites.split(","):
+        directory = suite_dir(name, Path(opts.out))
+        ref = ["-p", "no:depgraph"] if name.startswith("bare") else [
+            "-p", "no:depgraph", "-o", "markers=depends_on"]
+        got: dict[str, list[dict[str, float]]] = {n: [] for n in names}
+        for round_ in range(1 if opts.callgrind else opts.repeat):
+            for side, label in zip([*sides, None], names):
+                env = {k: v for k, v in os.environ.items()
+                       if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+                env["PYTHONPATH"] = os.pathsep.join(
+                    [*([str(Path(side).resolve())] if side else []), str(work)])
+                env["PHASES_OUT"] = str(work / "marks.jsonl")
+                command = [str(python), "-m", "pytest", "--collect-only", "-q",
+                           "-p", "no:cacheprovider", "-p", "depgraph_phases",
+                           *(ref if label == "markers only" else [])]
+                subprocess.run(command, cwd=directory, env=env, capture_output=True,
+                               check=False)  # byte code written, before any measured run
+                (work / "marks.jsonl").unlink(missing_ok=True)
+                if library is None:
+                    subprocess.run(command, cwd=directory, env=env, capture_output=True,
+                                   check=True)
+                    marks = json.loads((work / "marks.jsonl").read_text())
+                    got[label].append(_phases_of(marks))
+                else:
+                    env["PHASES_CALLGRIND"], env["PYTHONHASHSEED"] = str(library), "0"
+                    out = work / f"callgrind-{round_}-{len(got[label])}-{names.index(label)}"
+                    subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=no",
+                                    f"--callgrind-out-file={out}", *command], cwd=directory,
+                                   env=env, capture_output=True, check=True)
+                    dumps = sorted(work.glob(f"{out.name}.*"),
+                                   key=lambda path: int(path.suffix[1:]))
+                    got[label].append(_callgrind_phases([*dumps, out]))
+                print(f"# {time.strftime('%H:%M:%S')} {name} {round_ + 1} {label}, "
+                      f"load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+        unit, scale = ("G instructions", 1e-9) if opts.callgrind else ("ms of CPU, fastest", 1e3)
+        phases = list(got["markers only"][0])
+        print(f"\n{name}: {unit} by phase"
+              + ("" if opts.callgrind else f", {opts.repeat} alternated rounds") + "\n")
+        print("| phase | " + " | ".join(names) + " |")
+        print("|---|" + "---:|" * len(names))
+        for phase in [*phases, "whole process"]:
+            cells = []
+            for label in names:
+                values = [sum(p.values()) if phase == "whole process" else p.get(phase, 0.0)
+                          for p in got[label]]
+                cells.append(f"{min(values) * scale:.3f}" if opts.callgrind
+                             else f"{min(values) * scale:.0f}")
+            print(f"| {phase} | " + " | ".join(cells) + " |")
+        mark = [sum(p.values()) for p in got["markers only"]]
+        for label in names[:-1]:
+            mine = [sum(p.values()) for p in got[label]]
+            ratio = min(mine) / min(mark)
+            median = statistics.median(mine) / statistics.median(mark)
+            print(f"{label} / markers only: {ratio:.3f}"
+                  + ("" if opts.callgrind else f" (fastest rounds), {median:.3f} (medians)"))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("build", "collect"))
+    parser.add_argument("mode", choices=("build", "collect", "phases"))
     parser.add_argument("suites", help="a suite of peers_bench.py (collect: comma-separated)")
     parser.add_argument("--code", action="append", default=[],
                         help="a folder holding another checkout's pytest_depgraph/")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--out", default="/tmp/depgraph-build-bench")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="phases: instruction counts, one run per side under callgrind")
     opts = parser.parse_args()
-    (bench_build if opts.mode == "build" else bench_collect)(opts)
+    {"build": bench_build, "collect": bench_collect, "phases": bench_phases}[opts.mode](opts)
     return 0
 
 
