@@ -10,7 +10,7 @@ from itertools import count
 from typing import TYPE_CHECKING
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_depgraph.collect.origins import BLOCK_EDGES
@@ -23,7 +23,7 @@ from pytest_depgraph.core.walk.resource_books import ALONE, LOCK, SLOTS
 from pytest_depgraph.run.xdist.units import bind_units, block_cycles
 
 from .fake_workers import start, walked
-from .graph_strategies import PROPERTIES, Drawn, dags
+from .graph_strategies import PROPERTIES, Drawn, build_dag, dags
 from .helpers import A, R, make, oracle
 
 if TYPE_CHECKING:
@@ -292,6 +292,28 @@ def test_a_worker_that_dies_gives_its_blocks_lock_back() -> None:
     assert walk.assign() == [("w1", [2])]
 
 
+def test_a_worker_that_dies_wakes_the_test_that_waited_for_what_it_had_promised() -> None:
+    """0 writes b; 1 writes b and c; 3 (after 2) writes c. 1 is handed over behind 0 on w0,
+    b and c promised to it; 3, more urgent than 1, waits for c. w0 dies in 0: 1 never began,
+    c is free again and 3 takes it (1 waits behind it). Before, nothing woke 3, 1 waited
+    behind it, and the run hung with both resources free."""
+    known = dict.fromkeys(range(4), 0.001)
+    weight = weights(known, 4, 4)
+    claims = Claims(names=["b", "c"], capacity=[1, 1],
+                    tests={0: [(0, W)], 1: [(0, W), (1, W)], 3: [(1, W)]})
+    walk = dispatcher(make(4, [(3, 2, R)]), claims, priority=[9, 5, 8, 7], weight=weight,
+                      hold=16, durations=known)
+    assert walk.assign() == [("w0", [0, 1]), ("w1", [2])]  # 1 handed over behind 0
+    walk.complete("w1", 2, True, 0.001)
+    assert walk.assign(first="w1") == []  # 3 waits for c, promised to 1
+    assert walk.remove_worker("w0") == 0
+    walk.finish(0, False)
+    assert walk.assign() == [("w1", [3, 1])]
+    walk.complete("w1", 3, True, 0.001)
+    walk.complete("w1", 1, True, 0.001)
+    assert walk.finished and walk.done
+
+
 def test_claims_of_a_plan_hold_a_blocks_tests_claims_with_it_and_cap_weights() -> None:
     resources = Resources(
         capacity={"db": 1, "net": 2},
@@ -365,6 +387,9 @@ def test_a_block_that_overlaps_a_pinned_group_joins_it() -> None:
 
 @settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 3))
 @given(dags(max_size=70), st.integers(0, 2**32 - 1))
+# a worker died in a test with a test handed over behind it: what was promised to that one
+# went back without waking the test set aside for it, and the walk stalled
+@example(build_dag("dense core", 40, 0.0, 0.5, False, 1550), 1000003)
 def test_random_walks_with_resources_keep_every_rule_at_every_event(
     drawn: Drawn, seed: int
 ) -> None:

@@ -474,10 +474,18 @@ class Books:
             self._wake_list(self._wait_alone)
 
     def unstart(self, node: int) -> None:
-        """``node`` never began (its worker left first): it is ready again."""
+        """``node`` never began (its worker left first): it is ready again. What was promised
+        to it is free again: as when a test gives back what it held, the best waiter of each
+        such resource (and of the slots) is woken -- a test set aside because of the promise
+        would otherwise wait for ever, and the tests it holds back behind it."""
         queued = node not in self._running
         if node in self._promises:
+            claims, slots = self._promises[node]
             self._unpromise(node)
+            for resource, _writes in claims:
+                self._wake(resource)
+            if slots:
+                self._wake_list(self._wait_slots)
         self.stop(node)
         if node in self._started:
             self._started.discard(node)
