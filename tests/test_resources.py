@@ -24,7 +24,7 @@ from pytest_depgraph.run.xdist.units import bind_units, block_cycles
 
 from .fake_workers import start, walked
 from .graph_strategies import PROPERTIES, Drawn, build_dag, dags
-from .helpers import A, R, make, oracle
+from .helpers import RAN_CONFTEST, A, R, make, oracle, ran
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -312,6 +312,64 @@ def test_a_worker_that_dies_wakes_the_test_that_waited_for_what_it_had_promised(
     walk.complete("w1", 3, True, 0.001)
     walk.complete("w1", 1, True, 0.001)
     assert walk.finished and walk.done
+
+
+CRASH_BEHIND_A_HANDOVER = """
+import os, time, pytest
+
+HERE = os.path.dirname(__file__)
+
+@pytest.mark.resource_lock("b")
+def test_crashes():
+    while not os.path.exists(os.path.join(HERE, "go")):  # test_x waits for c by then
+        time.sleep(0.01)
+    os._exit(1)
+
+@pytest.mark.resource_lock("b")
+@pytest.mark.resource_lock("c")
+def test_handed_over():
+    pass
+
+def test_d():
+    pass
+
+@pytest.mark.depends_on(test_d)
+@pytest.mark.resource_lock("c")
+def test_x():
+    pass
+
+@pytest.mark.depends_on(test_d)
+def test_go():
+    open(os.path.join(HERE, "go"), "w").close()
+
+@pytest.mark.depends_on(test_x)
+def test_y():
+    pass
+
+@pytest.mark.depends_on(test_y)
+def test_z():
+    pass
+"""
+
+
+def test_a_run_goes_on_after_a_worker_crashes_with_a_test_handed_over_behind_its_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On -n 2: test_handed_over waits for b behind test_crashes and is handed over behind
+    it (b and c promised to it); test_x, more urgent, waits for c; test_crashes kills its
+    worker once test_go, given out after test_x waited, ran. The crashed test fails, the
+    rest runs. Before, test_x waited for ever with c free, the run hung after "replacing
+    crashed worker" (a process of its own: the timeout ends a hang)."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makeconftest(RAN_CONFTEST)
+    pytester.makeini("[pytest]\ndepgraph_resources =\n    b\n    c\n")
+    pytester.makepyfile(test_crash_handover=CRASH_BEHIND_A_HANDOVER)
+    result = pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", "-n", "2",
+                                           timeout=120)
+    result.assert_outcomes(passed=6, failed=1)
+    result.stdout.fnmatch_lines(["*crashed while running*test_crashes*"])
+    assert set(ran(pytester.path)) == {"test_crashes", "test_handed_over", "test_d", "test_x",
+                                       "test_go", "test_y", "test_z"}
 
 
 def test_claims_of_a_plan_hold_a_blocks_tests_claims_with_it_and_cap_weights() -> None:
