@@ -314,6 +314,31 @@ def test_a_worker_that_dies_wakes_the_test_that_waited_for_what_it_had_promised(
     assert walk.finished and walk.done
 
 
+def test_a_blocks_exclusive_test_is_woken_whenever_the_run_empties() -> None:
+    """Class C (0, 1) holds db as one block, 1 is exclusive; 2 (after 3), exclusive too and
+    more urgent, reads db. 2 waits for db, then 1 for the run to empty (4 runs). When 4 ends,
+    the empty run wakes 2, which still waits for db -- C's, until 1 ran. 1 must be woken too
+    and run alone; before, it never was, and the walk stalled."""
+    resources = Resources(capacity={"db": 1}, claims={2: {"db": READ}}, exclusive=[1, 2],
+                          blocks=[Block((0, 1), (("db", WRITE),), "class t.py::C")])
+    ids = ["t.py::C::a", "t.py::C::b", "u.py::c", "u.py::d", "u.py::e"]
+    plan, errors = bind_units(block_plan(ids, [(2, 3, R)], resources), "load")
+    assert errors == [] and plan.pinned == [[0, 1]]
+    walk = dispatcher(plan.graph, claims_of(plan, 3), workers=3, pinned=plan.pinned,
+                      priority=[5, 4, 9, 10, 8])
+    assert walk.assign() == [("w0", [3]), ("w1", [4]), ("w2", [0])]
+    walk.complete("w0", 3, True)
+    assert walk.assign(first="w0") == []  # 2 waits for db
+    walk.complete("w2", 0, True)
+    assert walk.assign(first="w2") == []  # 1 waits for 4 to end
+    walk.complete("w1", 4, True)
+    assert walk.assign(first="w1") == [("w2", [1])]
+    walk.complete("w2", 1, True)
+    assert walk.assign(first="w2") == [("w2", [2])]
+    walk.complete("w2", 2, True)
+    assert walk.finished and walk.done
+
+
 CRASH_BEHIND_A_HANDOVER = """
 import os, time, pytest
 
@@ -448,6 +473,9 @@ def test_a_block_that_overlaps_a_pinned_group_joins_it() -> None:
 # a worker died in a test with a test handed over behind it: what was promised to that one
 # went back without waking the test set aside for it, and the walk stalled
 @example(build_dag("dense core", 40, 0.0, 0.5, False, 1550), 1000003)
+# a block's exclusive next test waited for an empty run; the empty run woke a more urgent
+# exclusive test instead, which waited for the block's lock, and nothing woke the block's
+@example(build_dag("layers", 23, 0.3, 1.0, True, 1544861025), 2346169100)
 def test_random_walks_with_resources_keep_every_rule_at_every_event(
     drawn: Drawn, seed: int
 ) -> None:
