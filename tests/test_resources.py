@@ -22,7 +22,7 @@ from pytest_depgraph.core.walk.dispatch import Dispatcher, WalkInputs, prioritie
 from pytest_depgraph.core.walk.resource_books import ALONE, LOCK, SLOTS
 from pytest_depgraph.run.xdist.units import bind_units, block_cycles
 
-from .fake_workers import start, walked
+from .fake_workers import collected_plan, start, walked
 from .graph_strategies import PROPERTIES, Drawn, build_dag, dags
 from .helpers import RAN_CONFTEST, A, R, make, oracle, ran
 
@@ -757,6 +757,56 @@ def test_the_scheduler_keeps_every_rule_in_many_finishing_orders(
     # schedulers know nothing of resources
     scheduler, _ = start(pytester, Plan.from_json(plan.to_json()), None)
     assert scheduler.handed_over is None and scheduler.dispatcher is not None
+
+
+def test_a_class_blocks_exclusive_test_runs_though_a_more_urgent_exclusive_reader_waits(
+    pytester: pytest.Pytester,
+) -> None:
+    """TestC holds db for the class and its test_b is exclusive; test_c, exclusive too and
+    more urgent (test_f after it), reads db once test_d finished. On three workers, in 40
+    finishing orders, every test is sent once and the walk ends: when test_b waits for the
+    run to empty while test_c waits for db (C's until test_b ran), the empty run wakes both.
+    Before, in some orders it woke only test_c, and nothing ran any more."""
+    pytester.makeini("[pytest]\ndepgraph_resources = db\n")
+    pytester.makepyfile(
+        test_block="""
+        import pytest
+
+        @pytest.mark.resource_lock("db", scope="class")
+        class TestC:
+            def test_a(self):
+                pass
+
+            @pytest.mark.exclusive
+            def test_b(self):
+                pass
+        """,
+        test_plain="""
+        import pytest
+
+        def test_d():
+            pass
+
+        def test_e():
+            pass
+
+        @pytest.mark.depends_on(test_d)
+        @pytest.mark.resource_lock("db", mode="read")
+        @pytest.mark.exclusive
+        def test_c():
+            pass
+
+        @pytest.mark.depends_on(test_c)
+        def test_f():
+            pass
+        """,
+    )
+    plan = collected_plan(pytester)
+    assert plan.resources.blocks
+    for walk in walked(pytester, plan, workers=3, orders=40):
+        for now in walk.running:
+            for alone in ("test_block.py::TestC::test_b", "test_plain.py::test_c"):
+                assert alone not in now or now == {alone}, now
 
 
 def test_the_resources_travel_in_the_plan_and_a_shard_keeps_its_tests_ones() -> None:
