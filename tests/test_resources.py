@@ -397,6 +397,56 @@ def test_a_run_goes_on_after_a_worker_crashes_with_a_test_handed_over_behind_its
                                        "test_go", "test_y", "test_z"}
 
 
+def test_a_run_with_a_class_blocks_exclusive_test_and_a_more_urgent_exclusive_reader_ends(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On -n 3 (the sleeps only make the usual order: test_d, test_a, test_e end in turn):
+    test_c waits for db, TestC's; test_b, TestC's exclusive test, waits for test_e to end.
+    Every test runs. Before, test_e's end woke only test_c, which still waited for db, and the
+    run hung after test_e (3 of 3 runs ended by a 15 s timeout)."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makeconftest(RAN_CONFTEST)
+    pytester.makeini("[pytest]\ndepgraph_resources = db\n")
+    pytester.makepyfile(
+        test_block="""
+        import time, pytest
+
+        @pytest.mark.resource_lock("db", scope="class")
+        class TestC:
+            def test_a(self):
+                time.sleep(0.5)
+
+            @pytest.mark.exclusive
+            def test_b(self):
+                pass
+        """,
+        test_plain="""
+        import time, pytest
+
+        def test_d():
+            pass
+
+        def test_e():
+            time.sleep(1)
+
+        @pytest.mark.depends_on(test_d)
+        @pytest.mark.resource_lock("db", mode="read")
+        @pytest.mark.exclusive
+        def test_c():
+            pass
+
+        @pytest.mark.depends_on(test_c)
+        def test_f():
+            pass
+        """,
+    )
+    result = pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", "-n", "3",
+                                           timeout=120)
+    result.assert_outcomes(passed=6)
+    assert set(ran(pytester.path)) == {"test_a", "test_b", "test_c", "test_d", "test_e",
+                                       "test_f"}
+
+
 def test_claims_of_a_plan_hold_a_blocks_tests_claims_with_it_and_cap_weights() -> None:
     resources = Resources(
         capacity={"db": 1, "net": 2},
