@@ -135,6 +135,12 @@ def dags(draw: st.DrawFn, max_size: int = MAX_NODES, back_edges: bool = False) -
     after = draw(st.sampled_from([0.0, 0.2, 0.5, 1.0]))
     shuffle = draw(st.booleans())
     seed = draw(st.integers(0, 2**32 - 1))
+    return build_dag(shape, size, density, after, shuffle, seed, back_edges)
+
+
+def build_dag(shape: str, size: int, density: float, after: float, shuffle: bool, seed: int,
+              back_edges: bool = False) -> Drawn:
+    """The DAG :func:`dags` draws from these choices (an explicit example of a failure)."""
     rng = random.Random(seed)
     pairs = SHAPES[shape](rng, size, density)
     if back_edges:

@@ -10,7 +10,7 @@ from itertools import count
 from typing import TYPE_CHECKING
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_depgraph.collect.origins import BLOCK_EDGES
@@ -22,9 +22,9 @@ from pytest_depgraph.core.walk.dispatch import Dispatcher, WalkInputs, prioritie
 from pytest_depgraph.core.walk.resource_books import ALONE, LOCK, SLOTS
 from pytest_depgraph.run.xdist.units import bind_units, block_cycles
 
-from .fake_workers import start, walked
-from .graph_strategies import PROPERTIES, Drawn, dags
-from .helpers import A, R, make, oracle
+from .fake_workers import collected_plan, start, walked
+from .graph_strategies import PROPERTIES, Drawn, build_dag, dags
+from .helpers import RAN_CONFTEST, A, R, make, oracle, ran
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -292,6 +292,161 @@ def test_a_worker_that_dies_gives_its_blocks_lock_back() -> None:
     assert walk.assign() == [("w1", [2])]
 
 
+def test_a_worker_that_dies_wakes_the_test_that_waited_for_what_it_had_promised() -> None:
+    """0 writes b; 1 writes b and c; 3 (after 2) writes c. 1 is handed over behind 0 on w0,
+    b and c promised to it; 3, more urgent than 1, waits for c. w0 dies in 0: 1 never began,
+    c is free again and 3 takes it (1 waits behind it). Before, nothing woke 3, 1 waited
+    behind it, and the run hung with both resources free."""
+    known = dict.fromkeys(range(4), 0.001)
+    weight = weights(known, 4, 4)
+    claims = Claims(names=["b", "c"], capacity=[1, 1],
+                    tests={0: [(0, W)], 1: [(0, W), (1, W)], 3: [(1, W)]})
+    walk = dispatcher(make(4, [(3, 2, R)]), claims, priority=[9, 5, 8, 7], weight=weight,
+                      hold=16, durations=known)
+    assert walk.assign() == [("w0", [0, 1]), ("w1", [2])]  # 1 handed over behind 0
+    walk.complete("w1", 2, True, 0.001)
+    assert walk.assign(first="w1") == []  # 3 waits for c, promised to 1
+    assert walk.remove_worker("w0") == 0
+    walk.finish(0, False)
+    assert walk.assign() == [("w1", [3, 1])]
+    walk.complete("w1", 3, True, 0.001)
+    walk.complete("w1", 1, True, 0.001)
+    assert walk.finished and walk.done
+
+
+def test_a_blocks_exclusive_test_is_woken_whenever_the_run_empties() -> None:
+    """Class C (0, 1) holds db as one block, 1 is exclusive; 2 (after 3), exclusive too and
+    more urgent, reads db. 2 waits for db, then 1 for the run to empty (4 runs). When 4 ends,
+    the empty run wakes 2, which still waits for db -- C's, until 1 ran. 1 must be woken too
+    and run alone; before, it never was, and the walk stalled."""
+    resources = Resources(capacity={"db": 1}, claims={2: {"db": READ}}, exclusive=[1, 2],
+                          blocks=[Block((0, 1), (("db", WRITE),), "class t.py::C")])
+    ids = ["t.py::C::a", "t.py::C::b", "u.py::c", "u.py::d", "u.py::e"]
+    plan, errors = bind_units(block_plan(ids, [(2, 3, R)], resources), "load")
+    assert errors == [] and plan.pinned == [[0, 1]]
+    walk = dispatcher(plan.graph, claims_of(plan, 3), workers=3, pinned=plan.pinned,
+                      priority=[5, 4, 9, 10, 8])
+    assert walk.assign() == [("w0", [3]), ("w1", [4]), ("w2", [0])]
+    walk.complete("w0", 3, True)
+    assert walk.assign(first="w0") == []  # 2 waits for db
+    walk.complete("w2", 0, True)
+    assert walk.assign(first="w2") == []  # 1 waits for 4 to end
+    walk.complete("w1", 4, True)
+    assert walk.assign(first="w1") == [("w2", [1])]
+    walk.complete("w2", 1, True)
+    assert walk.assign(first="w2") == [("w2", [2])]
+    walk.complete("w2", 2, True)
+    assert walk.finished and walk.done
+
+
+CRASH_BEHIND_A_HANDOVER = """
+import os, time, pytest
+
+HERE = os.path.dirname(__file__)
+
+@pytest.mark.resource_lock("b")
+def test_crashes():
+    while not os.path.exists(os.path.join(HERE, "go")):  # test_x waits for c by then
+        time.sleep(0.01)
+    os._exit(1)
+
+@pytest.mark.resource_lock("b")
+@pytest.mark.resource_lock("c")
+def test_handed_over():
+    pass
+
+def test_d():
+    pass
+
+@pytest.mark.depends_on(test_d)
+@pytest.mark.resource_lock("c")
+def test_x():
+    pass
+
+@pytest.mark.depends_on(test_d)
+def test_go():
+    open(os.path.join(HERE, "go"), "w").close()
+
+@pytest.mark.depends_on(test_x)
+def test_y():
+    pass
+
+@pytest.mark.depends_on(test_y)
+def test_z():
+    pass
+"""
+
+
+def test_a_run_goes_on_after_a_worker_crashes_with_a_test_handed_over_behind_its_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On -n 2: test_handed_over waits for b behind test_crashes and is handed over behind
+    it (b and c promised to it); test_x, more urgent, waits for c; test_crashes kills its
+    worker once test_go, given out after test_x waited, ran. The crashed test fails, the
+    rest runs. Before, test_x waited for ever with c free, the run hung after "replacing
+    crashed worker" (a process of its own: the timeout ends a hang)."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makeconftest(RAN_CONFTEST)
+    pytester.makeini("[pytest]\ndepgraph_resources =\n    b\n    c\n")
+    pytester.makepyfile(test_crash_handover=CRASH_BEHIND_A_HANDOVER)
+    result = pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", "-n", "2",
+                                           timeout=120)
+    result.assert_outcomes(passed=6, failed=1)
+    result.stdout.fnmatch_lines(["*crashed while running*test_crashes*"])
+    assert set(ran(pytester.path)) == {"test_crashes", "test_handed_over", "test_d", "test_x",
+                                       "test_go", "test_y", "test_z"}
+
+
+def test_a_run_with_a_class_blocks_exclusive_test_and_a_more_urgent_exclusive_reader_ends(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On -n 3 (the sleeps only make the usual order: test_d, test_a, test_e end in turn):
+    test_c waits for db, TestC's; test_b, TestC's exclusive test, waits for test_e to end.
+    Every test runs. Before, test_e's end woke only test_c, which still waited for db, and the
+    run hung after test_e (3 of 3 runs ended by a 15 s timeout)."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makeconftest(RAN_CONFTEST)
+    pytester.makeini("[pytest]\ndepgraph_resources = db\n")
+    pytester.makepyfile(
+        test_block="""
+        import time, pytest
+
+        @pytest.mark.resource_lock("db", scope="class")
+        class TestC:
+            def test_a(self):
+                time.sleep(0.5)
+
+            @pytest.mark.exclusive
+            def test_b(self):
+                pass
+        """,
+        test_plain="""
+        import time, pytest
+
+        def test_d():
+            pass
+
+        def test_e():
+            time.sleep(1)
+
+        @pytest.mark.depends_on(test_d)
+        @pytest.mark.resource_lock("db", mode="read")
+        @pytest.mark.exclusive
+        def test_c():
+            pass
+
+        @pytest.mark.depends_on(test_c)
+        def test_f():
+            pass
+        """,
+    )
+    result = pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", "-n", "3",
+                                           timeout=120)
+    result.assert_outcomes(passed=6)
+    assert set(ran(pytester.path)) == {"test_a", "test_b", "test_c", "test_d", "test_e",
+                                       "test_f"}
+
+
 def test_claims_of_a_plan_hold_a_blocks_tests_claims_with_it_and_cap_weights() -> None:
     resources = Resources(
         capacity={"db": 1, "net": 2},
@@ -365,6 +520,15 @@ def test_a_block_that_overlaps_a_pinned_group_joins_it() -> None:
 
 @settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 3))
 @given(dags(max_size=70), st.integers(0, 2**32 - 1))
+# a worker died in a test with a test handed over behind it: what was promised to that one
+# went back without waking the test set aside for it, and the walk stalled
+@example(build_dag("dense core", 40, 0.0, 0.5, False, 1550), 1000003)
+# a block's exclusive next test waited for an empty run; the empty run woke a more urgent
+# exclusive test instead, which waited for the block's lock, and nothing woke the block's
+@example(build_dag("layers", 23, 0.3, 1.0, True, 1544861025), 2346169100)
+# an idle worker asked to tear a block's scope down, and asked again for another block
+# before it acted
+@example(build_dag("fans", 55, 0.1, 0.5, True, 1012955297), 2314911706)
 def test_random_walks_with_resources_keep_every_rule_at_every_event(
     drawn: Drawn, seed: int
 ) -> None:
@@ -506,11 +670,14 @@ def walk_randomly(drawn_graph: Graph, seed: int) -> None:
             assert held.get(worker) == node and not queues[worker] and worker not in asked
             asked.add(worker)
         for worker, _towards, scopes in walk.scope_teardowns():
-            assert not queues[worker] and worker not in asked_scopes
+            # asked again before it acted: for other blocks only (each is asked once), and a
+            # real worker takes each request off its channel in turn (found by a seed loop)
+            before = asked_scopes.get(worker, ())
+            assert not queues[worker] and not set(before) & set(scopes)
             assert {bound.resources.blocks[b].scope for b in range(len(bound.resources.blocks))
                     if open_on.get(block_of[bound.resources.blocks[b].tests[0]]) == worker
                     } >= set(scopes)
-            asked_scopes[worker] = scopes
+            asked_scopes[worker] = (*before, *scopes)
         for worker, queue in queues.items():
             assert list(walk.view.held(worker)) == queue
             if queue and worker not in held:
@@ -646,6 +813,56 @@ def test_the_scheduler_keeps_every_rule_in_many_finishing_orders(
     # schedulers know nothing of resources
     scheduler, _ = start(pytester, Plan.from_json(plan.to_json()), None)
     assert scheduler.handed_over is None and scheduler.dispatcher is not None
+
+
+def test_a_class_blocks_exclusive_test_runs_though_a_more_urgent_exclusive_reader_waits(
+    pytester: pytest.Pytester,
+) -> None:
+    """TestC holds db for the class and its test_b is exclusive; test_c, exclusive too and
+    more urgent (test_f after it), reads db once test_d finished. On three workers, in 40
+    finishing orders, every test is sent once and the walk ends: when test_b waits for the
+    run to empty while test_c waits for db (C's until test_b ran), the empty run wakes both.
+    Before, in some orders it woke only test_c, and nothing ran any more."""
+    pytester.makeini("[pytest]\ndepgraph_resources = db\n")
+    pytester.makepyfile(
+        test_block="""
+        import pytest
+
+        @pytest.mark.resource_lock("db", scope="class")
+        class TestC:
+            def test_a(self):
+                pass
+
+            @pytest.mark.exclusive
+            def test_b(self):
+                pass
+        """,
+        test_plain="""
+        import pytest
+
+        def test_d():
+            pass
+
+        def test_e():
+            pass
+
+        @pytest.mark.depends_on(test_d)
+        @pytest.mark.resource_lock("db", mode="read")
+        @pytest.mark.exclusive
+        def test_c():
+            pass
+
+        @pytest.mark.depends_on(test_c)
+        def test_f():
+            pass
+        """,
+    )
+    plan = collected_plan(pytester)
+    assert plan.resources.blocks
+    for walk in walked(pytester, plan, workers=3, orders=40):
+        for now in walk.running:
+            for alone in ("test_block.py::TestC::test_b", "test_plain.py::test_c"):
+                assert alone not in now or now == {alone}, now
 
 
 def test_the_resources_travel_in_the_plan_and_a_shard_keeps_its_tests_ones() -> None:

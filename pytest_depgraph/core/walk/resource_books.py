@@ -34,9 +34,13 @@ ready test may start, and says when tests start, stop running and are resolved. 
   them back would keep their block's resources from the very test that waits for them.
 * **Wake-ups.** A waiting test is looked at again only when something it needs was freed:
   the best waiter of that resource (or of the slots, or of an empty run) goes back among the
-  ready tests, and when a waiter starts, the next one of each list it waited in. Each event
-  costs O(c log n) for the c claims of the tests it touches, never a scan of the waiting
-  tests; a test is set aside at most once per wake-up it gets.
+  ready tests, and when a waiter starts, the next one of each list it waited in. A block's
+  next test is never held back, so it is not left to the wake-up of a more urgent waiter:
+  when the run empties, the exclusive next tests of open blocks are woken too (the more
+  urgent one may wait for a lock of the block, which only its next test can give back).
+  Each event costs O(c log n) for the c claims of the tests it touches (and the open blocks
+  when the run empties), never a scan of the waiting tests; a test is set aside at most once
+  per wake-up it gets.
 
 Pure: no pytest; workers are any hashable values. The clock only feeds the figures
 (:class:`Record`): how long each resource was held and waited for, and what each test
@@ -148,6 +152,10 @@ class Books:
         self._wait_read: list[list[_Entry]] = [[] for _ in range(count)]
         self._wait_slots: list[_Entry] = []
         self._wait_alone: list[_Entry] = []
+        # the exclusive next tests of open blocks that wait for an empty run: each is woken
+        # whenever the run empties, not only when it is the most urgent waiter (the one woken
+        # instead may wait for a lock of its block, which only it can give back)
+        self._alone_next: set[int] = set()
         self._want_write = [0] * count
         # set aside (out of the ready heaps until woken); woken since last asked
         self._aside: set[int] = set()
@@ -472,12 +480,23 @@ class Books:
         self._wake_list(self._wait_slots)
         if not self._running:
             self._wake_list(self._wait_alone)
+            for waiter in self._alone_next:
+                self._unset(waiter)
+            self._alone_next.clear()
 
     def unstart(self, node: int) -> None:
-        """``node`` never began (its worker left first): it is ready again."""
+        """``node`` never began (its worker left first): it is ready again. What was promised
+        to it is free again: as when a test gives back what it held, the best waiter of each
+        such resource (and of the slots) is woken -- a test set aside because of the promise
+        would otherwise wait for ever, and the tests it holds back behind it."""
         queued = node not in self._running
         if node in self._promises:
+            claims, slots = self._promises[node]
             self._unpromise(node)
+            for resource, _writes in claims:
+                self._wake(resource)
+            if slots:
+                self._wake_list(self._wait_slots)
         self.stop(node)
         if node in self._started:
             self._started.discard(node)
@@ -642,6 +661,8 @@ class Books:
             heapq.heappush(self._wait_slots, (key, node))
         if node in self._claims.exclusive:
             heapq.heappush(self._wait_alone, (key, node))
+            if self._block_of.get(node) in self._open:
+                self._alone_next.add(node)
         name = self._claims.names[resource] if kind == LOCK else kind
         self._aside.add(node)
         self._waits.setdefault(node, []).append(Wait(kind, name, self._clock(), -1.0))
