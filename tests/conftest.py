@@ -8,10 +8,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from .helpers import GENERATED_RUN_ADDOPTS, Run
 
 pytest_plugins = ["pytester"]
+
+# hypothesis' checks of time fail a property test on a loaded machine, not on a wrong result:
+# CI runs four suites at once on two cores, where drawing a test's first examples took more
+# than a second ("Data generation is extremely slow", tests/test_resolve.py, pytest 8.0 on
+# Python 3.9). Every property test runs without them; a test's own settings still apply.
+settings.register_profile(
+    "depgraph", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("depgraph")
 
 #: pytest rewrites the asserts of every module of an installed pytest plugin (this package,
 #: installed as a wheel) when a process imports it, and keeps the result as a .pyc beside it
