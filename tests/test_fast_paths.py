@@ -762,7 +762,7 @@ def test_a():
 def test_plain():
     pass
 
-@pytest.mark.depends_on("test_a", "test_plain", kind="after")
+@pytest.mark.depends_on("test_a", "test_plain", on_failure="run")
 def test_two_targets_and_a_keyword():
     pass
 

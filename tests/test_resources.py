@@ -397,6 +397,44 @@ def test_a_run_goes_on_after_a_worker_crashes_with_a_test_handed_over_behind_its
                                        "test_go", "test_y", "test_z"}
 
 
+#: TestC holds db for the class and its test_b is exclusive; test_c, exclusive too and more
+#: urgent (test_f after it), reads db once test_d finished (the sleeps only make the usual
+#: order of a real run: test_d, test_a, test_e end in turn)
+BLOCK_AND_EXCLUSIVE_READER = {
+    "test_block": """
+import time, pytest
+
+@pytest.mark.resource_lock("db", scope="class")
+class TestC:
+    def test_a(self):
+        time.sleep(0.5)
+
+    @pytest.mark.exclusive
+    def test_b(self):
+        pass
+""",
+    "test_plain": """
+import time, pytest
+
+def test_d():
+    pass
+
+def test_e():
+    time.sleep(1)
+
+@pytest.mark.depends_on(test_d)
+@pytest.mark.resource_lock("db", mode="read")
+@pytest.mark.exclusive
+def test_c():
+    pass
+
+@pytest.mark.depends_on(test_c)
+def test_f():
+    pass
+""",
+}
+
+
 def test_a_run_with_a_class_blocks_exclusive_test_and_a_more_urgent_exclusive_reader_ends(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -407,39 +445,7 @@ def test_a_run_with_a_class_blocks_exclusive_test_and_a_more_urgent_exclusive_re
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     pytester.makeconftest(RAN_CONFTEST)
     pytester.makeini("[pytest]\ndepgraph_resources = db\n")
-    pytester.makepyfile(
-        test_block="""
-        import time, pytest
-
-        @pytest.mark.resource_lock("db", scope="class")
-        class TestC:
-            def test_a(self):
-                time.sleep(0.5)
-
-            @pytest.mark.exclusive
-            def test_b(self):
-                pass
-        """,
-        test_plain="""
-        import time, pytest
-
-        def test_d():
-            pass
-
-        def test_e():
-            time.sleep(1)
-
-        @pytest.mark.depends_on(test_d)
-        @pytest.mark.resource_lock("db", mode="read")
-        @pytest.mark.exclusive
-        def test_c():
-            pass
-
-        @pytest.mark.depends_on(test_c)
-        def test_f():
-            pass
-        """,
-    )
+    pytester.makepyfile(**BLOCK_AND_EXCLUSIVE_READER)
     result = pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", "-n", "3",
                                            timeout=120)
     result.assert_outcomes(passed=6)
@@ -824,39 +830,7 @@ def test_a_class_blocks_exclusive_test_runs_though_a_more_urgent_exclusive_reade
     run to empty while test_c waits for db (C's until test_b ran), the empty run wakes both.
     Before, in some orders it woke only test_c, and nothing ran any more."""
     pytester.makeini("[pytest]\ndepgraph_resources = db\n")
-    pytester.makepyfile(
-        test_block="""
-        import pytest
-
-        @pytest.mark.resource_lock("db", scope="class")
-        class TestC:
-            def test_a(self):
-                pass
-
-            @pytest.mark.exclusive
-            def test_b(self):
-                pass
-        """,
-        test_plain="""
-        import pytest
-
-        def test_d():
-            pass
-
-        def test_e():
-            pass
-
-        @pytest.mark.depends_on(test_d)
-        @pytest.mark.resource_lock("db", mode="read")
-        @pytest.mark.exclusive
-        def test_c():
-            pass
-
-        @pytest.mark.depends_on(test_c)
-        def test_f():
-            pass
-        """,
-    )
+    pytester.makepyfile(**BLOCK_AND_EXCLUSIVE_READER)
     plan = collected_plan(pytester)
     assert plan.resources.blocks
     for walk in walked(pytester, plan, workers=3, orders=40):

@@ -397,7 +397,7 @@ def _scopes_of(
         # measured: onefile10k's order, one module: 35-37 -> 12-13 ms (median of 5 in one
         # process): keeping the scopes -> none to keep
         return None
-    # by id: a node's own __hash__ (of its node id) is Python code, run at every look-up
+    # by id: pytest 8's nodes hash their node id in Python code, run at every look-up
     known: dict[int, tuple[str, ...]] = {}
 
     def scopes(node: int) -> tuple[str, ...]:
