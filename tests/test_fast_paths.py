@@ -842,3 +842,54 @@ def test_the_usual_marker_is_stored_as_pytests_own_decorator_stores_it(
     assert ours == pytests
     assert len(ours) == 9  # pytest collects no lambda
     assert any("test_with_an_attribute" in line and line.endswith(" kept") for line in ours)
+
+
+class _Text(str):
+    """A str subclass: a target the full validation turns into a plain str."""
+
+
+def _function_target() -> None:
+    """A test function given as a target object."""
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        (("test_a",), {}),
+        (("test_a", "m.py::test_b", "sub/"), {}),
+        ((" test_a ",), {}),
+        (("",), {}),
+        (("  ",), {}),
+        (("test_a", "\t"), {}),
+        ((_Text("test_a"),), {}),
+        ((_function_target,), {}),
+        ((1,), {}),
+        (("test_a",), {"on_failure": "run"}),
+        (("test_a",), {"kind": "after"}),
+        ((), {}),
+    ],
+)
+def test_the_names_only_marker_reads_as_its_full_validation(
+    pytester: pytest.Pytester, args: tuple[object, ...], kwargs: dict[str, object]
+) -> None:
+    """A ``depends_on`` mark whose targets are all names is read without the full validation
+    (the usual mark of a large suite): what it declares, or the problem with it, is what
+    the full validation finds, for every kind of argument."""
+    from pytest_depgraph.collect.context import Context
+    from pytest_depgraph.collect.dependency_markers import RawDeclaration
+    from pytest_depgraph.collect.locate import marker_origin
+    from pytest_depgraph.collect.readers.depends_on import LABEL, as_source, marker_found
+
+    items = pytester.getitems("def test_a():\n    pass\n")
+    mark = pytest.mark.depends_on.with_args(*args, **kwargs).mark
+
+    def read(full: bool) -> tuple[list[tuple[object, ...]], list[str]]:
+        context = Context(items, pytester.path)
+        origin = marker_origin(context.locator, items[0], mark)
+        found = (as_source(context, RawDeclaration(args, kwargs, ""), origin, LABEL, 0, False)
+                 if full else marker_found(context, items[0], mark, 0, False))
+        sources = [(s.declaration, [type(t) for t in s.declaration.targets], s.label,
+                    s.inherited, s.resolved, s.written) for s in found.sources]
+        return sources, [problem.message for problem in found.problems]
+
+    assert read(full=False) == read(full=True)

@@ -172,7 +172,7 @@ def validate(raw: RawDeclaration) -> Declaration:
         kind = chosen
     if not raw.args:
         raise DeclarationError(problems.NO_TARGET)
-    return Declaration(targets=_targets(raw.args), kind=kind, where=raw.where)
+    return Declaration(_targets(raw.args), kind, raw.where)
 
 
 def validate_cleanup(raw: RawDeclaration) -> Declaration:
