@@ -215,8 +215,14 @@ def number(context: Context, resolved: Resolved, followed: Followed | None = Non
     number = [-1] * len(context.nodeids)
     for node, position in enumerate(numbered):
         number[position] = node
-    dependents = array("i", [number[position] for position in resolved.dependents])
-    dependencies = array("i", [number[position] for position in resolved.dependencies])
+    if numbered == list(range(len(number))):
+        # the whole collection in pytest's order, the usual run: the positions are the
+        # numbers (measured, callgrind: onefile10k's number phase 122 -> 90 M instructions,
+        # real10k's 176 -> 144 M)
+        dependents, dependencies = resolved.dependents, resolved.dependencies
+    else:
+        dependents = array("i", [number[position] for position in resolved.dependents])
+        dependencies = array("i", [number[position] for position in resolved.dependencies])
     graph = Graph.from_arrays(len(numbered), dependents, dependencies, resolved.kinds,
                               resolved.origin_of, resolved.table)
     cleanups = {} if followed is None else {
