@@ -82,6 +82,11 @@ def resolve(
     # ordering edges to a test outside the run so far: it may still be pulled in (as another
     # test's dependency), and then they order it as any other
     waiting: dict[int, list[tuple[int, int, int]]] = {}
+    # the edges' columns, appended to in one place of the loop (measured, callgrind:
+    # onefile10k's resolve phase, 30,000 edges, 677 -> 654 M instructions: add_edge() -> this)
+    in_run = found.in_run
+    add_dependent, add_dependency = found.dependents.append, found.dependencies.append
+    add_kind, add_origin = found.kinds.append, found.origin_of.append
     while queue:
         # the tests reached so far, read together (each reader's columns for all of them),
         # resolved in the order reached: those they pull in are the next batch
@@ -108,22 +113,24 @@ def resolve(
                         self_reference(context, source, target, position)
                     else:
                         for match in matches:
-                            if match in found.in_run:
-                                add_edge(found, position, match, kind, origin)
-                            elif ignore_unselected:
-                                continue  # ordering against a test that does not run: nothing
-                            elif kind == Kind.AFTER:
-                                waiting.setdefault(match, []).append((position, kind, origin))
-                            elif pull_dependencies:
-                                found.in_run.add(match)
-                                found.added.append(match)
-                                queue.append(match)
-                                add_edge(found, position, match, kind, origin)
-                                if named:
-                                    _pull_naming(found, queue, named, match)
-                            else:
-                                found.external.append(match)
-                                add_edge(found, position, match, kind, origin)
+                            if match not in in_run:
+                                if ignore_unselected:
+                                    continue  # ordering against a test that does not run
+                                if kind == Kind.AFTER:
+                                    waiting.setdefault(match, []).append((position, kind, origin))
+                                    continue
+                                if pull_dependencies:
+                                    in_run.add(match)
+                                    found.added.append(match)
+                                    queue.append(match)
+                                    if named:
+                                        _pull_naming(found, queue, named, match)
+                                else:
+                                    found.external.append(match)
+                            add_dependent(position)
+                            add_dependency(match)
+                            add_kind(kind)
+                            add_origin(origin)
         context.problems.in_test_order(found_before, batch)
     for match, edges in waiting.items():
         if match in found.in_run:
