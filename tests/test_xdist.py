@@ -663,3 +663,65 @@ def test_a_missing_file_argument_ends_as_with_xdist_alone(
     ours = run(pytester, "-n", workers, "missing.py")
     assert "INTERNALERROR" not in ours.stdout.str() + ours.stderr.str()
     assert ours.ret == alone.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+PROTOCOL_CONFTEST = """
+import os
+import pytest
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item):
+    with open(os.path.join(os.path.dirname(__file__), "protocol.log"), "a") as f:
+        f.write(item.name + "\\n")
+    return (yield)
+"""
+
+
+def test_a_drained_worker_with_nothing_set_up_makes_no_second_protocol_call(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A test whose worker knew no next test has its teardown towards the next one finished
+    later, inside a second protocol call that plugins' wrappers cover (a timer, a fault
+    handler). With nothing of a wider scope set up that teardown runs nothing, and the worker
+    makes no such call (it cost 170 us a drained test): a chain without fixtures sees one
+    protocol call a test; a chain with a module fixture still sees the deferred ones (test_k1:
+    its run, the teardown asked towards test_k2, the rest of it once test_k2 arrived)."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makeconftest(PROTOCOL_CONFTEST)
+    pytester.makepyfile(
+        test_bare="""
+        import pytest
+
+        def test_a():
+            pass
+
+        @pytest.mark.depends_on("test_a")
+        def test_b():
+            pass
+
+        @pytest.mark.depends_on("test_b")
+        def test_c():
+            pass
+        """,
+        test_kept="""
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def res():
+            yield 1
+
+        @pytest.mark.depends_on("test_bare.py::test_c")
+        def test_k1(res):
+            pass
+
+        @pytest.mark.depends_on("test_k1")
+        def test_k2(res):
+            pass
+        """,
+    )
+    run(pytester, "-n", "1").assert_outcomes(passed=5)
+    calls = (pytester.path / "protocol.log").read_text().split()
+    # each drains its worker: the next test is sent once it finished (and settled)
+    assert {name: calls.count(name) for name in calls} == {
+        "test_a": 1, "test_b": 1, "test_c": 1, "test_k1": 3, "test_k2": 2,
+    }
