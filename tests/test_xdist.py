@@ -140,13 +140,14 @@ def test_dependencies_first_overlap_and_skips_with_root_cause(suite: pytest.Pyte
     assert "test_child" not in started and "test_grandchild" not in started  # never started
     reason = "depgraph: upstream test_dag.py::test_broken failed"
     # the decorator lines of test_child and test_grandchild, as serially: the controller
-    # reports the skips under the locations one worker computed for it (the other none)
+    # reports the skips under the locations the workers computed for it, a share each
     result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] sub/test_dag.py:{line}: {reason}"
                                  for line in (22, 26)])
     located = sorted(
         int(line.split()[1]) for line in (sub / "located.log").read_text().splitlines()
     )
-    assert located == [0, 5]  # the tests that require another (they can skip)
+    # the tests that require another (they can skip), shared out: indexes 2, 6 and 1, 3, 5
+    assert located == [2, 3]
     skipped = {
         case.get("name"): case.find("skipped")
         for case in ET.parse(suite.path / "junit.xml").iter("testcase")
@@ -612,6 +613,31 @@ def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids(
         controller.received(sender, plan.to_json(), [None, ["t.py", 4, "test_b"]])
         assert controller.agree([(node, plan.nodeids) for node in nodes], print) is not None
         assert controller.location(1) == expected
+
+
+def test_locations_are_shared_out_between_the_first_workers(pytester: pytest.Pytester) -> None:
+    """The first workers of a walk each compute a share of the locations (one worker computing
+    all of them held the start back); the controller puts the shares together, and a share
+    its worker did not send falls back to the node ids."""
+    class Node:
+        def __init__(self, name: str) -> None:
+            self.gateway = SimpleNamespace(id=name)
+
+    nodeids = [f"t.py::test_{i}" for i in range(5)]
+    plan = Plan(nodeids=nodeids, graph=Graph(5), group=[0] * 5, item_count=5)
+    config = pytester.parseconfigure("-p", "xdist")
+    first, second, third = Node("gw0"), Node("gw1"), Node("gw2")
+    controller = Controller(config)
+    controller.received(first, plan.to_json(), [["t.py", 0, "test_0"], None, ["t.py", 2, "test_2"]])
+    controller.received(second, plan.to_json(), [None, ["t.py", 1, "test_1"], None,
+                                                 ["t.py", 3, "test_3"], None])
+    controller.received(third, plan.to_json())  # its share never came
+    collected = [(node, plan.nodeids) for node in (first, second, third)]
+    assert controller.agree(collected, print) is not None
+    assert [controller.location(n) for n in range(5)] == [
+        ("t.py", 0, "test_0"), ("t.py", 1, "test_1"), ("t.py", 2, "test_2"),
+        ("t.py", 3, "test_3"), ("t.py", None, "t.py::test_4"),
+    ]
 
 
 def test_a_fresh_machine_walks_a_suite_without_edges_longest_first(

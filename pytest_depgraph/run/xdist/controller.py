@@ -203,16 +203,20 @@ class Controller:
         return Plan.from_json(text)
 
     def _sent_locations(self, nodes: Sequence[Any], plan: Plan) -> list[Location | None]:
-        """The items' locations, from the worker asked for them (none when it sent none: the
-        reports then name each test's file from its node id)."""
+        """The items' locations, from the workers asked for a share of them each (none of a
+        share its worker did not send: the reports then name the test's file from its node
+        id)."""
+        merged: list[Location | None] = []
         for node in nodes:
             sent = self._sent.get(node)
             found = None if sent is None else sent.locations
-            if isinstance(found, (list, tuple)) and len(found) <= len(plan.nodeids):
-                return [
-                    None if loc is None else (str(loc[0]), loc[1], str(loc[2])) for loc in found
-                ]
-        return []
+            if not isinstance(found, (list, tuple)) or len(found) > len(plan.nodeids):
+                continue
+            merged.extend([None] * (len(found) - len(merged)))
+            for n, loc in enumerate(found):
+                if loc is not None and merged[n] is None:
+                    merged[n] = (str(loc[0]), loc[1], str(loc[2]))
+        return merged
 
     def _collection_error(self, where: str, message: str) -> None:
         self.config.hook.pytest_collectreport(

@@ -68,8 +68,8 @@ class XdistHooks:
 
     def __init__(self) -> None:
         self._warned = False
-        #: a worker was asked for the items' locations (the first one configured)
-        self._locating = False
+        #: workers asked for a share of the items' locations (the first ones configured)
+        self._locating = 0
 
     # -- controller ------------------------------------------------------------------------
 
@@ -103,10 +103,16 @@ class XdistHooks:
     def pytest_configure_node(self, node: Any) -> None:
         walk = walks(node.config)
         # the controller reports a test itself (a skip, a test that cannot run) under the
-        # location its worker computed; every worker would compute the same ones, so one does
-        # (should it die before sending them, reports fall back to the node id's file)
-        locations = walk and not self._locating
-        self._locating = self._locating or locations
+        # location its worker computed; every worker would compute the same ones, so the
+        # first workers each compute a share, at once (one worker computing all of them held
+        # the walk's start back: 59 against 8 ms of CPU from the end of its collection to its
+        # plan sent, the random 2,000-test DAG on -n 4); should one die before sending its
+        # share, reports of those tests fall back to the node id's file
+        count = xdist.worker_count(node.config)
+        locations: list[int] | bool = False
+        if walk and self._locating < count:
+            locations = [self._locating, count]
+            self._locating += 1
         node.workerinput[WORKERINPUT_KEY] = {
             "protocol": PROTOCOL_VERSION,
             "walk": walk,

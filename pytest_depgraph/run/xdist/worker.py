@@ -112,36 +112,43 @@ def send_plan(
     plan: Plan | None,
     items: Sequence[pytest.Item],
     places: bool = True,
-    locations: bool = False,
+    locations: tuple[int, int] | None = None,
 ) -> None:
     """Send this worker's plan to the controller (before xdist's ``collectionfinish``);
-    without ``places`` when the controller does not show where edges were declared; with the
-    ``locations`` of its ``items`` beside it (not in it) when the controller asked this worker
-    for them."""
+    without ``places`` when the controller does not show where edges were declared; with its
+    share of the ``locations`` of its ``items`` beside it (not in it) when the controller
+    asked this worker for one (:func:`reported_locations`)."""
     send_event(
         config,
         PLAN_EVENT,
         plan=None if plan is None else plan.to_json(places=places),
-        locations=reported_locations(plan, items) if locations and plan is not None else None,
+        locations=(
+            None if locations is None or plan is None
+            else reported_locations(plan, items, *locations)
+        ),
         protocol=PROTOCOL_VERSION,
     )
 
 
 def reported_locations(
-    plan: Plan, items: Sequence[pytest.Item]
+    plan: Plan, items: Sequence[pytest.Item], share: int = 0, shares: int = 1
 ) -> list[tuple[str, int | None, str] | None]:
     """``item.location`` of the items the xdist controller may report itself: those that
     can be skipped (they require another test, or clean up after others) and those that
-    cannot run (broken); None for the others.
+    cannot run (broken); None for the others, and for those outside this worker's ``share``
+    of ``shares`` (the items whose index is ``share`` modulo ``shares``).
 
-    pytest computes a location on demand, and a worker runs only its share of the tests:
-    computing it for every collected item cost more than the rest of the plan.
+    pytest computes a location on demand (19 us an item), and a worker runs only its share of
+    the tests: computing it for every collected item cost more than the rest of the plan.
     """
     dependents, _, kinds = plan.graph.columns()
     required = int(Kind.REQUIRES)  # a kind byte compared as a plain int: no enum per edge
     requiring = {u for u, kind in zip(dependents, kinds) if kind == required}
     reported = set(plan.broken) | requiring | set(plan.cleanups)
-    return [item.location if n in reported else None for n, item in enumerate(items)]
+    return [
+        item.location if n in reported and n % shares == share else None
+        for n, item in enumerate(items)
+    ]
 
 
 def install(config: pytest.Config) -> None:
