@@ -35,6 +35,8 @@ from pytest_depgraph.run.xdist.controller import controller
 from pytest_depgraph.run.xdist.controller_warnings import record_warning
 
 _NAME = "depgraph-xdist"
+#: what the name of every event of the plugin's workers begins with
+_EVENT_PREFIX = "depgraph_"
 
 
 def register(config: pytest.Config) -> None:
@@ -126,6 +128,8 @@ class XdistHooks:
         relay = state.relay
 
         def take(name: str, kwargs: dict[str, Any]) -> bool:
+            if not name.startswith(_EVENT_PREFIX):
+                return False  # xdist's own: 6 events a test, each shown here first
             if name == worker.PLAN_EVENT:
                 plans.received(node, kwargs.get("plan"), kwargs.get("locations"))
                 return True
