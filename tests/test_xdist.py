@@ -709,9 +709,9 @@ def test_a_drained_worker_with_nothing_set_up_makes_no_second_protocol_call(
     """A test whose worker knew no next test has its teardown towards the next one finished
     later, inside a second protocol call that plugins' wrappers cover (a timer, a fault
     handler). With nothing of a wider scope set up that teardown runs nothing, and the worker
-    makes no such call (it cost 170 us a drained test): a chain without fixtures sees one
-    protocol call a test; a chain with a module fixture still sees the deferred ones (test_k1:
-    its run, the teardown asked towards test_k2, the rest of it once test_k2 arrived)."""
+    makes no such call (it cost 170 us a drained test), nor when the next test shares every
+    scope set up: a chain without fixtures sees one protocol call a test, and so does a chain
+    with a module fixture but for its last test, whose deferred teardown ends the fixture."""
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     pytester.makeconftest(PROTOCOL_CONFTEST)
     pytester.makepyfile(
@@ -732,9 +732,17 @@ def test_a_drained_worker_with_nothing_set_up_makes_no_second_protocol_call(
         test_kept="""
         import pytest
 
+        import os
+
+        def log(what):
+            with open(os.path.join(os.path.dirname(__file__), "res.log"), "a") as f:
+                f.write(what + "\\n")
+
         @pytest.fixture(scope="module")
         def res():
+            log("setup")
             yield 1
+            log("teardown")
 
         @pytest.mark.depends_on("test_bare.py::test_c")
         def test_k1(res):
@@ -749,5 +757,6 @@ def test_a_drained_worker_with_nothing_set_up_makes_no_second_protocol_call(
     calls = (pytester.path / "protocol.log").read_text().split()
     # each drains its worker: the next test is sent once it finished (and settled)
     assert {name: calls.count(name) for name in calls} == {
-        "test_a": 1, "test_b": 1, "test_c": 1, "test_k1": 3, "test_k2": 2,
+        "test_a": 1, "test_b": 1, "test_c": 1, "test_k1": 1, "test_k2": 2,
     }
+    assert (pytester.path / "res.log").read_text().split() == ["setup", "teardown"]

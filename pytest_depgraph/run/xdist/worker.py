@@ -180,6 +180,13 @@ def _beyond(nextitem: pytest.Item | None, scopes: tuple[str, ...]) -> Node | Non
     return nextitem
 
 
+def _keeps_all(session: pytest.Session, towards: Node | None) -> bool:
+    """Whether a teardown towards ``towards`` keeps every node set up: they are the start of
+    its chain (``teardown_exact`` then pops nothing). False when nothing reads as set up."""
+    stack = host.set_up(session)
+    return bool(stack) and towards is not None and towards.listchain()[: len(stack)] == stack
+
+
 @dataclass(frozen=True)
 class _Teardown:
     """A controller's request, queued among the test indices: finish the held test's teardown
@@ -311,11 +318,12 @@ class OneAtATime:
         config = loop.config
         alive = self._locked_alive()
         towards = _beyond(nextitem, beyond)
-        if host.nothing_to_tear_down(loop.session):
-            # nothing set up but the nodes' own empty teardowns (a test that drained its
-            # worker, in a suite without class or module fixtures): taking them off the stack
-            # runs nothing, so no plugin's protocol wrapper, capture or report has anything
-            # to cover (that protocol call cost a worker 170 us a drained test)
+        if _keeps_all(loop.session, towards) or host.nothing_to_tear_down(loop.session):
+            # the teardown runs nothing: ``towards`` shares every scope set up (the held
+            # test's next one in its module), or nothing is set up but the nodes' own empty
+            # teardowns (a test that drained its worker, in a suite without class or module
+            # fixtures). No plugin's protocol wrapper, capture or report has anything to
+            # cover (that protocol call cost a worker 170 us a drained test)
             host.teardown_towards(previous, towards)
             if not partly:
                 self.held = None
