@@ -7,9 +7,9 @@ collection has its plan parsed (:meth:`Controller.collected`): under a ``--dist`
 depgraph scheduler does not run, that is the session's plan. When the scheduler walks the run,
 :meth:`Controller.agree` checks that every worker collected the same tests and sent the same
 plan (equal texts: plans compare as the workers send them), then binds what only the
-controller knows: the tests' locations (one worker sends them beside its plan), the known
-durations (``--depgraph-durations``, else pytest's cache), and the ``--dist`` units and
-resource blocks (:meth:`Controller.bind_units`).
+controller knows: the tests' locations (the first workers send them beside their plans, a
+share each), the known durations (``--depgraph-durations``, else pytest's cache), and the
+``--dist`` units and resource blocks (:meth:`Controller.bind_units`).
 
 This object is the only writer of the controller's ``session_state(config).plan``; the
 scheduler, the warnings, the shard summary and the run report read it, and nothing else parses
@@ -61,7 +61,7 @@ class Controller:
         self.durations: dict[int, float] = {}
         #: where they came from, for a person ("" when none is known)
         self.durations_from = ""
-        #: the items' locations, from the worker asked for them (empty: none sent)
+        #: the items' locations, from the workers asked for a share each (empty: none sent)
         self.locations: list[Location | None] = []
         #: collection errors of the plan that stopped the run (the hooks end the session on
         #: them, as pytest does on any collection error)
