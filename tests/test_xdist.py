@@ -140,13 +140,14 @@ def test_dependencies_first_overlap_and_skips_with_root_cause(suite: pytest.Pyte
     assert "test_child" not in started and "test_grandchild" not in started  # never started
     reason = "depgraph: upstream test_dag.py::test_broken failed"
     # the decorator lines of test_child and test_grandchild, as serially: the controller
-    # reports the skips under the locations one worker computed for it (the other none)
+    # reports the skips under the locations the workers computed for it, a share each
     result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] sub/test_dag.py:{line}: {reason}"
                                  for line in (22, 26)])
     located = sorted(
         int(line.split()[1]) for line in (sub / "located.log").read_text().splitlines()
     )
-    assert located == [0, 5]  # the tests that require another (they can skip)
+    # the tests that require another (they can skip), shared out: indexes 2, 6 and 1, 3, 5
+    assert located == [2, 3]
     skipped = {
         case.get("name"): case.find("skipped")
         for case in ET.parse(suite.path / "junit.xml").iter("testcase")
@@ -614,6 +615,31 @@ def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids(
         assert controller.location(1) == expected
 
 
+def test_locations_are_shared_out_between_the_first_workers(pytester: pytest.Pytester) -> None:
+    """The first workers of a walk each compute a share of the locations (one worker computing
+    all of them held the start back); the controller puts the shares together, and a share
+    its worker did not send falls back to the node ids."""
+    class Node:
+        def __init__(self, name: str) -> None:
+            self.gateway = SimpleNamespace(id=name)
+
+    nodeids = [f"t.py::test_{i}" for i in range(5)]
+    plan = Plan(nodeids=nodeids, graph=Graph(5), group=[0] * 5, item_count=5)
+    config = pytester.parseconfigure("-p", "xdist")
+    first, second, third = Node("gw0"), Node("gw1"), Node("gw2")
+    controller = Controller(config)
+    controller.received(first, plan.to_json(), [["t.py", 0, "test_0"], None, ["t.py", 2, "test_2"]])
+    controller.received(second, plan.to_json(), [None, ["t.py", 1, "test_1"], None,
+                                                 ["t.py", 3, "test_3"], None])
+    controller.received(third, plan.to_json())  # its share never came
+    collected = [(node, plan.nodeids) for node in (first, second, third)]
+    assert controller.agree(collected, print) is not None
+    assert [controller.location(n) for n in range(5)] == [
+        ("t.py", 0, "test_0"), ("t.py", 1, "test_1"), ("t.py", 2, "test_2"),
+        ("t.py", 3, "test_3"), ("t.py", None, "t.py::test_4"),
+    ]
+
+
 def test_a_fresh_machine_walks_a_suite_without_edges_longest_first(
     suite: pytest.Pytester,
 ) -> None:
@@ -663,3 +689,74 @@ def test_a_missing_file_argument_ends_as_with_xdist_alone(
     ours = run(pytester, "-n", workers, "missing.py")
     assert "INTERNALERROR" not in ours.stdout.str() + ours.stderr.str()
     assert ours.ret == alone.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+PROTOCOL_CONFTEST = """
+import os
+import pytest
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item):
+    with open(os.path.join(os.path.dirname(__file__), "protocol.log"), "a") as f:
+        f.write(item.name + "\\n")
+    return (yield)
+"""
+
+
+def test_a_drained_worker_with_nothing_set_up_makes_no_second_protocol_call(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A test whose worker knew no next test has its teardown towards the next one finished
+    later, inside a second protocol call that plugins' wrappers cover (a timer, a fault
+    handler). With nothing of a wider scope set up that teardown runs nothing, and the worker
+    makes no such call (it cost 170 us a drained test), nor when the next test shares every
+    scope set up: a chain without fixtures sees one protocol call a test, and so does a chain
+    with a module fixture but for its last test, whose deferred teardown ends the fixture."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makeconftest(PROTOCOL_CONFTEST)
+    pytester.makepyfile(
+        test_bare="""
+        import pytest
+
+        def test_a():
+            pass
+
+        @pytest.mark.depends_on("test_a")
+        def test_b():
+            pass
+
+        @pytest.mark.depends_on("test_b")
+        def test_c():
+            pass
+        """,
+        test_kept="""
+        import pytest
+
+        import os
+
+        def log(what):
+            with open(os.path.join(os.path.dirname(__file__), "res.log"), "a") as f:
+                f.write(what + "\\n")
+
+        @pytest.fixture(scope="module")
+        def res():
+            log("setup")
+            yield 1
+            log("teardown")
+
+        @pytest.mark.depends_on("test_bare.py::test_c")
+        def test_k1(res):
+            pass
+
+        @pytest.mark.depends_on("test_k1")
+        def test_k2(res):
+            pass
+        """,
+    )
+    run(pytester, "-n", "1").assert_outcomes(passed=5)
+    calls = (pytester.path / "protocol.log").read_text().split()
+    # each drains its worker: the next test is sent once it finished (and settled)
+    assert {name: calls.count(name) for name in calls} == {
+        "test_a": 1, "test_b": 1, "test_c": 1, "test_k1": 1, "test_k2": 2,
+    }
+    assert (pytester.path / "res.log").read_text().split() == ["setup", "teardown"]

@@ -16,7 +16,7 @@ import pytest
 from pytest_depgraph.hosts.xdist import is_controller
 
 #: ``workerinput`` key the controller sets:
-#: {"protocol": int, "walk": bool, "places": bool, "locations": bool}
+#: {"protocol": int, "walk": bool, "places": bool, "locations": [k, n] or False}
 WORKERINPUT_KEY = "depgraph"
 
 
@@ -62,11 +62,16 @@ def controller_shows_places(config: pytest.Config) -> bool:
     return flags is None or bool(flags.get("places", True))
 
 
-def sends_locations(config: pytest.Config) -> bool:
-    """On a worker: whether its controller asked it for the tests' locations (it asks one
-    worker of a walk: the others would compute the same ones again)."""
+def sends_locations(config: pytest.Config) -> tuple[int, int] | None:
+    """On a worker: the share of the tests' locations its controller asked it for, ``(k,
+    n)``: those of the tests whose index is ``k`` modulo ``n`` (the first ``n`` workers of a
+    walk share them: the others would compute the same ones again); None: none."""
     flags = _controller_flags(config)
-    return flags is not None and bool(flags.get("locations", False))
+    part = None if flags is None else flags.get("locations")
+    if (isinstance(part, (list, tuple)) and len(part) == 2
+            and all(type(x) is int for x in part) and 0 <= part[0] < part[1]):
+        return part[0], part[1]
+    return None
 
 
 def _controller_flags(config: pytest.Config) -> dict[str, object] | None:

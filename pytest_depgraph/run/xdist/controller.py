@@ -7,9 +7,9 @@ collection has its plan parsed (:meth:`Controller.collected`): under a ``--dist`
 depgraph scheduler does not run, that is the session's plan. When the scheduler walks the run,
 :meth:`Controller.agree` checks that every worker collected the same tests and sent the same
 plan (equal texts: plans compare as the workers send them), then binds what only the
-controller knows: the tests' locations (one worker sends them beside its plan), the known
-durations (``--depgraph-durations``, else pytest's cache), and the ``--dist`` units and
-resource blocks (:meth:`Controller.bind_units`).
+controller knows: the tests' locations (the first workers send them beside their plans, a
+share each), the known durations (``--depgraph-durations``, else pytest's cache), and the
+``--dist`` units and resource blocks (:meth:`Controller.bind_units`).
 
 This object is the only writer of the controller's ``session_state(config).plan``; the
 scheduler, the warnings, the shard summary and the run report read it, and nothing else parses
@@ -61,7 +61,7 @@ class Controller:
         self.durations: dict[int, float] = {}
         #: where they came from, for a person ("" when none is known)
         self.durations_from = ""
-        #: the items' locations, from the worker asked for them (empty: none sent)
+        #: the items' locations, from the workers asked for a share each (empty: none sent)
         self.locations: list[Location | None] = []
         #: collection errors of the plan that stopped the run (the hooks end the session on
         #: them, as pytest does on any collection error)
@@ -203,16 +203,20 @@ class Controller:
         return Plan.from_json(text)
 
     def _sent_locations(self, nodes: Sequence[Any], plan: Plan) -> list[Location | None]:
-        """The items' locations, from the worker asked for them (none when it sent none: the
-        reports then name each test's file from its node id)."""
+        """The items' locations, from the workers asked for a share of them each (none of a
+        share its worker did not send: the reports then name the test's file from its node
+        id)."""
+        merged: list[Location | None] = []
         for node in nodes:
             sent = self._sent.get(node)
             found = None if sent is None else sent.locations
-            if isinstance(found, (list, tuple)) and len(found) <= len(plan.nodeids):
-                return [
-                    None if loc is None else (str(loc[0]), loc[1], str(loc[2])) for loc in found
-                ]
-        return []
+            if not isinstance(found, (list, tuple)) or len(found) > len(plan.nodeids):
+                continue
+            merged.extend([None] * (len(found) - len(merged)))
+            for n, loc in enumerate(found):
+                if loc is not None and merged[n] is None:
+                    merged[n] = (str(loc[0]), loc[1], str(loc[2]))
+        return merged
 
     def _collection_error(self, where: str, message: str) -> None:
         self.config.hook.pytest_collectreport(

@@ -112,36 +112,43 @@ def send_plan(
     plan: Plan | None,
     items: Sequence[pytest.Item],
     places: bool = True,
-    locations: bool = False,
+    locations: tuple[int, int] | None = None,
 ) -> None:
     """Send this worker's plan to the controller (before xdist's ``collectionfinish``);
-    without ``places`` when the controller does not show where edges were declared; with the
-    ``locations`` of its ``items`` beside it (not in it) when the controller asked this worker
-    for them."""
+    without ``places`` when the controller does not show where edges were declared; with its
+    share of the ``locations`` of its ``items`` beside it (not in it) when the controller
+    asked this worker for one (:func:`reported_locations`)."""
     send_event(
         config,
         PLAN_EVENT,
         plan=None if plan is None else plan.to_json(places=places),
-        locations=reported_locations(plan, items) if locations and plan is not None else None,
+        locations=(
+            None if locations is None or plan is None
+            else reported_locations(plan, items, *locations)
+        ),
         protocol=PROTOCOL_VERSION,
     )
 
 
 def reported_locations(
-    plan: Plan, items: Sequence[pytest.Item]
+    plan: Plan, items: Sequence[pytest.Item], share: int = 0, shares: int = 1
 ) -> list[tuple[str, int | None, str] | None]:
     """``item.location`` of the items the xdist controller may report itself: those that
     can be skipped (they require another test, or clean up after others) and those that
-    cannot run (broken); None for the others.
+    cannot run (broken); None for the others, and for those outside this worker's ``share``
+    of ``shares`` (the items whose index is ``share`` modulo ``shares``).
 
-    pytest computes a location on demand, and a worker runs only its share of the tests:
-    computing it for every collected item cost more than the rest of the plan.
+    pytest computes a location on demand (19 us an item), and a worker runs only its share of
+    the tests: computing it for every collected item cost more than the rest of the plan.
     """
     dependents, _, kinds = plan.graph.columns()
     required = int(Kind.REQUIRES)  # a kind byte compared as a plain int: no enum per edge
     requiring = {u for u, kind in zip(dependents, kinds) if kind == required}
     reported = set(plan.broken) | requiring | set(plan.cleanups)
-    return [item.location if n in reported else None for n, item in enumerate(items)]
+    return [
+        item.location if n in reported and n % shares == share else None
+        for n, item in enumerate(items)
+    ]
 
 
 def install(config: pytest.Config) -> None:
@@ -171,6 +178,13 @@ def _beyond(nextitem: pytest.Item | None, scopes: tuple[str, ...]) -> Node | Non
         if node.nodeid in scopes and node.parent is not None:
             return node.parent
     return nextitem
+
+
+def _keeps_all(session: pytest.Session, towards: Node | None) -> bool:
+    """Whether a teardown towards ``towards`` keeps every node set up: they are the start of
+    its chain (``teardown_exact`` then pops nothing). False when nothing reads as set up."""
+    stack = host.set_up(session)
+    return bool(stack) and towards is not None and towards.listchain()[: len(stack)] == stack
 
 
 @dataclass(frozen=True)
@@ -302,9 +316,22 @@ class OneAtATime:
         previous = loop.session.items[held]
         loop.announce(held)
         config = loop.config
-        self._deferring = previous
         alive = self._locked_alive()
         towards = _beyond(nextitem, beyond)
+        if _keeps_all(loop.session, towards) or host.nothing_to_tear_down(loop.session):
+            # the teardown runs nothing: ``towards`` shares every scope set up (the held
+            # test's next one in its module), or nothing is set up but the nodes' own empty
+            # teardowns (a test that drained its worker, in a suite without class or module
+            # fixtures). No plugin's protocol wrapper, capture or report has anything to
+            # cover (that protocol call cost a worker 170 us a drained test)
+            host.teardown_towards(previous, towards)
+            if not partly:
+                self.held = None
+                host.drop_request(previous)
+            self._report_torn(held, alive, asked=beyond)
+            self._settle(held)
+            return
+        self._deferring = previous
         try:
             done = pytest.CallInfo.from_call(
                 lambda: config.hook.pytest_runtest_protocol(item=previous, nextitem=towards),
@@ -321,9 +348,13 @@ class OneAtATime:
                 self.held = None
                 host.drop_request(previous)  # what pytest does at the end of the protocol
         self._report_torn(held, alive, asked=beyond)
+        self._settle(held)
+
+    def _settle(self, held: int) -> None:
+        """Tell the controller that the deferred teardown of ``held`` was reported, once."""
         if not self.settled:
             self.settled = True
-            loop.send(SETTLED_EVENT, item_index=held)
+            self.loop.send(SETTLED_EVENT, item_index=held)
 
     def _locked_alive(self) -> list[Node]:
         """The nodes set up now whose scope a block of the plan holds a lock for."""
