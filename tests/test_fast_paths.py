@@ -883,13 +883,16 @@ def test_the_names_only_marker_reads_as_its_full_validation(
     items = pytester.getitems("def test_a():\n    pass\n")
     mark = pytest.mark.depends_on.with_args(*args, **kwargs).mark
 
-    def read(full: bool) -> tuple[list[tuple[object, ...]], list[str]]:
+    def read(full: bool) -> tuple[list[object], list[str]]:
         context = Context(items, pytester.path)
         origin = marker_origin(context.locator, items[0], mark)
         found = (as_source(context, RawDeclaration(args, kwargs, ""), origin, LABEL, 0, False)
                  if full else marker_found(context, items[0], mark, 0, False))
-        sources = [(s.declaration, [type(t) for t in s.declaration.targets], s.label,
-                    s.inherited, s.resolved, s.written) for s in found.sources]
+        sources: list[object] = [
+            (s.declaration, [type(t) for t in s.declaration.targets], s.label, s.inherited,
+             s.resolved, s.written)
+            for s in found.sources
+        ]
         return sources, [problem.message for problem in found.problems]
 
     assert read(full=False) == read(full=True)
