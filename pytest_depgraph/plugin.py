@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_depgraph.collect import file_warnings
+from pytest_depgraph.collect import file_warnings, strays
 from pytest_depgraph.collect.dependency_markers import (
     CLEANUP_HELP,
     MARKER_HELP,
     install_marker,
-    repair_stray,
     uninstall_marker,
 )
 from pytest_depgraph.collect.resource_markers import MARKER_HELP as LOCK_HELP
@@ -36,6 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in LOCK_HELP:
         config.addinivalue_line("markers", line)
     install_marker()
+    strays.watch(config)
     state = run_session.configure(config)
     if state.settings.discover or state.settings.discover_child:
         from pytest_depgraph.discover import discovery  # only a discovery
@@ -102,11 +102,3 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not terminalreporter.config.pluginmanager.has_plugin("depgraph-discover"):
         output_session.terminal_summary(terminalreporter)  # a discovery ran no test
 
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> object:
-    # asked for every name of every test module and class: only a mark decorator can hide a
-    # test (``isinstance`` would ask a proxy for its ``__class__``, which may raise)
-    if not issubclass(type(obj), pytest.MarkDecorator):
-        return None
-    return repair_stray(collector, name, obj)

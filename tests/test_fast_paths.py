@@ -896,3 +896,58 @@ def test_the_names_only_marker_reads_as_its_full_validation(
         return sources, [problem.message for problem in found.problems]
 
     assert read(full=False) == read(full=True)
+
+
+STRAY = """
+import pytest
+
+def plain_wrap(f):
+    def plain_wrapper(*a, **k):
+        return f(*a, **k)
+    return plain_wrapper
+
+def test_a():
+    pass
+
+@pytest.mark.depends_on
+@plain_wrap
+def test_hidden():
+    pass
+"""
+
+ASKS_FOR_STRAYS = """
+def pytest_collection_finish(session):
+    print("strays looked for:", session.config.pluginmanager.has_plugin("depgraph-strays"))
+"""
+
+
+def test_strays_are_looked_for_once_a_mark_takes_a_function_for_its_target(
+    pytester: pytest.Pytester,
+) -> None:
+    """pytest asks every name of every module whether it is a test: the plugin answers only
+    once a mark took a function or class for its target (only such a mark can hide a test).
+    In a fresh process whose first module holds a bare marker above a wrapper without
+    ``functools.wraps``, the test behind it is still collected and reported; a suite of names
+    never has the question asked."""
+    pytester.makeconftest(ASKS_FOR_STRAYS)
+    pytester.makepyfile(test_stray=STRAY)
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.stdout.fnmatch_lines([
+        "strays looked for: True",
+        "depgraph: test_stray.py:*: depends_on() names no target; *",
+        "  (@pytest.mark.depends_on, declared for test_stray.py::test_hidden)",
+    ])
+    (pytester.path / "test_stray.py").unlink()
+    pytester.makepyfile(test_names="""
+        import pytest
+
+        def test_a():
+            pass
+
+        @pytest.mark.depends_on("test_a")
+        def test_b():
+            pass
+        """)
+    names = pytester.runpytest_subprocess("-p", "no:randomly")
+    names.assert_outcomes(passed=2)
+    names.stdout.fnmatch_lines(["strays looked for: False"])

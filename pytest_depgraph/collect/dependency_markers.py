@@ -13,15 +13,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Literal, NamedTuple, TypeVar
 
-import pytest
-
 from pytest_depgraph.collect import problems, safe
 from pytest_depgraph.collect.process_registry import REGISTRY
 from pytest_depgraph.core.graph.storage import Kind
 from pytest_depgraph.hosts.pytest import (
     fixture_name,
     install_mark,
-    store_bare_mark,
     uninstall_mark,
 )
 
@@ -230,9 +227,13 @@ def _is_bare_decoration(args: tuple[object, ...], kwargs: Mapping[str, object]) 
     if kwargs or len(args) != 1 or not is_test_object(args[0]):
         return False
     try:
-        return _defined_here(args[0], sys._getframe(2))
+        bare = _defined_here(args[0], sys._getframe(2))
     except Exception:  # a strange object or frame: take it as a target (never lose a test)
-        return False
+        bare = False
+    if not bare:
+        # a mark with one function or class for its target: it may hide a test (a stray)
+        REGISTRY.note_object_target()
+    return bare
 
 
 def _defined_here(obj: object, frame: Any) -> bool:
@@ -251,47 +252,8 @@ def _defined_here(obj: object, frame: Any) -> bool:
     return qualname.endswith(f"<locals>.{name}")
 
 
-def stray_marker(name: str, obj: object) -> object | None:
-    """The test hidden behind a marker that took it for a target, else None.
-
-    A bare ``@pytest.mark.depends_on`` above a decorator that wraps the test without
-    ``functools.wraps`` cannot be told from a target when it runs; the module then binds the
-    test's name to the marker. pytest would have bound the wrapped test there (marked with a
-    no-target ``depends_on``), and so is it collected here, and reported as naming no target.
-    The same holds for ``test_x = pytest.mark.depends_on(f)``, which pytest collects as ``f``.
-    """
-    # any object a module or class binds: ``isinstance`` would ask a proxy for its
-    # ``__class__``, which may raise
-    if not issubclass(type(obj), pytest.MarkDecorator):
-        return None
-    assert isinstance(obj, pytest.MarkDecorator)
-    if obj.mark.name not in _TARGET_MARKERS or obj.mark.kwargs or len(obj.mark.args) != 1:
-        return None
-    inner: object = obj.mark.args[0]
-    if not (safe.is_function(inner) or safe.is_class(inner)):
-        return None
-    store_bare_mark(obj.mark.name, inner)
-    return inner
-
-
-def repair_stray(collector: pytest.Collector, name: str, obj: object) -> object:
-    """What ``pytest_pycollect_makeitem`` makes of the module or class attribute ``name`` when
-    a marker took its test for a target (:func:`stray_marker`): the test put back in its place
-    and collected, as pytest's own marker would have left it (its marker names no target,
-    which is reported), instead of lost; None for anything else (pytest collects it)."""
-    inner = stray_marker(name, obj)
-    if inner is None:
-        return None
-    try:
-        # pytest reads the test from the module or class again
-        setattr(getattr(collector, "obj", None), name, inner)
-    except Exception:
-        return None
-    return collector.ihook.pytest_pycollect_makeitem(collector=collector, name=name, obj=inner)
-
-
 #: the markers whose first argument may be a test function or class taken as a target
-_TARGET_MARKERS = (MARKER, CLEANUP_MARKER)
+TARGET_MARKERS = (MARKER, CLEANUP_MARKER)
 
 def install_marker() -> None:
     """Make ``pytest.mark.depends_on`` take a single function or class as a target.
@@ -302,14 +264,15 @@ def install_marker() -> None:
     vanishes, or the target is called with the test as argument. So the first call takes its
     arguments as targets, unless the argument is certainly the definition being decorated (a
     bare ``@pytest.mark.depends_on``, reported as naming no target). A bare marker above
-    another wrapping decorator is caught at collection (:func:`stray_marker`).
+    another wrapping decorator is caught at collection
+    (:func:`~pytest_depgraph.collect.strays.stray_marker`).
 
     Done when the plugin is configured, not when the package is imported: a conftest that
     imports ``pytest_depgraph`` in a run with the plugin off must leave ``pytest.mark`` as
     pytest has it (``--strict-markers`` then rejects the unregistered marker).
     """
     REGISTRY.installed += 1
-    for name in _TARGET_MARKERS:
+    for name in TARGET_MARKERS:
         install_mark(name, _is_bare_decoration)
 
 
@@ -317,5 +280,5 @@ def uninstall_marker() -> None:
     """Undo :func:`install_marker` once the last session that installed it is done."""
     REGISTRY.installed = max(0, REGISTRY.installed - 1)
     if not REGISTRY.installed:
-        for name in _TARGET_MARKERS:
+        for name in TARGET_MARKERS:
             uninstall_mark(name)

@@ -11,6 +11,7 @@ counts them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -28,14 +29,29 @@ class Registry:
     resource_lock: bool = False
     #: configured sessions that use the installed marker decorator
     installed: int = 0
+    #: whether a ``depends_on`` or ``cleanup_of`` mark took a single function or class for
+    #: its target in this process: only such a mark can hide a test (a stray, which
+    #: collection puts back)
+    object_targets: bool = False
+    #: called when :attr:`object_targets` becomes true (the sessions that then look for
+    #: strays)
+    on_object_target: list[Callable[[], None]] = field(default_factory=list)
 
     def reset(self) -> None:
         """Forget the decorators applied so far: a session that runs in this process next
         (a test's in-process pytester run) takes the paths of a fresh process until its own
         files apply one again. ``installed`` is kept: each session that installed the marker
         undoes it as it ends."""
-        self.cleanup_of = self.resource_lock = False
+        self.cleanup_of = self.resource_lock = self.object_targets = False
         self.depends_on_objects = []
+
+    def note_object_target(self) -> None:
+        """A mark took a single function or class for its target: the first time, tell the
+        sessions waiting for one."""
+        if not self.object_targets:
+            self.object_targets = True
+            for call in list(self.on_object_target):
+                call()
 
     @property
     def depends_on(self) -> bool:
