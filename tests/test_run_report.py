@@ -213,8 +213,9 @@ def test_base():
 def test_mid():
     # the longest chain, the critical path: longer than the failure of test_broken or of
     # test_xfail takes to report, which the bars count too (pytest makes its traceback before
-    # its teardown), even on a machine so loaded that a traceback takes half a second
-    time.sleep(1.0)
+    # its teardown), even on a machine so loaded that a traceback takes more than a second
+    # (CI, five suites and another session's work on two cores: test_broken's bar 1.13 s)
+    time.sleep(3.0)
 
 @pytest.mark.depends_on("test_mid")
 def test_top():
