@@ -213,8 +213,9 @@ def test_base():
 def test_mid():
     # the longest chain, the critical path: longer than the failure of test_broken or of
     # test_xfail takes to report, which the bars count too (pytest makes its traceback before
-    # its teardown), even on a machine so loaded that a traceback takes half a second
-    time.sleep(1.0)
+    # its teardown), even on a machine so loaded that a traceback takes more than a second
+    # (CI, five suites and another session's work on two cores: test_broken's bar 1.13 s)
+    time.sleep(3.0)
 
 @pytest.mark.depends_on("test_mid")
 def test_top():
@@ -562,16 +563,24 @@ def test_browser_check_can_fail(tmp_path: Path) -> None:
     assert not bars.ready
 
 
+@pytest.fixture(scope="module")
+def parallel_bars(parallel_page: Path, tmp_path_factory: pytest.TempPathFactory) -> _Bars:
+    """The parallel page in a 1400-pixel window, where it was laid out, with test_mid selected
+    (one browser, 0.5 s of CPU, for the two tests below)."""
+    probed = tmp_path_factory.mktemp("parallel-bars") / "probed.html"
+    probed.write_text(parallel_page.read_text(encoding="utf-8").replace("</body>", LAYOUT_PROBE),
+                      encoding="utf-8")
+    return _dom_bars(probed, "--window-size=1400,1000", fragment="#test=test_suite.py::test_mid")
+
+
 def test_page_in_a_browser_bars_phases_critical_path_and_fit(
-    parallel_page: Path, tmp_path: Path
+    parallel_page: Path, parallel_bars: _Bars
 ) -> None:
     """In a 1400-pixel window: a bar per test that ran, a bar per phase of the session, the
-    critical path marked, and the page, the timeline and the graph within the window."""
-    text = parallel_page.read_text(encoding="utf-8")
-    data = _page_data(text)
-    probed = tmp_path / "probed.html"
-    probed.write_text(text.replace("</body>", LAYOUT_PROBE), encoding="utf-8")
-    found = _dom_bars(probed, "--window-size=1400,1000")
+    critical path marked, and the page, the timeline and the graph within the window (a
+    test's details shown beside them)."""
+    data = _page_data(parallel_page.read_text(encoding="utf-8"))
+    found = parallel_bars
     assert found.ready, "the page's script did not finish"
     ran = [n for n, row in enumerate(data["tests"]) if row[2] is not None]
     assert sorted(found.bars) == ran  # one bar per test that ran
@@ -592,11 +601,11 @@ def test_page_in_a_browser_bars_phases_critical_path_and_fit(
     assert layout["timelineContent"] <= layout["timelineBox"], layout
 
 
-def test_selected_test_shows_what_held_it_back(parallel_page: Path) -> None:
+def test_selected_test_shows_what_held_it_back(parallel_page: Path, parallel_bars: _Bars) -> None:
     """What a click shows (a link with #test=<node id> selects the same way)."""
     data = _page_data(parallel_page.read_text(encoding="utf-8"))
     index = {row[0]: i for i, row in enumerate(data["tests"])}
-    found = _dom_bars(parallel_page, fragment="#test=test_suite.py::test_mid")
+    found = parallel_bars
     details = " ".join(found.details.split())
     assert details.startswith("test_suite.py::test_mid · passed"), details
     assert "on gw" in details and "on the critical path" in details
@@ -700,21 +709,29 @@ def wide_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return where / "run.html"
 
 
-def test_a_graph_of_300_tests_is_legible_at_fit(wide_page: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def wide_read(wide_page: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """What READ_PROBE saw of the wide page with its failure selected (one browser, 0.5 s of
+    CPU, for the two tests below)."""
+    return _read(wide_page, tmp_path_factory.mktemp("wide-read"),
+                 fragment="#test=test_lone.py::test_fails_alone")
+
+
+def test_a_graph_of_300_tests_is_legible_at_fit(wide_read: dict[str, Any]) -> None:
     """Its labels are read at the page's width, as a person reads a page: Graphviz's upright
     drawing was one row of 300 labels, shrunk to a pixel high."""
     if shutil.which("dot") is None and os.environ.get("CI") != "true":
         pytest.skip("Graphviz is not installed (apt-get install graphviz): no graph to read")
-    read = _read(wide_page, tmp_path)
+    read = wide_read
     assert len(read["labels"]) >= 302  # every test (and the legend's boxes)
     assert min(read["labels"]) >= 12, sorted(read["labels"])[:5]
     assert read["graphContent"] <= read["graphBox"], read  # and no sideways scrolling
 
 
-def test_counts_meet_nouns_in_a_users_words(wide_page: Path, tmp_path: Path) -> None:
+def test_counts_meet_nouns_in_a_users_words(wide_read: dict[str, Any]) -> None:
     """"1 dependent test was skipped", not "1 dependent tests were skipped"; and the strip of
     tests at once does not read as a lane named "1"."""
-    read = _read(wide_page, tmp_path, fragment="#test=test_lone.py::test_fails_alone")
+    read = wide_read
     details = " ".join(read["details"].split())
     assert "1 dependent test was skipped because of it" in details, details
     assert "302tests (301 ran)" in read["figures"], read["figures"]  # <b>302</b>tests (...)
