@@ -87,6 +87,10 @@ def test_the_summary_says_what_each_resource_cost_and_the_bound_in_words() -> No
         "parallel run: 24.15 s wall time; best possible 20.00 s, the longer of the critical "
         "path (20.00 s) and the total test time per worker (26.00 s / 2); 21% above it"
     )
+    # the critical path as the run report shows it: stored to 4 digits, 0.034996 s is 0.035
+    # there and reads 0.04 s on the page; the line says the same
+    short = WalkStats(wall=0.1, critical_path=0.034996, total=0.05, parallelism=2)
+    assert "the critical path (0.04 s)" in walk_line(short, 0.034996, 0.05)
 
 
 def test_the_timeline_marks_each_tests_waits_and_bounds_with_resources() -> None:

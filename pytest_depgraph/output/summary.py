@@ -268,7 +268,7 @@ def _critical_path(
     if not path:
         return []  # tests were reported, and none of them ran: no chain to name
     names = [plan.nodeids[n] for n in path]
-    length = "by test count" if seconds is None else f"{seconds:.2f} s"
+    length = "by test count" if seconds is None else f"{_as_on_the_page(seconds)} s"
     head = f"critical path: {plural(len(path), 'test')} ({length})"
     if verbose and len(names) > 1:
         return [f"{head}:", *(f"  {name}" for name in names)]
@@ -279,6 +279,13 @@ def _critical_path(
     if len(head) + len(joined) + 2 > _PATH_WIDTH:
         return [f"{head}:", *(f"  {name}" for name in joined.split(" -> "))]
     return [f"{head}: {joined}"]
+
+
+def _as_on_the_page(seconds: float) -> str:
+    """``seconds`` as the run report shows them: rounded to 4 digits first, as the page
+    stores its figures, so that one length never reads 0.03 s here and 0.04 s there
+    (0.034996 s)."""
+    return f"{round(seconds, 4):.2f}"
 
 
 def resource_lines(record: Record, plan: Plan) -> list[str]:
@@ -327,8 +334,8 @@ def walk_line(
         best = max(critical_path, total / walk.parallelism)
         line = (
             f"parallel run: {walk.wall:.2f} s wall time; best possible {best:.2f} s, the longer "
-            f"of the critical path ({critical_path:.2f} s) and the total test time per "
-            f"worker ({total:.2f} s / {walk.parallelism})"
+            f"of the critical path ({_as_on_the_page(critical_path)} s) and the total test "
+            f"time per worker ({total:.2f} s / {walk.parallelism})"
         )
     else:
         best = bound.value
