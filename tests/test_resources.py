@@ -377,6 +377,20 @@ def test_z():
 """
 
 
+def _run_in_a_process(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, resources: str,
+    files: dict[str, str], workers: int,
+) -> pytest.RunResult:
+    """A real run of ``files`` on ``-n workers``, in a process of its own (its timeout ends a
+    hang), with ``depgraph_resources =<resources>`` and each test logging that it ran."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makeconftest(RAN_CONFTEST)
+    pytester.makeini(f"[pytest]\ndepgraph_resources ={resources}\n")
+    pytester.makepyfile(**files)
+    return pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", "-n", str(workers),
+                                         timeout=120)
+
+
 def test_a_run_goes_on_after_a_worker_crashes_with_a_test_handed_over_behind_its_test(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -385,12 +399,8 @@ def test_a_run_goes_on_after_a_worker_crashes_with_a_test_handed_over_behind_its
     worker once test_go, given out after test_x waited, ran. The crashed test fails, the
     rest runs. Before, test_x waited for ever with c free, the run hung after "replacing
     crashed worker" (a process of its own: the timeout ends a hang)."""
-    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    pytester.makeconftest(RAN_CONFTEST)
-    pytester.makeini("[pytest]\ndepgraph_resources =\n    b\n    c\n")
-    pytester.makepyfile(test_crash_handover=CRASH_BEHIND_A_HANDOVER)
-    result = pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", "-n", "2",
-                                           timeout=120)
+    result = _run_in_a_process(pytester, monkeypatch, "\n    b\n    c",
+                               {"test_crash_handover": CRASH_BEHIND_A_HANDOVER}, workers=2)
     result.assert_outcomes(passed=6, failed=1)
     result.stdout.fnmatch_lines(["*crashed while running*test_crashes*"])
     assert set(ran(pytester.path)) == {"test_crashes", "test_handed_over", "test_d", "test_x",
@@ -442,12 +452,8 @@ def test_a_run_with_a_class_blocks_exclusive_test_and_a_more_urgent_exclusive_re
     test_c waits for db, TestC's; test_b, TestC's exclusive test, waits for test_e to end.
     Every test runs. Before, test_e's end woke only test_c, which still waited for db, and the
     run hung after test_e (3 of 3 runs ended by a 15 s timeout)."""
-    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    pytester.makeconftest(RAN_CONFTEST)
-    pytester.makeini("[pytest]\ndepgraph_resources = db\n")
-    pytester.makepyfile(**BLOCK_AND_EXCLUSIVE_READER)
-    result = pytester.runpytest_subprocess("-p", "xdist", "-p", "depgraph", "-n", "3",
-                                           timeout=120)
+    result = _run_in_a_process(pytester, monkeypatch, " db", BLOCK_AND_EXCLUSIVE_READER,
+                               workers=3)
     result.assert_outcomes(passed=6)
     assert set(ran(pytester.path)) == {"test_a", "test_b", "test_c", "test_d", "test_e",
                                        "test_f"}
