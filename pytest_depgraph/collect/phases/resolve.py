@@ -22,6 +22,7 @@ from pytest_depgraph.collect.context import Context, Source
 from pytest_depgraph.collect.declarations import Declarations
 from pytest_depgraph.collect.dependency_markers import describe_target
 from pytest_depgraph.collect.selection import uncollected_file
+from pytest_depgraph.collect.targets import TargetIndex
 from pytest_depgraph.core.graph.storage import Kind, Origin
 
 
@@ -79,6 +80,11 @@ def resolve(
     # parametrized instances is resolved once
     scope = ""
     in_scope: dict[int, tuple[int, int, list[tuple[object, Sequence[int]]]]] = {}
+    # the prefixes of a name in the current scope, innermost first, asked once per scope
+    # (measured, callgrind: onefile10k's resolve, 10,000 declarations, 655 -> 614 M
+    # instructions: asked once per declaration -> this)
+    index = context.index
+    outward: list[str] | None = None
     # ordering edges to a test outside the run so far: it may still be pulled in (as another
     # test's dependency), and then they order it as any other
     waiting: dict[int, list[tuple[int, int, int]]] = {}
@@ -99,12 +105,15 @@ def resolve(
             nodeid = nodeids[position]
             current = _scope(nodeid)
             if current != scope:
-                scope, in_scope = current, {}
+                scope, in_scope, outward = current, {}, None
             for source in sources:
                 resolved = in_scope.get(id(source))
                 if resolved is None:
-                    resolved = in_scope[id(source)] = _resolve_source(context, source, nodeid,
-                                                                       found.table)
+                    if outward is None and source.resolved is None:
+                        outward = index.outward_of(nodeid)
+                    resolved = in_scope[id(source)] = _resolve_source(
+                        index, source, nodeid, outward, found.table
+                    )
                 origin, kind, targets = resolved
                 for target, matches in targets:
                     if not matches:
@@ -171,16 +180,18 @@ def add_edge(found: Resolved, dependent: int, dependency: int, kind: int, origin
 
 
 def _resolve_source(
-    context: Context, source: Source, nodeid: str, table: list[Origin]
+    index: TargetIndex, source: Source, nodeid: str, outward: list[str] | None,
+    table: list[Origin],
 ) -> tuple[int, int, list[tuple[object, Sequence[int]]]]:
-    """``source`` resolved for the test ``nodeid`` (and the other tests of its scope): the
-    index of its origin in ``table`` (an entry shared by the edges of all of them), its kind,
-    and each target with the positions it matches."""
+    """``source`` resolved for the test ``nodeid`` (and the other tests of its scope, whose
+    names are looked up under ``outward``, :meth:`TargetIndex.outward_of`): the index of its
+    origin in ``table`` (an entry shared by the edges of all of them), its kind, and each
+    target with the positions it matches."""
     table.append(source.origin)
     kind = int(source.declaration.kind)
     if source.resolved is not None:
         return len(table) - 1, kind, [(None, source.resolved)]
-    return len(table) - 1, kind, context.index.resolve_all(source.declaration.targets, nodeid)
+    return len(table) - 1, kind, index.resolve_all(source.declaration.targets, nodeid, outward)
 
 
 def unresolved(context: Context, source: Source, target: object, position: int) -> None:
