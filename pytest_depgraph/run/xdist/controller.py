@@ -7,9 +7,11 @@ collection has its plan parsed (:meth:`Controller.collected`): under a ``--dist`
 depgraph scheduler does not run, that is the session's plan. When the scheduler walks the run,
 :meth:`Controller.agree` checks that every worker collected the same tests and sent the same
 plan (equal texts: plans compare as the workers send them), then binds what only the
-controller knows: the tests' locations (the first workers send them beside their plans, a
-share each), the known durations (``--depgraph-durations``, else pytest's cache), and the
-``--dist`` units and resource blocks (:meth:`Controller.bind_units`).
+controller knows: the tests' locations (those a walk may need at its start come beside the
+first workers' plans, a share each; the others when a test's failure makes them needed,
+:mod:`pytest_depgraph.run.xdist.locations`), the known durations (``--depgraph-durations``,
+else pytest's cache), and the ``--dist`` units and resource blocks
+(:meth:`Controller.bind_units`).
 
 This object is the only writer of the controller's ``session_state(config).plan``; the
 scheduler, the warnings, the shard summary and the run report read it, and nothing else parses
@@ -21,7 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -31,9 +33,7 @@ from pytest_depgraph.hosts import xdist
 from pytest_depgraph.run import durations
 from pytest_depgraph.run.state import session_state
 from pytest_depgraph.run.xdist import units
-
-#: where a test is reported: (relative file, 0-based line or None, domain), as ``item.location``
-Location = tuple[str, Optional[int], str]
+from pytest_depgraph.run.xdist.locations import Location
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,12 @@ class Controller:
         self.durations: dict[int, float] = {}
         #: where they came from, for a person ("" when none is known)
         self.durations_from = ""
-        #: the items' locations, from the workers asked for a share each (empty: none sent)
+        #: the locations of the items a walk may skip at its start, from the workers asked
+        #: for a share each (empty: none sent)
         self.locations: list[Location | None] = []
+        #: the locations a worker sent when a test did not pass, of the tests downstream of it
+        #: (written by execnet's receiver thread)
+        self._located: dict[int, Location] = {}
         #: collection errors of the plan that stopped the run (the hooks end the session on
         #: them, as pytest does on any collection error)
         self.errors = 0
@@ -72,6 +76,12 @@ class Controller:
     def received(self, node: Any, plan: str | None, locations: object = None) -> None:
         """``node``'s worker sent its plan (before its collection, on the same channel)."""
         self._sent[node] = _Sent(plan, locations)
+
+    def located(self, nodes: Sequence[int], locations: Sequence[Sequence[Any]]) -> None:
+        """A worker sent the ``locations`` of the tests ``nodes``: a test upstream of them did
+        not pass (:class:`~pytest_depgraph.run.xdist.locations.OnFailure`)."""
+        for node, found in zip(nodes, locations):
+            self._located[node] = (str(found[0]), found[1], str(found[2]))
 
     # -- the main thread -------------------------------------------------------------------
 
@@ -179,6 +189,8 @@ class Controller:
         """Where test ``node`` of the session's plan is reported (its file from its node id
         when no worker sent its location)."""
         found = self.locations[node] if node < len(self.locations) else None
+        if found is None:
+            found = self._located.get(node)
         if found is None:
             plan = session_state(self.config).plan
             assert plan is not None

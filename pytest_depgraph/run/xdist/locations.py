@@ -1,0 +1,95 @@
+"""The tests' locations the xdist controller reports its own skips under, from the workers.
+
+The controller collects nothing, so the location (file, line, domain) of a test it reports
+itself -- skipped because a dependency was unsatisfied, or unable to run -- comes from the
+workers. pytest computes ``item.location`` on demand (about 30 us an item: paths and a
+``stat``) and keeps it on the item; a worker needs the locations of the tests it runs anyway,
+but those of the tests others run are wasted unless the controller reports them.
+
+So a worker computes only what the controller may need, when it may need it:
+
+* at the start of a walk (:func:`at_start`, sent beside the plan): the tests the walk skips
+  before anything runs -- those that cannot run (broken), those that depend on them or on a
+  test outside the run, the cleanups -- shared out between the first workers (index ``k``
+  modulo ``n``: one worker computing all of them held the walk's start back);
+* during the walk (:class:`OnFailure`): when one of its tests reports anything but a pass,
+  the locations of every test downstream of it, sent before the report itself (the same
+  channel keeps their order, so the controller has them when the report makes it skip
+  them). A run where every test passes computes none of them.
+
+A test whose location no worker sent (its worker crashed in a test upstream of it) is reported
+under its node id's file (:meth:`~pytest_depgraph.run.xdist.controller.Controller.location`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+import pytest
+
+from pytest_depgraph.core.graph.paths import reachable
+from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.hosts.xdist import send_event
+
+#: where a test is reported: (relative file, 0-based line or None, domain), as ``item.location``
+Location = tuple[str, Optional[int], str]
+
+#: worker -> controller: the ``locations`` of the tests ``nodes`` (plan nodes), which the
+#: controller may report skipped; sent before the report that may skip them
+LOCATED_EVENT = "depgraph_located"
+
+
+def at_start(
+    plan: Plan, items: Sequence[pytest.Item], share: int = 0, shares: int = 1
+) -> list[Location | None]:
+    """``item.location`` of the items a walk of ``plan`` may skip before any test runs (see
+    the module's docstring), None for the others and for those outside this worker's
+    ``share`` of ``shares`` (the items whose index is ``share`` modulo ``shares``)."""
+    unsatisfied = [*plan.broken, *plan.external]
+    reported = {*plan.broken, *plan.cleanups, *reachable(plan.graph, unsatisfied, "dependents")}
+    return [
+        item.location if n in reported and n % shares == share else None
+        for n, item in enumerate(items)
+    ]
+
+
+class OnFailure:
+    """A walked worker's plugin: a test that did not pass sends the locations of the tests
+    downstream of it, once each, before its report."""
+
+    def __init__(self, plan: Plan, items: Sequence[pytest.Item], config: pytest.Config) -> None:
+        self.plan = plan
+        self.items = items
+        self.config = config
+        #: node id -> plan node, made at the first report that is not a pass
+        self._node: dict[str, int] | None = None
+        #: the nodes whose locations were sent
+        self._sent: set[int] = set()
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist's own, which sends the report
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.outcome == "passed":
+            return  # a pass (an XPASS too) skips nothing
+        plan = self.plan
+        if self._node is None:
+            self._node = {nodeid: n for n, nodeid in enumerate(plan.nodeids[: plan.item_count])}
+        node = self._node.get(report.nodeid)
+        if node is None:
+            return
+        downstream = [
+            n for n in reachable(plan.graph, (node,), "dependents")
+            if n < plan.item_count and n not in self._sent
+        ]
+        if not downstream:
+            return
+        self._sent.update(downstream)
+        send_event(self.config, LOCATED_EVENT, nodes=downstream,
+                   locations=[self.items[n].location for n in downstream])
+
+
+def install(config: pytest.Config, plan: Plan | None, items: Sequence[pytest.Item]) -> None:
+    """Have a walked worker send the locations a test's failure may need (a plan with edges:
+    without, no test is skipped for another's sake)."""
+    if plan is not None and plan.graph.edge_count:
+        config.pluginmanager.register(OnFailure(plan, items, config), "depgraph-locations")
