@@ -613,7 +613,7 @@ def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids(
                             ([silent], ("t.py", None, "t.py::test_b"))):
         controller = Controller(config)
         controller.received(silent, plan.to_json())
-        controller.received(sender, plan.to_json(), [None, ["t.py", 4, "test_b"]])
+        controller.received(sender, plan.to_json(), {1: ["t.py", 4, "test_b"]})
         assert controller.agree([(node, plan.nodeids) for node in nodes], print) is not None
         assert controller.location(1) == expected
 
@@ -631,9 +631,9 @@ def test_locations_are_shared_out_between_the_first_workers(pytester: pytest.Pyt
     config = pytester.parseconfigure("-p", "xdist")
     first, second, third = Node("gw0"), Node("gw1"), Node("gw2")
     controller = Controller(config)
-    controller.received(first, plan.to_json(), [["t.py", 0, "test_0"], None, ["t.py", 2, "test_2"]])
-    controller.received(second, plan.to_json(), [None, ["t.py", 1, "test_1"], None,
-                                                 ["t.py", 3, "test_3"], None])
+    controller.received(first, plan.to_json(), {0: ["t.py", 0, "test_0"], 2: ["t.py", 2, "test_2"]})
+    controller.received(second, plan.to_json(), {1: ["t.py", 1, "test_1"],
+                                                 3: ["t.py", 3, "test_3"]})
     controller.received(third, plan.to_json())  # its share never came
     collected = [(node, plan.nodeids) for node in (first, second, third)]
     assert controller.agree(collected, print) is not None
@@ -674,9 +674,10 @@ def test_locations_at_a_walks_start_only_of_the_tests_it_may_skip_then(
     items: Any = [_Located(n, asked) for n in range(8)]
     found = [at_start(plan, items, share, 2) for share in (0, 1)]
     assert sorted(asked) == [0, 1, 2, 3, 4, 5]  # not 6 nor 7: they run first
-    assert found[0][:6] == [("t.py", 0, "test_0"), None, ("t.py", 2, "test_2"), None,
-                            ("t.py", 4, "test_4"), None]
-    assert found[1][5] == ("t.py", 5, "test_5") and found[1][6:] == [None, None]
+    assert found[0] == {0: ("t.py", 0, "test_0"), 2: ("t.py", 2, "test_2"),
+                        4: ("t.py", 4, "test_4")}
+    assert found[1] == {1: ("t.py", 1, "test_1"), 3: ("t.py", 3, "test_3"),
+                        5: ("t.py", 5, "test_5")}
 
     class Node:
         gateway = SimpleNamespace(id="gw0")

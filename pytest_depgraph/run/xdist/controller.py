@@ -61,12 +61,10 @@ class Controller:
         self.durations: dict[int, float] = {}
         #: where they came from, for a person ("" when none is known)
         self.durations_from = ""
-        #: the locations of the items a walk may skip at its start, from the workers asked
-        #: for a share each (empty: none sent)
-        self.locations: list[Location | None] = []
-        #: the locations a worker sent when a test did not pass, of the tests downstream of it
-        #: (written by execnet's receiver thread)
-        self._located: dict[int, Location] = {}
+        #: the items' locations that workers sent, by node: those a walk may skip at its
+        #: start, from the workers asked for a share each; those downstream of a test that
+        #: did not pass, from its worker (written by execnet's receiver thread then)
+        self.locations: dict[int, Location] = {}
         #: collection errors of the plan that stopped the run (the hooks end the session on
         #: them, as pytest does on any collection error)
         self.errors = 0
@@ -81,7 +79,7 @@ class Controller:
         """A worker sent the ``locations`` of the tests ``nodes``: a test upstream of them did
         not pass (:class:`~pytest_depgraph.run.xdist.locations.OnFailure`)."""
         for node, found in zip(nodes, locations):
-            self._located[node] = (str(found[0]), found[1], str(found[2]))
+            self.locations[node] = (str(found[0]), found[1], str(found[2]))
 
     # -- the main thread -------------------------------------------------------------------
 
@@ -145,7 +143,7 @@ class Controller:
         if plan is None or problems:
             return None
         self._agreed = (first_text, first_collection)
-        self.locations = self._sent_locations([node for node, _ in collected], plan)
+        self.locations.update(self._sent_locations([node for node, _ in collected], plan))
         known = durations.for_walk(self.config, plan.nodeids[: plan.item_count])
         self.durations, self.durations_from = known.seconds, known.source
         session_state(self.config).plan = plan
@@ -188,9 +186,7 @@ class Controller:
     def location(self, node: int) -> Location:
         """Where test ``node`` of the session's plan is reported (its file from its node id
         when no worker sent its location)."""
-        found = self.locations[node] if node < len(self.locations) else None
-        if found is None:
-            found = self._located.get(node)
+        found = self.locations.get(node)
         if found is None:
             plan = session_state(self.config).plan
             assert plan is not None
@@ -214,19 +210,18 @@ class Controller:
             return first[2]
         return Plan.from_json(text)
 
-    def _sent_locations(self, nodes: Sequence[Any], plan: Plan) -> list[Location | None]:
+    def _sent_locations(self, nodes: Sequence[Any], plan: Plan) -> dict[int, Location]:
         """The items' locations, from the workers asked for a share of them each (none of a
         share its worker did not send: the reports then name the test's file from its node
         id)."""
-        merged: list[Location | None] = []
+        merged: dict[int, Location] = {}
         for node in nodes:
             sent = self._sent.get(node)
             found = None if sent is None else sent.locations
-            if not isinstance(found, (list, tuple)) or len(found) > len(plan.nodeids):
+            if not isinstance(found, dict):
                 continue
-            merged.extend([None] * (len(found) - len(merged)))
-            for n, loc in enumerate(found):
-                if loc is not None and merged[n] is None:
+            for n, loc in found.items():
+                if type(n) is int and 0 <= n < plan.item_count and n not in merged:
                     merged[n] = (str(loc[0]), loc[1], str(loc[2]))
         return merged
 
