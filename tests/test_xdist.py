@@ -21,7 +21,7 @@ from pytest_depgraph.core.plan import Cleanup, Plan
 from pytest_depgraph.run.outcomes import FAILED, PASSED
 from pytest_depgraph.run.xdist.controller import Controller
 from pytest_depgraph.run.xdist.hooks import shows_places, unhonoured_message
-from pytest_depgraph.run.xdist.locations import at_start
+from pytest_depgraph.run.xdist.locations import at_start, from_source
 
 from .fake_workers import collected_plan, complete, controller_config, running, start_on, walked
 from .helpers import RAN_CONFTEST, ran
@@ -242,6 +242,10 @@ def test_crashed_worker_fails_its_test_skips_dependents_rest_runs(suite: pytest.
     result.assert_outcomes(passed=3, failed=1, skipped=2)
     result.stdout.fnmatch_lines(["*crashed while running*test_crash*"])
     result.stdout.fnmatch_lines(["*depgraph: upstream test_crash.py::test_crash failed*"])
+    # no worker computed where test_dep and test_dep2 are (the crash came before test_crash's
+    # report): the controller reads their lines from the source, their decorators', as pytest
+    for line in (7, 11):
+        result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] test_crash.py:{line}: depgraph: *"])
     assert "test_dep" not in ran(suite.path)
 
 
@@ -599,7 +603,8 @@ def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids(
     pytester: pytest.Pytester,
 ) -> None:
     """One worker sends the items' locations beside its plan (never in it); should it die
-    first, the controller's reports name each test's file from its node id."""
+    first, the controller's reports name each test's file and names from its node id (and
+    its line from that file, which is not there)."""
     class Node:
         def __init__(self, name: str) -> None:
             self.gateway = SimpleNamespace(id=name)
@@ -610,7 +615,7 @@ def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids(
     config = pytester.parseconfigure("-p", "xdist")
     silent, sender = Node("gw0"), Node("gw1")
     for nodes, expected in (([silent, sender], ("t.py", 4, "test_b")),
-                            ([silent], ("t.py", None, "t.py::test_b"))):
+                            ([silent], ("t.py", None, "test_b"))):
         controller = Controller(config)
         controller.received(silent, plan.to_json())
         controller.received(sender, plan.to_json(), {1: ["t.py", 4, "test_b"]})
@@ -639,7 +644,7 @@ def test_locations_are_shared_out_between_the_first_workers(pytester: pytest.Pyt
     assert controller.agree(collected, print) is not None
     assert [controller.location(n) for n in range(5)] == [
         ("t.py", 0, "test_0"), ("t.py", 1, "test_1"), ("t.py", 2, "test_2"),
-        ("t.py", 3, "test_3"), ("t.py", None, "t.py::test_4"),
+        ("t.py", 3, "test_3"), ("t.py", None, "test_4"),
     ]
 
 
@@ -685,10 +690,34 @@ def test_locations_at_a_walks_start_only_of_the_tests_it_may_skip_then(
     controller = Controller(pytester.parseconfigure("-p", "xdist"))
     controller.received(Node, plan.to_json(), found[0])
     assert controller.agree([(Node, plan.nodeids[:8])], print) is not None
-    assert controller.location(7) == ("t.py", None, "t.py::test_7")
     controller.located([7], [["t.py", 7, "test_7"]])  # test_6 failed on a worker
     assert controller.location(7) == ("t.py", 7, "test_7")
+    assert controller.location(6) == ("t.py", None, "test_6")  # no t.py to read here
     assert controller.location(0) == ("t.py", 0, "test_0")
+
+
+def test_a_location_no_worker_sent_is_read_from_the_source(pytester: pytest.Pytester) -> None:
+    """As pytest's ``item.location``: the first line of the test's function (its first
+    decorator's), 0-based, and its names joined by dots, its parameters kept."""
+    pytester.makepyfile(test_src="""
+        import pytest
+
+        @pytest.mark.parametrize("n", [1, 2])
+        @pytest.mark.depends_on("test_b")
+        def test_a(n):
+            pass
+
+        class TestC:
+            class TestInner:
+                def test_x(self):
+                    pass
+        """)
+    root = pytester.path
+    assert from_source(root, "test_src.py::test_a[2]") == ("test_src.py", 2, "test_a[2]")
+    assert from_source(root, "test_src.py::TestC::TestInner::test_x") == (
+        "test_src.py", 9, "TestC.TestInner.test_x")
+    assert from_source(root, "test_src.py::test_gone") == ("test_src.py", None, "test_gone")
+    assert from_source(root, "missing.py::test_a") == ("missing.py", None, "test_a")
 
 
 def test_a_fresh_machine_walks_a_suite_without_edges_longest_first(

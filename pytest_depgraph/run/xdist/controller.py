@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,7 +34,7 @@ from pytest_depgraph.hosts import xdist
 from pytest_depgraph.run import durations
 from pytest_depgraph.run.state import session_state
 from pytest_depgraph.run.xdist import units
-from pytest_depgraph.run.xdist.locations import Location
+from pytest_depgraph.run.xdist.locations import Location, from_source
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,8 @@ class Controller:
         #: start, from the workers asked for a share each; those downstream of a test that
         #: did not pass, from its worker (written by execnet's receiver thread then)
         self.locations: dict[int, Location] = {}
+        #: the test files read for the locations no worker sent (a worker crashed)
+        self._sources: dict[Path, dict[tuple[str, ...], int]] = {}
         #: collection errors of the plan that stopped the run (the hooks end the session on
         #: them, as pytest does on any collection error)
         self.errors = 0
@@ -184,14 +187,15 @@ class Controller:
         return None if errors else plan
 
     def location(self, node: int) -> Location:
-        """Where test ``node`` of the session's plan is reported (its file from its node id
-        when no worker sent its location)."""
+        """Where test ``node`` of the session's plan is reported (read from the source its
+        node id names when no worker sent its location)."""
         found = self.locations.get(node)
         if found is None:
             plan = session_state(self.config).plan
             assert plan is not None
-            nodeid = plan.nodeids[node]
-            return (nodeid.split("::")[0], None, nodeid)
+            found = self.locations[node] = from_source(
+                self.config.rootpath, plan.nodeids[node], self._sources
+            )
         return found
 
     # -- internals -------------------------------------------------------------------------

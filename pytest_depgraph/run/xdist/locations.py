@@ -18,12 +18,14 @@ So a worker computes only what the controller may need, when it may need it:
   them). A run where every test passes computes none of them.
 
 A test whose location no worker sent (its worker crashed in a test upstream of it) is reported
-under its node id's file (:meth:`~pytest_depgraph.run.xdist.controller.Controller.location`).
+under the place its node id names in the source the controller has (:func:`from_source`).
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Optional
 
 import pytest
@@ -93,3 +95,41 @@ def install(config: pytest.Config, plan: Plan | None, items: Sequence[pytest.Ite
     without, no test is skipped for another's sake)."""
     if plan is not None and plan.graph.edge_count:
         config.pluginmanager.register(OnFailure(plan, items, config), "depgraph-locations")
+
+
+def from_source(
+    rootpath: Path, nodeid: str, read: dict[Path, dict[tuple[str, ...], int]] | None = None
+) -> Location:
+    """Where test ``nodeid`` is reported when no worker sent its location: its file, the first
+    line of its function as pytest counts it (0-based, its first decorator's) read from that
+    file under ``rootpath`` (None when it cannot be found: no such file here, a test defined
+    elsewhere), and its names as pytest's domain (``TestC.test_x[1]``). ``read``: the files
+    read so far (each is read once)."""
+    path, *names = nodeid.split("::")
+    file = rootpath / path
+    read = {} if read is None else read
+    if file not in read:
+        read[file] = _first_lines(file)
+    line = read[file].get(tuple(name.split("[")[0] for name in names))
+    return (path, line, ".".join(names) or nodeid)
+
+
+def _first_lines(path: Path) -> dict[tuple[str, ...], int]:
+    """The first line (0-based) of every function and class of the module at ``path``, by
+    its names from the module down; empty when it cannot be read."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    found: dict[tuple[str, ...], int] = {}
+
+    def walk(body: list[ast.stmt], prefix: tuple[str, ...]) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = (*prefix, node.name)
+                found[names] = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+                if isinstance(node, ast.ClassDef):
+                    walk(node.body, names)
+
+    walk(tree.body, ())
+    return found
