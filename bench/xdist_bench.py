@@ -28,8 +28,10 @@
     interleaved runs. The sleeping DAGs of (a) get a "file" row too: an empty cache and the
     durations file, which must walk as well as the warm cache does.
 
-Run: ``python bench/xdist_bench.py [--quick] [--stress] [--repeat N] [--only ROW ...]`` (prints
-Markdown tables; ROW: ``sleeping``, ``flat``, ``dag``, ``skew``). The no-op rows also count the
+Run: ``python bench/xdist_bench.py [--quick] [--stress] [--repeat N] [--only ROW ...] [--code DIR
+...]`` (prints Markdown tables; ROW: ``sleeping``, ``flat``, ``dag``, ``skew``; ``--code DIR``: the
+no-op rows run the plugin's modes of that checkout too, its package first on the path,
+interleaved with this one's: before and after from one run). The no-op rows also count the
 ``runtests`` commands the controller sent (xdist's ``--dist load`` sends a few large ones).
 """
 
@@ -46,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -372,33 +375,60 @@ def write_random_dag(root: Path, count: int, markers: bool, seed: int = 2) -> in
 
 
 def interleaved(roots: dict[str, tuple[Path, tuple[str, ...]]], repeats: int,
-                timeout: float = 600) -> dict[str, list[Sample]]:
-    """Each mode ``repeats`` times, interleaved (the machine's load drifts); a warm-up first."""
-    for root, args in {r: a for r, a in roots.values()}.items():
-        timed_run(root, *args, "-p", "no:cacheprovider", timeout=timeout)  # byte code
+                timeout: float = 600,
+                envs: dict[str, dict[str, str]] | None = None) -> dict[str, list[Sample]]:
+    """Each mode ``repeats`` times, interleaved (the machine's load drifts); a warm-up first.
+    ``envs``: the environment some modes add (another checkout's package, ``--code``)."""
+    envs = envs or {}
+    warmed: set[tuple[Path, tuple[str, ...], str]] = set()
+    for mode, (root, args) in roots.items():
+        env = envs.get(mode, {})
+        key = (root, args, json.dumps(env, sort_keys=True))
+        if key not in warmed:  # byte code
+            warmed.add(key)
+            timed_run(root, *args, "-p", "no:cacheprovider", env=env, timeout=timeout)
     samples: dict[str, list[Sample]] = {mode: [] for mode in roots}
     for rep in range(repeats):
         for mode, (root, args) in roots.items():
             samples[mode].append(timed_run(root, *args, "-p", "no:cacheprovider",
-                                           timeout=timeout))
+                                           env=envs.get(mode), timeout=timeout))
             print(f"# xdist {mode} rep {rep + 1}: {samples[mode][-1].wall:.2f} s",
                   file=sys.stderr, flush=True)
     return samples
 
 
-def bench_flat(count: int, repeats: int) -> dict[str, list[Sample]]:
-    """2,000 no-op tests without edges on -n 4: the plugin, its walker forced, --dist load."""
+def with_code(modes: dict[str, tuple[Path, tuple[str, ...]]], code: Sequence[Path],
+              ) -> tuple[dict[str, tuple[Path, tuple[str, ...]]], dict[str, dict[str, str]]]:
+    """``modes``, each mode of this plugin once more for every other checkout of ``code`` (a
+    folder holding its ``pytest_depgraph/``, first on the path of the controller and its
+    workers), right after it: before and after in one interleaved run."""
+    out: dict[str, tuple[Path, tuple[str, ...]]] = {}
+    envs: dict[str, dict[str, str]] = {}
+    for mode, (root, args) in modes.items():
+        for folder in code if "depgraph" in args else ():
+            other = f"{mode} [{folder}]"
+            out[other] = (root, args)
+            envs[other] = {"PYTHONPATH": str(folder.resolve())}
+        out[mode] = (root, args)
+    return out, envs
+
+
+def bench_flat(count: int, repeats: int, code: Sequence[Path] = ()) -> dict[str, list[Sample]]:
+    """2,000 no-op tests without edges on -n 4: the plugin, its walker forced, --dist load
+    (and the plugin's modes from each checkout of ``code``)."""
     root = Path(tempfile.mkdtemp(prefix="flatbench"))
     try:
         write_flat_suite(root, count)
-        return interleaved({mode: (root, args) for mode, args in FLAT_MODES.items()}, repeats)
+        modes, envs = with_code({mode: (root, args) for mode, args in FLAT_MODES.items()}, code)
+        return interleaved(modes, repeats, envs=envs)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def bench_random_dag(count: int, repeats: int) -> tuple[int, dict[str, list[Sample]]]:
+def bench_random_dag(count: int, repeats: int, code: Sequence[Path] = (),
+                     ) -> tuple[int, dict[str, list[Sample]]]:
     """A random DAG of no-op tests on -n 4 against the same tests without markers, and with
-    their markers inert (no plugin)."""
+    their markers inert (no plugin) (and the plugin's mode from each checkout of ``code``)."""
     base = Path(tempfile.mkdtemp(prefix="dag2kbench"))
     try:
         (base / "bare").mkdir()
@@ -407,7 +437,8 @@ def bench_random_dag(count: int, repeats: int) -> tuple[int, dict[str, list[Samp
         edges = write_random_dag(base / "dag", count, markers=True)
         roots = {mode: (base / ("bare" if "no markers" in mode else "dag"), args)
                  for mode, args in DAG_MODES.items()}
-        return edges, interleaved(roots, repeats)
+        modes, envs = with_code(roots, code)
+        return edges, interleaved(modes, repeats, envs=envs)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -530,6 +561,10 @@ def main() -> None:
     parser.add_argument("--stress", action="store_true", help="20 runs of a DAG on -n 4")
     parser.add_argument("--repeat", type=int, default=5,
                         help="runs per mode of the no-op suites (default 5)")
+    parser.add_argument("--code", action="append", type=Path, default=[],
+                        help="another checkout's folder holding its pytest_depgraph/ "
+                             "(repeatable): the no-op rows run its plugin's modes too, "
+                             "interleaved with this checkout's (before and after in one run)")
     parser.add_argument("--only", action="append", choices=ROWS,
                         help="run only these rows (repeatable): sleeping DAGs, no-op tests "
                              "without edges, no-op random DAG; default all")
@@ -548,9 +583,9 @@ def main() -> None:
     if "flat" in rows:
         print(f"\n{count} no-op tests without edges, -n 4, median of {repeats}, "
               "interleaved:\n")
-        print_samples(bench_flat(count, repeats), count, "--dist load (no plugin)")
+        print_samples(bench_flat(count, repeats, options.code), count, "--dist load (no plugin)")
     if "dag" in rows:
-        edges, dag = bench_random_dag(count, repeats)
+        edges, dag = bench_random_dag(count, repeats, options.code)
         print(f"\n{count} no-op tests in a random DAG ({edges:,} edges, 40 modules), -n 4, "
               f"median of {repeats}, interleaved:\n")
         print_samples(dag, count, "--dist load, no markers (no plugin)")

@@ -12,14 +12,16 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from pytest_depgraph.core.graph.storage import Graph, Kind, Origin
-from pytest_depgraph.core.plan import Plan
+from pytest_depgraph.core.plan import Cleanup, Plan
 from pytest_depgraph.run.outcomes import FAILED, PASSED
 from pytest_depgraph.run.xdist.controller import Controller
 from pytest_depgraph.run.xdist.hooks import shows_places, unhonoured_message
+from pytest_depgraph.run.xdist.locations import at_start, from_source
 
 from .fake_workers import collected_plan, complete, controller_config, running, start_on, walked
 from .helpers import RAN_CONFTEST, ran
@@ -140,14 +142,15 @@ def test_dependencies_first_overlap_and_skips_with_root_cause(suite: pytest.Pyte
     assert "test_child" not in started and "test_grandchild" not in started  # never started
     reason = "depgraph: upstream test_dag.py::test_broken failed"
     # the decorator lines of test_child and test_grandchild, as serially: the controller
-    # reports the skips under the locations the workers computed for it, a share each
+    # reports the skips under the locations test_broken's worker sent with its failure
     result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] sub/test_dag.py:{line}: {reason}"
                                  for line in (22, 26)])
     located = sorted(
         int(line.split()[1]) for line in (sub / "located.log").read_text().splitlines()
     )
-    # the tests that require another (they can skip), shared out: indexes 2, 6 and 1, 3, 5
-    assert located == [2, 3]
+    # no worker computed a location when its collection ended: the walk skips nothing at its
+    # start (each location costs 30 us; a worker needs those of the tests it runs, later)
+    assert located == [0, 0]
     skipped = {
         case.get("name"): case.find("skipped")
         for case in ET.parse(suite.path / "junit.xml").iter("testcase")
@@ -239,6 +242,10 @@ def test_crashed_worker_fails_its_test_skips_dependents_rest_runs(suite: pytest.
     result.assert_outcomes(passed=3, failed=1, skipped=2)
     result.stdout.fnmatch_lines(["*crashed while running*test_crash*"])
     result.stdout.fnmatch_lines(["*depgraph: upstream test_crash.py::test_crash failed*"])
+    # no worker computed where test_dep and test_dep2 are (the crash came before test_crash's
+    # report): the controller reads their lines from the source, their decorators', as pytest
+    for line in (7, 11):
+        result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] test_crash.py:{line}: depgraph: *"])
     assert "test_dep" not in ran(suite.path)
 
 
@@ -596,7 +603,8 @@ def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids(
     pytester: pytest.Pytester,
 ) -> None:
     """One worker sends the items' locations beside its plan (never in it); should it die
-    first, the controller's reports name each test's file from its node id."""
+    first, the controller's reports name each test's file and names from its node id (and
+    its line from that file, which is not there)."""
     class Node:
         def __init__(self, name: str) -> None:
             self.gateway = SimpleNamespace(id=name)
@@ -607,10 +615,10 @@ def test_locations_come_from_the_worker_that_sent_them_else_from_the_node_ids(
     config = pytester.parseconfigure("-p", "xdist")
     silent, sender = Node("gw0"), Node("gw1")
     for nodes, expected in (([silent, sender], ("t.py", 4, "test_b")),
-                            ([silent], ("t.py", None, "t.py::test_b"))):
+                            ([silent], ("t.py", None, "test_b"))):
         controller = Controller(config)
         controller.received(silent, plan.to_json())
-        controller.received(sender, plan.to_json(), [None, ["t.py", 4, "test_b"]])
+        controller.received(sender, plan.to_json(), {1: ["t.py", 4, "test_b"]})
         assert controller.agree([(node, plan.nodeids) for node in nodes], print) is not None
         assert controller.location(1) == expected
 
@@ -628,16 +636,88 @@ def test_locations_are_shared_out_between_the_first_workers(pytester: pytest.Pyt
     config = pytester.parseconfigure("-p", "xdist")
     first, second, third = Node("gw0"), Node("gw1"), Node("gw2")
     controller = Controller(config)
-    controller.received(first, plan.to_json(), [["t.py", 0, "test_0"], None, ["t.py", 2, "test_2"]])
-    controller.received(second, plan.to_json(), [None, ["t.py", 1, "test_1"], None,
-                                                 ["t.py", 3, "test_3"], None])
+    controller.received(first, plan.to_json(), {0: ["t.py", 0, "test_0"], 2: ["t.py", 2, "test_2"]})
+    controller.received(second, plan.to_json(), {1: ["t.py", 1, "test_1"],
+                                                 3: ["t.py", 3, "test_3"]})
     controller.received(third, plan.to_json())  # its share never came
     collected = [(node, plan.nodeids) for node in (first, second, third)]
     assert controller.agree(collected, print) is not None
     assert [controller.location(n) for n in range(5)] == [
         ("t.py", 0, "test_0"), ("t.py", 1, "test_1"), ("t.py", 2, "test_2"),
-        ("t.py", 3, "test_3"), ("t.py", None, "t.py::test_4"),
+        ("t.py", 3, "test_3"), ("t.py", None, "test_4"),
     ]
+
+
+class _Located:
+    """An item whose location is counted when computed (pytest computes it on demand)."""
+
+    def __init__(self, n: int, asked: list[int]) -> None:
+        self.n = n
+        self.asked = asked
+
+    @property
+    def location(self) -> tuple[str, int, str]:
+        self.asked.append(self.n)
+        return ("t.py", self.n, f"test_{self.n}")
+
+
+def test_locations_at_a_walks_start_only_of_the_tests_it_may_skip_then(
+    pytester: pytest.Pytester,
+) -> None:
+    """Beside its plan a worker computes the locations of the tests a walk may skip before any
+    test runs, its share of them: the broken ones, those downstream of them or of a test
+    outside the run, the cleanups. Those downstream of a test that will run come when a test
+    does not pass; the controller reports each under the location a worker sent."""
+    # 0 broken <- 1 <- 2; 3 <- 4 (a test outside the run, 8); 5 cleans up after 6; 6 <- 7
+    graph = Graph(9)
+    for dependent, dependency in ((1, 0), (2, 1), (3, 8), (4, 3), (7, 6)):
+        graph.add_edge(dependent, dependency, Kind.REQUIRES, Origin("marker"))
+    graph.add_edge(5, 6, Kind.AFTER, Origin("cleanup"))
+    plan = Plan(nodeids=[f"t.py::test_{n}" for n in range(9)], graph=graph, group=[0] * 9,
+                item_count=8, broken={0: "broken"}, cleanups={5: Cleanup((6,))})
+    asked: list[int] = []
+    items: Any = [_Located(n, asked) for n in range(8)]
+    found = [at_start(plan, items, share, 2) for share in (0, 1)]
+    assert sorted(asked) == [0, 1, 2, 3, 4, 5]  # not 6 nor 7: they run first
+    assert found[0] == {0: ("t.py", 0, "test_0"), 2: ("t.py", 2, "test_2"),
+                        4: ("t.py", 4, "test_4")}
+    assert found[1] == {1: ("t.py", 1, "test_1"), 3: ("t.py", 3, "test_3"),
+                        5: ("t.py", 5, "test_5")}
+
+    class Node:
+        gateway = SimpleNamespace(id="gw0")
+
+    controller = Controller(pytester.parseconfigure("-p", "xdist"))
+    controller.received(Node, plan.to_json(), found[0])
+    assert controller.agree([(Node, plan.nodeids[:8])], print) is not None
+    controller.located([7], [["t.py", 7, "test_7"]])  # test_6 failed on a worker
+    assert controller.location(7) == ("t.py", 7, "test_7")
+    assert controller.location(6) == ("t.py", None, "test_6")  # no t.py to read here
+    assert controller.location(0) == ("t.py", 0, "test_0")
+
+
+def test_a_location_no_worker_sent_is_read_from_the_source(pytester: pytest.Pytester) -> None:
+    """As pytest's ``item.location``: the first line of the test's function (its first
+    decorator's), 0-based, and its names joined by dots, its parameters kept."""
+    pytester.makepyfile(test_src="""
+        import pytest
+
+        @pytest.mark.parametrize("n", [1, 2])
+        @pytest.mark.depends_on("test_b")
+        def test_a(n):
+            pass
+
+        class TestC:
+            class TestInner:
+                def test_x(self):
+                    pass
+        """)
+    root = pytester.path
+    assert from_source(root, "test_src.py::test_a[2]") == ("test_src.py", 2, "test_a[2]")
+    assert from_source(root, "test_src.py::TestC::TestInner::test_x") == (
+        "test_src.py", 9, "TestC.TestInner.test_x")
+    assert from_source(root, "test_src.py::test_gone") == ("test_src.py", None, "test_gone")
+    assert from_source(root, "missing.py::test_a") == ("missing.py", None, "test_a")
 
 
 def test_a_fresh_machine_walks_a_suite_without_edges_longest_first(

@@ -7,9 +7,11 @@ collection has its plan parsed (:meth:`Controller.collected`): under a ``--dist`
 depgraph scheduler does not run, that is the session's plan. When the scheduler walks the run,
 :meth:`Controller.agree` checks that every worker collected the same tests and sent the same
 plan (equal texts: plans compare as the workers send them), then binds what only the
-controller knows: the tests' locations (the first workers send them beside their plans, a
-share each), the known durations (``--depgraph-durations``, else pytest's cache), and the
-``--dist`` units and resource blocks (:meth:`Controller.bind_units`).
+controller knows: the tests' locations (those a walk may need at its start come beside the
+first workers' plans, a share each; the others when a test's failure makes them needed,
+:mod:`pytest_depgraph.run.xdist.locations`), the known durations (``--depgraph-durations``,
+else pytest's cache), and the ``--dist`` units and resource blocks
+(:meth:`Controller.bind_units`).
 
 This object is the only writer of the controller's ``session_state(config).plan``; the
 scheduler, the warnings, the shard summary and the run report read it, and nothing else parses
@@ -21,7 +23,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,9 +34,7 @@ from pytest_depgraph.hosts import xdist
 from pytest_depgraph.run import durations
 from pytest_depgraph.run.state import session_state
 from pytest_depgraph.run.xdist import units
-
-#: where a test is reported: (relative file, 0-based line or None, domain), as ``item.location``
-Location = tuple[str, Optional[int], str]
+from pytest_depgraph.run.xdist.locations import Location, from_source
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,12 @@ class Controller:
         self.durations: dict[int, float] = {}
         #: where they came from, for a person ("" when none is known)
         self.durations_from = ""
-        #: the items' locations, from the workers asked for a share each (empty: none sent)
-        self.locations: list[Location | None] = []
+        #: the items' locations that workers sent, by node: those a walk may skip at its
+        #: start, from the workers asked for a share each; those downstream of a test that
+        #: did not pass, from its worker (written by execnet's receiver thread then)
+        self.locations: dict[int, Location] = {}
+        #: the test files read for the locations no worker sent (a worker crashed)
+        self._sources: dict[Path, dict[tuple[str, ...], int]] = {}
         #: collection errors of the plan that stopped the run (the hooks end the session on
         #: them, as pytest does on any collection error)
         self.errors = 0
@@ -72,6 +77,12 @@ class Controller:
     def received(self, node: Any, plan: str | None, locations: object = None) -> None:
         """``node``'s worker sent its plan (before its collection, on the same channel)."""
         self._sent[node] = _Sent(plan, locations)
+
+    def located(self, nodes: Sequence[int], locations: Sequence[Sequence[Any]]) -> None:
+        """A worker sent the ``locations`` of the tests ``nodes``: a test upstream of them did
+        not pass (:class:`~pytest_depgraph.run.xdist.locations.OnFailure`)."""
+        for node, found in zip(nodes, locations):
+            self.locations[node] = (str(found[0]), found[1], str(found[2]))
 
     # -- the main thread -------------------------------------------------------------------
 
@@ -135,7 +146,7 @@ class Controller:
         if plan is None or problems:
             return None
         self._agreed = (first_text, first_collection)
-        self.locations = self._sent_locations([node for node, _ in collected], plan)
+        self.locations.update(self._sent_locations([node for node, _ in collected], plan))
         known = durations.for_walk(self.config, plan.nodeids[: plan.item_count])
         self.durations, self.durations_from = known.seconds, known.source
         session_state(self.config).plan = plan
@@ -176,14 +187,15 @@ class Controller:
         return None if errors else plan
 
     def location(self, node: int) -> Location:
-        """Where test ``node`` of the session's plan is reported (its file from its node id
-        when no worker sent its location)."""
-        found = self.locations[node] if node < len(self.locations) else None
+        """Where test ``node`` of the session's plan is reported (read from the source its
+        node id names when no worker sent its location)."""
+        found = self.locations.get(node)
         if found is None:
             plan = session_state(self.config).plan
             assert plan is not None
-            nodeid = plan.nodeids[node]
-            return (nodeid.split("::")[0], None, nodeid)
+            found = self.locations[node] = from_source(
+                self.config.rootpath, plan.nodeids[node], self._sources
+            )
         return found
 
     # -- internals -------------------------------------------------------------------------
@@ -202,19 +214,18 @@ class Controller:
             return first[2]
         return Plan.from_json(text)
 
-    def _sent_locations(self, nodes: Sequence[Any], plan: Plan) -> list[Location | None]:
+    def _sent_locations(self, nodes: Sequence[Any], plan: Plan) -> dict[int, Location]:
         """The items' locations, from the workers asked for a share of them each (none of a
         share its worker did not send: the reports then name the test's file from its node
         id)."""
-        merged: list[Location | None] = []
+        merged: dict[int, Location] = {}
         for node in nodes:
             sent = self._sent.get(node)
             found = None if sent is None else sent.locations
-            if not isinstance(found, (list, tuple)) or len(found) > len(plan.nodeids):
+            if not isinstance(found, dict):
                 continue
-            merged.extend([None] * (len(found) - len(merged)))
-            for n, loc in enumerate(found):
-                if loc is not None and merged[n] is None:
+            for n, loc in found.items():
+                if type(n) is int and 0 <= n < plan.item_count and n not in merged:
                     merged[n] = (str(loc[0]), loc[1], str(loc[2]))
         return merged
 

@@ -31,6 +31,7 @@ from pytest_depgraph.run.role import (
 )
 from pytest_depgraph.run.state import session_state
 from pytest_depgraph.run.xdist import value_relay
+from pytest_depgraph.run.xdist.locations import LOCATED_EVENT
 
 # the controller's and the workers' modules (units, worker, controller, controller_warnings)
 # are imported by the hooks that only xdist calls, or only on a worker: a serial run never
@@ -115,11 +116,12 @@ class XdistHooks:
 
         walk = walks(node.config)
         # the controller reports a test itself (a skip, a test that cannot run) under the
-        # location its worker computed; every worker would compute the same ones, so the
-        # first workers each compute a share, at once (one worker computing all of them held
-        # the walk's start back: 59 against 8 ms of CPU from the end of its collection to its
-        # plan sent, the random 2,000-test DAG on -n 4); should one die before sending its
-        # share, reports of those tests fall back to the node id's file
+        # location a worker computed; those the walk may need at its start every worker would
+        # compute the same, so the first workers each compute a share, at once (one worker
+        # computing all of them held the walk's start back: 59 against 8 ms of CPU from the
+        # end of its collection to its plan sent, the random 2,000-test DAG on -n 4); should
+        # one die before sending its share, reports of those tests fall back to the node id's
+        # file (the others come when needed: run/xdist/locations.py)
         count = xdist.worker_count(node.config)
         locations: list[int] | bool = False
         if walk and self._locating < count:
@@ -142,6 +144,9 @@ class XdistHooks:
                 return False  # xdist's own: 6 events a test, each shown here first
             if name == worker.PLAN_EVENT:
                 plans.received(node, kwargs.get("plan"), kwargs.get("locations"))
+                return True
+            if name == LOCATED_EVENT:  # before the report that may skip those tests
+                plans.located(kwargs["nodes"], kwargs["locations"])
                 return True
             if name == worker.HELD_EVENT:
                 # comes just before the test's runtest_protocol_complete, on the same channel
@@ -229,7 +234,7 @@ class XdistHooks:
         this = role(config)
         if not this.is_worker:
             return
-        from pytest_depgraph.run.xdist import worker
+        from pytest_depgraph.run.xdist import locations, worker
 
         if this.sends_plan:
             worker.send_plan(
@@ -241,6 +246,7 @@ class XdistHooks:
             )
         if this is Role.WALKED_WORKER:
             worker.install(config)
+            locations.install(config, session_state(config).plan, session.items)
             value_relay.install_worker(config, session_state(config).outputs)
 
 

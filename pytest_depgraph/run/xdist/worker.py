@@ -80,11 +80,11 @@ from typing import Any, Union, cast
 
 import pytest
 
-from pytest_depgraph.core.graph.storage import Kind
 from pytest_depgraph.core.plan import PROTOCOL_VERSION, Plan
 from pytest_depgraph.hosts import pytest as host
 from pytest_depgraph.hosts.xdist import WorkerLoop, send_event, worker_loop
 from pytest_depgraph.run.state import session_state
+from pytest_depgraph.run.xdist.locations import at_start
 
 #: a test or a collector: what a teardown goes towards
 Node = Union[pytest.Item, pytest.Collector]
@@ -116,39 +116,19 @@ def send_plan(
 ) -> None:
     """Send this worker's plan to the controller (before xdist's ``collectionfinish``);
     without ``places`` when the controller does not show where edges were declared; with its
-    share of the ``locations`` of its ``items`` beside it (not in it) when the controller
-    asked this worker for one (:func:`reported_locations`)."""
+    share of the ``locations`` of its ``items`` a walk may need at its start beside it (not in
+    it) when the controller asked this worker for one
+    (:func:`~pytest_depgraph.run.xdist.locations.at_start`)."""
     send_event(
         config,
         PLAN_EVENT,
         plan=None if plan is None else plan.to_json(places=places),
         locations=(
             None if locations is None or plan is None
-            else reported_locations(plan, items, *locations)
+            else at_start(plan, items, *locations)
         ),
         protocol=PROTOCOL_VERSION,
     )
-
-
-def reported_locations(
-    plan: Plan, items: Sequence[pytest.Item], share: int = 0, shares: int = 1
-) -> list[tuple[str, int | None, str] | None]:
-    """``item.location`` of the items the xdist controller may report itself: those that
-    can be skipped (they require another test, or clean up after others) and those that
-    cannot run (broken); None for the others, and for those outside this worker's ``share``
-    of ``shares`` (the items whose index is ``share`` modulo ``shares``).
-
-    pytest computes a location on demand (19 us an item), and a worker runs only its share of
-    the tests: computing it for every collected item cost more than the rest of the plan.
-    """
-    dependents, _, kinds = plan.graph.columns()
-    required = int(Kind.REQUIRES)  # a kind byte compared as a plain int: no enum per edge
-    requiring = {u for u, kind in zip(dependents, kinds) if kind == required}
-    reported = set(plan.broken) | requiring | set(plan.cleanups)
-    return [
-        item.location if n in reported and n % shares == share else None
-        for n, item in enumerate(items)
-    ]
 
 
 def install(config: pytest.Config) -> None:
