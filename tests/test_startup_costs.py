@@ -6,17 +6,24 @@ import pytest
 
 from .helpers import RAN_CONFTEST
 
-#: each worker writes, at its session's end, how many tests its own outcome recorder holds
+#: each worker writes, at its session's end, how many tests its own outcome recorder holds,
+#: and which of the modules it has no use for it imported
 RECORDED_CONFTEST = RAN_CONFTEST + """
+import sys
 from pytest_depgraph.run.state import find_session_state
+
+UNUSED = ("pytest_depgraph.output.output_session", "pytest_depgraph.run.xdist.dependency_runtime")
 
 def pytest_sessionfinish(session):
     state = find_session_state(session.config)
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    # not the environment's name: this suite's own run may be on a worker of its own
+    worker = getattr(session.config, "workerinput", {}).get("workerid")
     if worker is not None and state is not None:
         folder = os.path.dirname(__file__)
         with open(os.path.join(folder, f"recorded-{worker}.log"), "w") as f:
             f.write(str(len(state.recorder.durations())))
+        with open(os.path.join(folder, f"imported-{worker}.log"), "w") as f:
+            f.write(" ".join(name for name in UNUSED if name in sys.modules))
 """
 
 #: a failure, an error in teardown and a crash, each with a dependent; tests that pass
@@ -60,7 +67,7 @@ def test_after_ok():
 """
 
 
-def test_walked_workers_record_no_outcome_and_every_result_reaches_the_summary(
+def test_walked_workers_record_and_import_nothing_unused_every_result_reaches_summary(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
@@ -78,3 +85,7 @@ def test_walked_workers_record_no_outcome_and_every_result_reaches_the_summary(
     # and no worker that finished its session kept an outcome of its own
     counts = [p.read_text() for p in pytester.path.glob("recorded-gw*.log")]
     assert counts and set(counts) == {"0"}
+    # nor imported the output layer (it writes none) or pytest-dependency's runtime check
+    # (not installed here)
+    imported = [p.read_text() for p in pytester.path.glob("imported-gw*.log")]
+    assert imported and set(imported) == {""}
