@@ -17,7 +17,7 @@ from pytest_depgraph.core.graph.toposort import stable_topological_order
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.walk.dispatch import Dispatcher, WalkInputs, priorities, weights, width
 from pytest_depgraph.core.walk.walker import Skip
-from pytest_depgraph.run.outcomes import ERROR
+from pytest_depgraph.run.outcomes import ERROR, FAILED
 
 from .fake_workers import (
     FakeNode,
@@ -347,6 +347,32 @@ def test_the_adapter_fails_the_crashed_test_and_sends_its_queue_elsewhere(
     while not scheduler.tests_finished:
         complete(scheduler, gw1)
     assert sorted(gw1.sent) == [1, 2, 3, 4]
+
+
+def test_a_worker_that_died_before_xdist_says_so_is_given_nothing_lost(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test ends its worker's process (``os._exit``) just after the one before it completed:
+    the controller handles that completion, and the tests it hands that worker meet a closed
+    channel (execnet raises OSError) before xdist reports the worker down. Nothing raises out
+    of the scheduler (an INTERNALERROR, exit code 3, in a real run); when xdist reports the
+    worker down, the test it died in fails and what it was given runs elsewhere."""
+    nodeids = [f"t.py::t{i}" for i in range(6)]
+    graph = make(6, [(5, 1, R)])
+    plan = Plan(nodeids=nodeids, graph=graph, group=list(range(6)), item_count=6)
+    scheduler, (gw0, gw1) = start(pytester, plan, "load")
+    assert (gw0.sent, gw1.sent) == ([1, 2], [0, 3])
+
+    def closed(indices: list[int]) -> None:
+        raise OSError("cannot send (already closed?)")
+
+    monkeypatch.setattr(gw0, "send_runtest_some", closed)
+    complete(scheduler, gw0)  # t1 passed: t5 is ready; gw0 died in t2 meanwhile
+    assert scheduler.remove_node(gw0) == "t.py::t2"
+    assert scheduler.recorder.outcome("t.py::t2") == FAILED
+    while not scheduler.tests_finished:
+        complete(scheduler, gw1)
+    assert sorted(gw1.sent) == [0, 3, 4, 5]
 
 
 @settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 3))

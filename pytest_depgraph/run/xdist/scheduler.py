@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -376,13 +376,15 @@ class DepGraphScheduling:
             asked = True
             self.log(f"{plan.nodeids[held]}: teardown towards {plan.nodeids[towards]}")
             worker_node: Any = worker
-            worker_node.sendcommand(TEARDOWN_COMMAND, towards=towards)
+            self._to_worker(worker_node, worker_node.sendcommand, TEARDOWN_COMMAND,
+                            towards=towards)
         # idle workers that keep a lock for a scope another test waits for: tear it down now
         for worker, towards, scopes in dispatcher.scope_teardowns():
             asked = True
             self.log(f"teardown of {', '.join(scopes)} towards {plan.nodeids[towards]}")
             worker_node = worker
-            worker_node.sendcommand(TEARDOWN_COMMAND, towards=towards, beyond=list(scopes))
+            self._to_worker(worker_node, worker_node.sendcommand, TEARDOWN_COMMAND,
+                            towards=towards, beyond=list(scopes))
         if not given and not asked:
             # a lock that only a worker's end gives back (its session's fixture keeps it)
             for worker in dispatcher.ends(name=_gateway_id):
@@ -393,16 +395,32 @@ class DepGraphScheduling:
             return
         if self._first_sent is None:
             self._first_sent = time.perf_counter()
-        relay = self.relay
         # a value reaches the store before the completion of the test that published it, so
         # what the tests given here may read is all there (or nothing is: the usual case)
-        values = bool(relay.store)
+        values = bool(self.relay.store)
         for worker, indices in given:
-            node: Any = worker
-            if values:
-                for index in indices:
-                    relay.before_test(node, plan, index)  # the values it may read first
-            node.send_runtest_some(indices)
+            self._to_worker(worker, self._give, worker, plan, indices, values)
+
+    def _give(self, node: Any, plan: Plan, indices: list[int], values: bool) -> None:
+        """Send ``node`` the tests ``indices`` (and first the values they may read, when any
+        test published one: ``values``)."""
+        if values:
+            for index in indices:
+                self.relay.before_test(node, plan, index)
+        node.send_runtest_some(indices)
+
+    def _to_worker(
+        self, node: Any, send: Callable[..., None], *args: Any, **kwargs: Any
+    ) -> None:
+        """``send(*args, **kwargs)``: a command to ``node``'s worker. A worker that died a
+        moment ago (a test ended its process while the controller handled the completion of
+        the one before) has a closed channel that xdist has not reported yet: what it was
+        given stays with it, and goes to the others with the rest of its queue when xdist
+        reports it down (:meth:`remove_node`), which fails the test it died in."""
+        try:
+            send(*args, **kwargs)
+        except OSError as error:  # execnet's "cannot send (already closed?)"
+            self.log(f"{node}: not sent, its worker is gone: {error}")
 
     def _report_skips(self, skipped: list[Skip]) -> None:
         plan = self.plan
