@@ -525,13 +525,14 @@ def test_fail():
 """
 
 
-@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
+@pytest.mark.parametrize("workers", [(), ("-n", "1")], ids=WORKER_IDS)
 def test_a_cleanup_that_nothing_needed_is_not_a_failure_to_run_again(
     pytester: pytest.Pytester, workers: tuple[str, ...]
 ) -> None:
     """A cleanup whose only target is skip-marked does not run; it is not kept for ``--lf``
     (it was, for ever: ``--lf`` ran it alone, with nothing to clean up again) and the summary
-    says why it did not run, not "skipped because of 1 upstream test"."""
+    says why it did not run, not "skipped because of 1 upstream test". On xdist, one worker:
+    the controller keeps ``--lf``'s books and reports the skip, however many workers run."""
     pytester.makepyfile(test_idle=IDLE)
     first = pytester.runpytest("-p", "no:randomly", *workers)
     first.assert_outcomes(failed=1, skipped=2)
