@@ -80,26 +80,17 @@ def test_last():
 """
 
 
-@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
-def test_a_cleanup_runs_after_its_targets_and_their_users_whatever_their_outcomes(
-    pytester: pytest.Pytester, run: Run, workers: tuple[str, ...]
-) -> None:
-    """A cleanup runs after its target and after every test that depends on it, directly or
-    not, when the target passed or failed; it is skipped, naming the target, when the target
-    did not run, and its own dependents then skip. Serially it keeps its place in pytest's
-    order unless a test it waits for comes later. The DOT file draws its edges."""
-    pytester.makeconftest(RAN_CONFTEST)
-    pytester.makepyfile(test_life=LIFE)
-    result = run(*workers, "--depgraph-dot=graph.dot")
-    result.assert_outcomes(passed=7, failed=2, skipped=4)
-    started = list(ran(pytester.path))  # in the order the bodies ran
+def check_life(result: pytest.RunResult, folder: Path, file: str, dot: str) -> None:
+    """What a run of :data:`LIFE` shows, serially or on workers: its conftest
+    (:data:`RAN_CONFTEST`) in ``folder``, its file ``file`` (a node id's path), the run's
+    DOT file's text ``dot``."""
+    started = list(ran(folder))  # in the order the bodies ran
     for target, users, cleanup in [
         ("test_make_a", ["test_use_a", "test_use_a_later"], "test_clean_a"),
         ("test_make_b", [], "test_clean_b"),
         ("test_make_d", [], "test_clean_d"),
     ]:
         assert all(started.index(t) < started.index(cleanup) for t in [target, *users])
-    file = "test_life.py"
     assert skip_reasons(result) == {
         "test_use_b": f"depgraph: upstream {file}::test_make_b failed",
         "test_make_c": "not here",
@@ -107,17 +98,30 @@ def test_a_cleanup_runs_after_its_targets_and_their_users_whatever_their_outcome
                         f"({file}::test_make_c was skipped)",
         "test_after_clean_c": f"depgraph: upstream {file}::test_clean_c was skipped",
     }
-    if not workers:
-        assert names(result) == [
-            "test_make_a", "test_use_a", "test_use_a_later", "test_clean_a", "test_make_b",
-            "test_use_b", "test_clean_b", "test_make_c", "test_clean_c", "test_after_clean_c",
-            "test_make_d", "test_clean_d", "test_last",
-        ]
-    dot = (pytester.path / "graph.dot").read_text()
     assert (f'"{file}::test_clean_a" -> "{file}::test_use_a_later" [tooltip = "cleanup_of at '
             f'{file}:5", style = "dashed", label = "cleanup_of"];') in dot
     assert f'"{file}::test_clean_d" -> "{file}::test_make_d"' in dot
     assert "cleans up after: runs after it and its dependents" in dot  # the legend
+
+
+def test_a_cleanup_runs_after_its_targets_and_their_users_whatever_their_outcomes(
+    pytester: pytest.Pytester, run: Run
+) -> None:
+    """A cleanup runs after its target and after every test that depends on it, directly or
+    not, when the target passed or failed; it is skipped, naming the target, when the target
+    did not run, and its own dependents then skip. Serially it keeps its place in pytest's
+    order unless a test it waits for comes later. The DOT file draws its edges. (On two
+    workers: :func:`test_cleanups_on_two_workers`.)"""
+    pytester.makeconftest(RAN_CONFTEST)
+    pytester.makepyfile(test_life=LIFE)
+    result = run("--depgraph-dot=graph.dot")
+    result.assert_outcomes(passed=7, failed=2, skipped=4)
+    check_life(result, pytester.path, "test_life.py", (pytester.path / "graph.dot").read_text())
+    assert names(result) == [
+        "test_make_a", "test_use_a", "test_use_a_later", "test_clean_a", "test_make_b",
+        "test_use_b", "test_clean_b", "test_make_c", "test_clean_c", "test_after_clean_c",
+        "test_make_d", "test_clean_d", "test_last",
+    ]
 
 
 SHOP = """
@@ -336,20 +340,12 @@ def test_module_b():
 """
 
 
-@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
-def test_a_target_may_have_many_cleanups_in_every_form(
-    pytester: pytest.Pytester, run: Run, workers: tuple[str, ...]
-) -> None:
-    """Functions, a parametrized one, a class of them (marker and decorator), a module's
-    ``pytestmark``, a chain and a cleanup of a cleanup, all of one target that has a
-    dependent: no cycle and no internal error (both were, before), each runs after the
-    target and its dependent ended, and only an edge orders them among themselves."""
-    pytester.makeconftest(SPAN_CONFTEST)
-    pytester.makepyfile(test_many=MANY, test_many_module=MANY_MODULE)
-    result = run(*workers)
-    result.assert_outcomes(passed=14)
-    log = spans(pytester.path)
-    file = "test_many.py"
+def check_many(pytester: pytest.Pytester, folder: Path, prefix: str) -> None:
+    """What a run of :data:`MANY` and :data:`MANY_MODULE` shows, serially or on workers: its
+    conftest's spans (:data:`SPAN_CONFTEST`) in ``folder``, its files' node ids after
+    ``prefix``; and the plan of the suite in ``pytester``."""
+    log = spans(folder)
+    file = f"{prefix}test_many.py"
     target, user = f"{file}::test_create", f"{file}::test_use"
     cleanups = [
         f"{file}::{name}" for name in [
@@ -357,7 +353,7 @@ def test_a_target_may_have_many_cleanups_in_every_form(
             "TestCleanups::test_a", "TestCleanups::test_b", "TestDecorated::test_c",
             "TestDecorated::test_d", "test_clean_after_two",
         ]
-    ] + ["test_many_module.py::test_module_a", "test_many_module.py::test_module_b"]
+    ] + [f"{prefix}test_many_module.py::{name}" for name in ["test_module_a", "test_module_b"]]
     for cleanup in cleanups:
         assert_after(log, cleanup, [target, user])
     assert_after(log, f"{file}::test_clean_after_two", [f"{file}::test_clean_two"])
@@ -373,6 +369,19 @@ def test_a_target_may_have_many_cleanups_in_every_form(
     assert waits == {(f"{file}::test_clean_after_two", f"{file}::test_clean_two")}
 
 
+def test_a_target_may_have_many_cleanups_in_every_form(pytester: pytest.Pytester, run: Run) -> None:
+    """Functions, a parametrized one, a class of them (marker and decorator), a module's
+    ``pytestmark``, a chain and a cleanup of a cleanup, all of one target that has a
+    dependent: no cycle and no internal error (both were, before), each runs after the
+    target and its dependent ended, and only an edge orders them among themselves. (On two
+    workers: :func:`test_cleanups_on_two_workers`.)"""
+    pytester.makeconftest(SPAN_CONFTEST)
+    pytester.makepyfile(test_many=MANY, test_many_module=MANY_MODULE)
+    result = run()
+    result.assert_outcomes(passed=14)
+    check_many(pytester, pytester.path, "")
+
+
 REPEAT_CONFTEST = SPAN_CONFTEST + """
 # what pytest-repeat's --count 3 does: every test parametrized three times
 def pytest_generate_tests(metafunc):
@@ -385,23 +394,46 @@ def repeat(request):
 """
 
 
-@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
-def test_a_repeated_file_with_a_cleanup_runs(
-    pytester: pytest.Pytester, run: Run, workers: tuple[str, ...]
-) -> None:
-    """Every test of a file with a cleanup repeated three times, as pytest-repeat's
-    ``--count 3`` does: each instance of the cleanup runs after every instance of its target
-    and of the target's dependent (it was a cycle)."""
-    pytester.makeconftest(REPEAT_CONFTEST)
-    pytester.makepyfile(test_shop=SHOP)
-    result = run(*workers)
-    result.assert_outcomes(passed=15)
-    log = spans(pytester.path)
-    file = "test_shop.py"
+def check_repeated(folder: Path, file: str) -> None:
+    """What a run of :data:`SHOP` under :data:`REPEAT_CONFTEST` shows, serially or on
+    workers: the conftest's spans in ``folder``, the file ``file`` (a node id's path)."""
+    log = spans(folder)
     used = [f"{file}::{name}[{n}-3]" for name in ["test_login", "test_cart", "test_checkout"]
             for n in (1, 2, 3)]
     for n in (1, 2, 3):
         assert_after(log, f"{file}::test_logout[{n}-3]", used)
+
+
+def test_a_repeated_file_with_a_cleanup_runs(pytester: pytest.Pytester, run: Run) -> None:
+    """Every test of a file with a cleanup repeated three times, as pytest-repeat's
+    ``--count 3`` does: each instance of the cleanup runs after every instance of its target
+    and of the target's dependent (it was a cycle). (On two workers:
+    :func:`test_cleanups_on_two_workers`.)"""
+    pytester.makeconftest(REPEAT_CONFTEST)
+    pytester.makepyfile(test_shop=SHOP)
+    result = run()
+    result.assert_outcomes(passed=15)
+    check_repeated(pytester.path, "test_shop.py")
+
+
+def test_cleanups_on_two_workers(pytester: pytest.Pytester, run: Run) -> None:
+    """The three suites above, each in a folder with its conftest, in one run on two
+    workers (one run's two worker processes, not three runs' six): each shows what it shows
+    serially, but for pytest's order -- cleanups that wait for tests of the other worker."""
+    for folder, conftest, files in [
+        ("life", RAN_CONFTEST, {"test_life": LIFE}),
+        ("many", SPAN_CONFTEST, {"test_many": MANY, "test_many_module": MANY_MODULE}),
+        ("repeat", REPEAT_CONFTEST, {"test_shop": SHOP}),
+    ]:
+        pytester.makepyfile(**{f"{folder}/conftest": conftest},
+                            **{f"{folder}/{name}": text for name, text in files.items()})
+    result = run("-n", "2", "--depgraph-dot=graph.dot")
+    # life's 7 passed, 2 failed and 4 skipped; many's 14 and repeat's 15 passed
+    result.assert_outcomes(passed=7 + 14 + 15, failed=2, skipped=4)
+    dot = (pytester.path / "graph.dot").read_text()
+    check_life(result, pytester.path / "life", "life/test_life.py", dot)
+    check_many(pytester, pytester.path / "many", "many/")
+    check_repeated(pytester.path / "repeat", "repeat/test_shop.py")
 
 
 def _random_suite(seed: int, size: int) -> tuple[str, dict[str, set[str]], dict[str, set[str]],
@@ -525,13 +557,14 @@ def test_fail():
 """
 
 
-@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
+@pytest.mark.parametrize("workers", [(), ("-n", "1")], ids=WORKER_IDS)
 def test_a_cleanup_that_nothing_needed_is_not_a_failure_to_run_again(
     pytester: pytest.Pytester, workers: tuple[str, ...]
 ) -> None:
     """A cleanup whose only target is skip-marked does not run; it is not kept for ``--lf``
     (it was, for ever: ``--lf`` ran it alone, with nothing to clean up again) and the summary
-    says why it did not run, not "skipped because of 1 upstream test"."""
+    says why it did not run, not "skipped because of 1 upstream test". On xdist, one worker:
+    the controller keeps ``--lf``'s books and reports the skip, however many workers run."""
     pytester.makepyfile(test_idle=IDLE)
     first = pytester.runpytest("-p", "no:randomly", *workers)
     first.assert_outcomes(failed=1, skipped=2)
