@@ -3,7 +3,6 @@ need, ``run``, and the number of xdist workers (the helpers are in :mod:`tests.h
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from pathlib import Path
@@ -39,26 +38,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     suite's time is generated pytest runs that start processes and wait for them, which
     leaves a core idle with one worker per core (2 cores: 115 s with 2 workers, 89 s with 3)."""
     return (os.cpu_count() or 1) + 1
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """On the xdist controller, before the workers start: each test module imported once
-    here, its asserts rewritten and kept as byte code beside it, which every worker then
-    reads instead of rewriting them itself. Where PYTHONDONTWRITEBYTECODE is set (this
-    machine, CI), each worker rewrote and compiled every module of the suite: about 2.3 s of
-    CPU a worker (--collect-only, 3.7 s against 1.4 s with the byte code kept), three
-    workers a run."""
-    if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":
-        return
-    if config.getoption("collectonly"):
-        return
-    writes = sys.dont_write_bytecode
-    sys.dont_write_bytecode = False
-    try:
-        for module in sorted(Path(__file__).parent.glob("test_*.py")):
-            importlib.import_module(f"{__package__}.{module.stem}")
-    finally:
-        sys.dont_write_bytecode = writes
 
 
 @pytest.fixture
