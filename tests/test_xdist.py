@@ -464,11 +464,15 @@ def test_no_xdist_keeps_the_plugin_working(suite: pytest.Pytester) -> None:
 #: a process started in the background of a script (``.ci/run``'s environments, ``cmd &``)
 #: inherits SIGINT ignored, and Python then raises no KeyboardInterrupt: the controller of the
 #: run below takes the default handler back, as in a terminal
+# the controller answers SIGINT even when its parent ignores it (a background job of a shell:
+# CI's steps); keyed on the controller's configuration, not on PYTEST_XDIST_WORKER, which a
+# controller started by an outer xdist worker inherits
 SIGINT_CONFTEST = """
-import os, signal
+import signal
 
-if "PYTEST_XDIST_WORKER" not in os.environ:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 """
 
 
