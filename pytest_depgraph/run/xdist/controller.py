@@ -82,7 +82,7 @@ class Controller:
         """A worker sent the ``locations`` of the tests ``nodes``: a test upstream of them did
         not pass (:class:`~pytest_depgraph.run.xdist.locations.OnFailure`)."""
         for node, found in zip(nodes, locations):
-            self.locations[node] = (str(found[0]), found[1], str(found[2]))
+            self.locations[node] = _location(found)
 
     # -- the main thread -------------------------------------------------------------------
 
@@ -216,8 +216,7 @@ class Controller:
 
     def _sent_locations(self, nodes: Sequence[Any], plan: Plan) -> dict[int, Location]:
         """The items' locations, from the workers asked for a share of them each (none of a
-        share its worker did not send: the reports then name the test's file from its node
-        id)."""
+        share its worker did not send: :meth:`location` reads them from the source)."""
         merged: dict[int, Location] = {}
         for node in nodes:
             sent = self._sent.get(node)
@@ -226,7 +225,7 @@ class Controller:
                 continue
             for n, loc in found.items():
                 if type(n) is int and 0 <= n < plan.item_count and n not in merged:
-                    merged[n] = (str(loc[0]), loc[1], str(loc[2]))
+                    merged[n] = _location(loc)
         return merged
 
     def _collection_error(self, where: str, message: str) -> None:
@@ -253,3 +252,8 @@ def _edgeless(collection: list[str]) -> Plan:
         group=[modules.setdefault(nodeid.split("::")[0], len(modules)) for nodeid in collection],
         item_count=len(collection),
     )
+
+
+def _location(sent: Sequence[Any]) -> Location:
+    """A location as a worker sent it (a list, through execnet), as ``item.location`` is."""
+    return (str(sent[0]), sent[1], str(sent[2]))

@@ -120,8 +120,8 @@ class XdistHooks:
         # compute the same, so the first workers each compute a share, at once (one worker
         # computing all of them held the walk's start back: 59 against 8 ms of CPU from the
         # end of its collection to its plan sent, the random 2,000-test DAG on -n 4); should
-        # one die before sending its share, reports of those tests fall back to the node id's
-        # file (the others come when needed: run/xdist/locations.py)
+        # one die before sending its share, the controller reads those tests' lines from the
+        # source (the others come when needed: run/xdist/locations.py)
         count = xdist.worker_count(node.config)
         locations: list[int] | bool = False
         if walk and self._locating < count:
