@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
 import pytest
 
@@ -153,32 +152,44 @@ def _at_least_one(value: str) -> int:
     return number
 
 
-@dataclass
 class Settings:
     """Resolved option values (command line over ini)."""
 
-    parallelism: int | None
-    dot: str | None
-    no_deps: bool
-    timings: bool = False
-    #: (K, N) of --depgraph-shard
-    shard: tuple[int, int] | None = None
-    durations: str | None = None
-    store_durations: str | None = None
-    report: str | None = None
-    #: ``--depgraph-ignore-deps``: unselected dependencies are left out of the graph
-    ignore_deps: bool = False
-    strict: bool = False
-    #: ``depgraph_resources``: each shared resource's capacity (None: not set)
-    resources: dict[str, int] | None = None
-    #: ``--depgraph-discover``: a discovery session instead of a run
-    discover: bool = False
-    #: ``--depgraph-discover-verify``: how many times each pair found is run both ways
-    discover_verify: int = 3
-    #: ``--depgraph-discover-json``: where the findings go as JSON
-    discover_json: str | None = None
-    #: ``--depgraph-discover-child``: this process is a discovery's child; its list's file
-    discover_child: str | None = None
+    __slots__ = ("discover", "discover_child", "discover_json", "discover_verify", "dot",
+                 "durations", "ignore_deps", "no_deps", "parallelism", "report", "resources",
+                 "shard", "store_durations", "strict", "timings")
+
+    def __init__(
+        self, parallelism: int | None, dot: str | None, no_deps: bool, *,
+        timings: bool = False, shard: tuple[int, int] | None = None,
+        durations: str | None = None, store_durations: str | None = None,
+        report: str | None = None, ignore_deps: bool = False, strict: bool = False,
+        resources: dict[str, int] | None = None, discover: bool = False,
+        discover_verify: int = 3, discover_json: str | None = None,
+        discover_child: str | None = None,
+    ) -> None:
+        self.parallelism = parallelism
+        self.dot = dot
+        self.no_deps = no_deps
+        self.timings = timings
+        #: (K, N) of --depgraph-shard
+        self.shard = shard
+        self.durations = durations
+        self.store_durations = store_durations
+        self.report = report
+        #: ``--depgraph-ignore-deps``: unselected dependencies are left out of the graph
+        self.ignore_deps = ignore_deps
+        self.strict = strict
+        #: ``depgraph_resources``: each shared resource's capacity (None: not set)
+        self.resources = resources
+        #: ``--depgraph-discover``: a discovery session instead of a run
+        self.discover = discover
+        #: ``--depgraph-discover-verify``: how many times each pair found is run both ways
+        self.discover_verify = discover_verify
+        #: ``--depgraph-discover-json``: where the findings go as JSON
+        self.discover_json = discover_json
+        #: ``--depgraph-discover-child``: this process is a discovery's child; its list's file
+        self.discover_child = discover_child
 
 
 #: the words ``-n`` takes for "one worker per CPU" (xdist decides how many that is)

@@ -32,7 +32,6 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -67,21 +66,26 @@ if TYPE_CHECKING:
 PHASES = ("resolve", "validate", "order", "reduce")
 
 
-@dataclass(eq=False)
 class Result:
     """What :func:`build` returns."""
 
-    items: list[pytest.Item]
-    plan: Plan
-    problems: list[Problem]
-    #: seconds spent in each phase (:data:`PHASES`)
-    timings: dict[str, float] = field(default_factory=dict)
-    #: CPU seconds of this process in each phase (``time.process_time``): unlike wall time,
-    #: still telling on a loaded machine
-    cpu_timings: dict[str, float] = field(default_factory=dict)
-    #: the graph before transitive reduction, over the plan's numbers
-    #: (``keep_unreduced``): a shard's edge counts are taken from it
-    unreduced: Graph | None = None
+    __slots__ = ("cpu_timings", "items", "plan", "problems", "timings", "unreduced")
+
+    def __init__(
+        self, items: list[pytest.Item], plan: Plan, problems: list[Problem],
+        unreduced: Graph | None = None,
+    ) -> None:
+        self.items = items
+        self.plan = plan
+        self.problems = problems
+        #: seconds spent in each phase (:data:`PHASES`)
+        self.timings: dict[str, float] = {}
+        #: CPU seconds of this process in each phase (``time.process_time``): unlike wall
+        #: time, still telling on a loaded machine
+        self.cpu_timings: dict[str, float] = {}
+        #: the graph before transitive reduction, over the plan's numbers
+        #: (``keep_unreduced``): a shard's edge counts are taken from it
+        self.unreduced = unreduced
 
 
 def build(

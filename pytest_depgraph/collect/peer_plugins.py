@@ -9,7 +9,6 @@ Their markers are read by :mod:`pytest_depgraph.collect.readers.pytest_dependenc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import pytest
@@ -33,42 +32,45 @@ ORDER_HELP = (
 ORDER_SCOPES = ("class", "module", "session")
 
 
-@dataclass
 class Settings:
     """pytest-dependency's and pytest-order's options, when they are installed, and
     ``--depgraph-strict``."""
 
-    automark: bool = False
-    ignore_unknown: bool = False
-    #: ``--depgraph-strict``: a name that matches no test is an error, not a warning
-    strict: bool = False
-    #: pytest-order's ``--order-scope``, ``--order-scope-level`` and ``--order-group-scope``
-    #: as pytest-order reads them: an unknown scope is "session"; a level only with the
-    #: session scope; a group scope only when smaller than the scope
-    order_scope: str = "session"
-    order_scope_level: int = 0
-    order_group_scope: str = ""
+    __slots__ = ("automark", "ignore_unknown", "order_group_scope", "order_scope",
+                 "order_scope_level", "strict")
 
-    def __post_init__(self) -> None:
-        if self.order_scope not in ORDER_SCOPES:
-            self.order_scope = "session"
-        if self.order_scope != "session":
-            self.order_scope_level = 0
-        group = self.order_group_scope
+    def __init__(
+        self, automark: bool = False, ignore_unknown: bool = False, strict: bool = False,
+        order_scope: str = "session", order_scope_level: int = 0, order_group_scope: str = "",
+    ) -> None:
+        self.automark = automark
+        self.ignore_unknown = ignore_unknown
+        #: ``--depgraph-strict``: a name that matches no test is an error, not a warning
+        self.strict = strict
+        # pytest-order's ``--order-scope``, ``--order-scope-level`` and ``--order-group-scope``
+        # as pytest-order reads them: an unknown scope is "session"; a level only with the
+        # session scope; a group scope only when smaller than the scope
+        if order_scope not in ORDER_SCOPES:
+            order_scope = "session"
+        self.order_scope = order_scope
+        self.order_scope_level = order_scope_level if order_scope == "session" else 0
+        group = order_group_scope
         if group not in ORDER_SCOPES or ORDER_SCOPES.index(group) > ORDER_SCOPES.index(
-            self.order_scope
+            order_scope
         ):
-            group = self.order_scope
+            group = order_scope
         self.order_group_scope = group
 
 
-@dataclass(frozen=True)
 class Marks:
     """The names of the marks of the session: on its tests, and on their classes, modules and
     packages (:func:`marks_of`): they say which readers a session needs."""
 
-    own: frozenset[str]
-    inherited: frozenset[str]
+    __slots__ = ("inherited", "own")
+
+    def __init__(self, own: frozenset[str], inherited: frozenset[str]) -> None:
+        self.own = own
+        self.inherited = inherited
 
     def __contains__(self, name: object) -> bool:
         return name in self.own or name in self.inherited

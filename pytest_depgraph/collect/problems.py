@@ -14,7 +14,6 @@ names no test, a collection warning.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Callable
 
 from pytest_depgraph.collect.origins import OriginKind, describe
@@ -30,27 +29,34 @@ MAX_ERRORS = 20
 MORE = "-v shows all"
 
 
-@dataclass(eq=False)
 class Problem:
     """One bad declaration or cycle: reported as a collection error."""
 
-    message: str
-    #: node id the collection error is reported under (the declaring test's module)
-    report_nodeid: str
-    #: indices (into all collected items) of the tests that cannot run because of it
-    items: set[int] = field(default_factory=set)
+    __slots__ = ("items", "message", "report_nodeid")
+
+    def __init__(self, message: str, report_nodeid: str, items: set[int] | None = None) -> None:
+        self.message = message
+        #: node id the collection error is reported under (the declaring test's module)
+        self.report_nodeid = report_nodeid
+        #: indices (into all collected items) of the tests that cannot run because of it
+        self.items: set[int] = set() if items is None else items
 
 
-@dataclass(eq=False)
 class _Site:
     """One declaration (marker, decorator) that names a target, and the tests it is for."""
 
-    label: str
-    origin: Origin
-    #: where it was written, when that is not the origin's place
-    written: str | None
-    text: str
-    tests: list[str] = field(default_factory=list)
+    __slots__ = ("label", "origin", "tests", "text", "written")
+
+    def __init__(
+        self, label: str, origin: Origin, written: str | None, text: str,
+        tests: list[str] | None = None,
+    ) -> None:
+        self.label = label
+        self.origin = origin
+        #: where it was written, when that is not the origin's place
+        self.written = written
+        self.text = text
+        self.tests: list[str] = [] if tests is None else tests
 
     @property
     def where(self) -> str:
@@ -65,19 +71,24 @@ class _Site:
         return self.tests[0] + (f" and {more:,} more {noun(more, 'test')}" if more else "")
 
 
-@dataclass(eq=False)
 class _Group:
     """Declarations that fail for one cause: one error."""
 
-    #: "unresolved" (the target matches nothing) or "self" (it contains the declaring test)
-    kind: str
-    #: for an unresolved path whose file is not collected: that path, else ""
-    missing_path: str
-    problem: Problem
-    #: hint lines for the first declaration (close names...): computed only if shown
-    hints: Callable[[], list[str]]
-    advice: str
-    sites: dict[tuple[int, str], _Site] = field(default_factory=dict)
+    __slots__ = ("advice", "hints", "kind", "missing_path", "problem", "sites")
+
+    def __init__(
+        self, kind: str, missing_path: str, problem: Problem, hints: Callable[[], list[str]],
+        advice: str,
+    ) -> None:
+        #: "unresolved" (the target matches nothing) or "self" (it contains the declaring test)
+        self.kind = kind
+        #: for an unresolved path whose file is not collected: that path, else ""
+        self.missing_path = missing_path
+        self.problem = problem
+        #: hint lines for the first declaration (close names...): computed only if shown
+        self.hints = hints
+        self.advice = advice
+        self.sites: dict[tuple[int, str], _Site] = {}
 
 
 class Problems:

@@ -12,30 +12,32 @@ counts them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 
-@dataclass
 class Registry:
     """The process-wide flags of the declarations, and the sessions that installed the
     marker."""
 
-    #: what ``@depends_on`` and ``output_fixture`` were applied to in this process, in turn: a
-    #: session whose fixtures are all of them reads no test's function or class
-    depends_on_objects: list[object] = field(default_factory=list)
-    #: whether ``@cleanup_of`` was applied in this process
-    cleanup_of: bool = False
-    #: whether ``@resource_lock`` decorated anything in this process
-    resource_lock: bool = False
-    #: configured sessions that use the installed marker decorator
-    installed: int = 0
-    #: whether a ``depends_on`` or ``cleanup_of`` mark took a single function or class for
-    #: its target in this process: only such a mark can hide a test (a stray, which
-    #: collection puts back)
-    object_targets: bool = False
-    #: called when :attr:`object_targets` becomes true (the sessions that then look for
-    #: strays)
-    on_object_target: list[Callable[[], None]] = field(default_factory=list)
+    __slots__ = ("cleanup_of", "depends_on_objects", "installed", "object_targets",
+                 "on_object_target", "resource_lock")
+
+    def __init__(self) -> None:
+        #: what ``@depends_on`` and ``output_fixture`` were applied to in this process, in
+        #: turn: a session whose fixtures are all of them reads no test's function or class
+        self.depends_on_objects: list[object] = []
+        #: whether ``@cleanup_of`` was applied in this process
+        self.cleanup_of = False
+        #: whether ``@resource_lock`` decorated anything in this process
+        self.resource_lock = False
+        #: configured sessions that use the installed marker decorator
+        self.installed = 0
+        #: whether a ``depends_on`` or ``cleanup_of`` mark took a single function or class for
+        #: its target in this process: only such a mark can hide a test (a stray, which
+        #: collection puts back)
+        self.object_targets = False
+        #: called when :attr:`object_targets` becomes true (the sessions that then look for
+        #: strays)
+        self.on_object_target: list[Callable[[], None]] = []
 
     def reset(self) -> None:
         """Forget the decorators applied so far: a session that runs in this process next

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import fnmatch
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -23,16 +22,20 @@ from pytest_depgraph.collect.readers import READERS
 from pytest_depgraph.collect.readers.peer_reader import PeerReader
 
 
-@dataclass
 class NodeIdSelection:
     """What the node-id arguments selected: a per-file list of node-id prefixes."""
 
-    #: rootdir-relative file path -> node ids named on the command line for it
-    by_file: dict[str, list[str]]
-    #: the arguments as the user wrote them, by node id (for "not found" messages)
-    written: dict[str, str]
-    #: rootdir-relative files that declarations point to but pytest is told to ignore
-    ignored: list[str] = field(default_factory=list)
+    __slots__ = ("by_file", "ignored", "written")
+
+    def __init__(
+        self, by_file: dict[str, list[str]], written: dict[str, str], ignored: list[str]
+    ) -> None:
+        #: rootdir-relative file path -> node ids named on the command line for it
+        self.by_file = by_file
+        #: the arguments as the user wrote them, by node id (for "not found" messages)
+        self.written = written
+        #: rootdir-relative files that declarations point to but pytest is told to ignore
+        self.ignored = ignored
 
     def check_found(self, collected: list[pytest.Item]) -> None:
         """A node id that names no test is an error, as in plain pytest."""

@@ -19,7 +19,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_depgraph.core.graph.storage import Graph, Origin
 
@@ -78,8 +78,7 @@ WRITE = "write"
 READ = "read"
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(NamedTuple):
     """Tests that hold resources as one: back to back on one worker, the claims taken when the
     first of them starts and given back once the last one settled (its deferred teardown
     reported) and its worker tore its ``scope`` down, so that a class, module or fixture that a
@@ -162,8 +161,7 @@ class Resources:
         )
 
 
-@dataclass(frozen=True)
-class Cleanup:
+class Cleanup(NamedTuple):
     """What a cleanup (``cleanup_of``) cleans up after: it runs when one of its targets ran,
     and is skipped when none did (the walk decides, :class:`~pytest_depgraph.core.walk.walker.
     Walker`)."""

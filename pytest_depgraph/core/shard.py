@@ -13,7 +13,6 @@ and every tie is broken by key, then by shard number.
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import math
 from collections.abc import Container, Iterable, Mapping, Sequence
@@ -186,8 +185,8 @@ def restrict(plan: Plan, keep: Sequence[int], unreduced: Graph | None = None) ->
         resources=plan.resources.renumbered(new_id),
         # a cleanup's targets share its shard: its edges join them
         cleanups={
-            new_id[n]: dataclasses.replace(
-                cleanup, targets=tuple(new_id[t] for t in cleanup.targets if t in new_id)
+            new_id[n]: cleanup._replace(
+                targets=tuple(new_id[t] for t in cleanup.targets if t in new_id)
             )
             for n, cleanup in plan.cleanups.items() if n in new_id
         },

@@ -14,8 +14,8 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -30,8 +30,7 @@ CACHE_KEY = "depgraph/durations"
 _PLUGIN_NAME = "depgraph-durations"
 
 
-@dataclass(frozen=True)
-class Known:
+class Known(NamedTuple):
     """The durations a walk weighs its tests with, and where they came from."""
 
     #: seconds by position in the tests weighed; the tests without one are absent

@@ -9,7 +9,6 @@ scheduler and its walk statistics.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
@@ -63,48 +62,50 @@ class Walking(Protocol):
         """Statistics of the walk, once it ran."""
 
 
-@dataclass(eq=False)
 class SessionState:
     """What one pytest session (one process: serial, xdist controller or worker) knows."""
 
-    config: InitVar[pytest.Config]
-    #: the plugin's options and ini keys
-    settings: Settings
-    #: pytest-dependency's and pytest-order's options and ``--depgraph-strict``, for their
-    #: markers
-    peers: PeerSettings
-    #: folded outcomes of every test seen by this process (on the xdist controller: all tests)
-    recorder: OutcomeRecorder = field(default_factory=OutcomeRecorder)
-    #: the test whose run protocol runs now in this process (:mod:`pytest_depgraph.run.recording`)
-    running: pytest.Item | None = None
-    #: tests skipped by an unsatisfied dependency: node id -> root cause node id
-    skips: dict[str, str] = field(default_factory=dict)
-    #: node ids given as arguments, widened to their files (None: none given, or a controller)
-    selection: NodeIdSelection | None = None
-    #: the plan built after collection (serial session and every xdist worker); on the
-    #: controller the workers' agreed plan, or the first worker's (written by the controller
-    #: only, :mod:`pytest_depgraph.run.xdist.controller`)
-    plan: Plan | None = None
-    #: the durations a shard split weighs, node id -> seconds (loaded when first needed)
-    durations: dict[str, float] | None = None
-    #: the durations in the file ``--depgraph-durations`` names, read once at configure time
-    #: (None: no file given, or an xdist worker); empty when the file does not exist
-    given_durations: dict[str, float] | None = None
-    #: the node ids this process kept of a sharded collection, and the shard they are
-    kept_shard: tuple[frozenset[str], ShardInfo] | None = None
-    #: the xdist controller's keeper of the workers' plans (controller only)
-    controller: Planning | None = None
-    #: the xdist scheduler of this session, once xdist asked for it (controller only)
-    scheduler: Walking | None = None
-    #: statistics of the parallel walk (xdist controller only)
-    walk: WalkStats | None = None
-    #: values between tests published or received in this process
-    outputs: Outputs = field(init=False)
-    #: the controller's books of which worker holds which value (xdist controller only)
-    relay: Relay = field(init=False)
+    __slots__ = ("controller", "durations", "given_durations", "kept_shard", "outputs",
+                 "peers", "plan", "recorder", "relay", "running", "scheduler", "selection",
+                 "settings", "skips", "walk")
 
-    def __post_init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, settings: Settings, peers: PeerSettings) -> None:
+        #: the plugin's options and ini keys
+        self.settings = settings
+        #: pytest-dependency's and pytest-order's options and ``--depgraph-strict``, for their
+        #: markers
+        self.peers = peers
+        #: folded outcomes of every test seen by this process (on the xdist controller: all
+        #: tests)
+        self.recorder = OutcomeRecorder()
+        #: the test whose run protocol runs now in this process
+        #: (:mod:`pytest_depgraph.run.recording`)
+        self.running: pytest.Item | None = None
+        #: tests skipped by an unsatisfied dependency: node id -> root cause node id
+        self.skips: dict[str, str] = {}
+        #: node ids given as arguments, widened to their files (None: none given, or a
+        #: controller)
+        self.selection: NodeIdSelection | None = None
+        #: the plan built after collection (serial session and every xdist worker); on the
+        #: controller the workers' agreed plan, or the first worker's (written by the
+        #: controller only, :mod:`pytest_depgraph.run.xdist.controller`)
+        self.plan: Plan | None = None
+        #: the durations a shard split weighs, node id -> seconds (loaded when first needed)
+        self.durations: dict[str, float] | None = None
+        #: the durations in the file ``--depgraph-durations`` names, read once at configure
+        #: time (None: no file given, or an xdist worker); empty when the file does not exist
+        self.given_durations: dict[str, float] | None = None
+        #: the node ids this process kept of a sharded collection, and the shard they are
+        self.kept_shard: tuple[frozenset[str], ShardInfo] | None = None
+        #: the xdist controller's keeper of the workers' plans (controller only)
+        self.controller: Planning | None = None
+        #: the xdist scheduler of this session, once xdist asked for it (controller only)
+        self.scheduler: Walking | None = None
+        #: statistics of the parallel walk (xdist controller only)
+        self.walk: WalkStats | None = None
+        #: values between tests published or received in this process
         self.outputs = Outputs(config, self)
+        #: the controller's books of which worker holds which value (xdist controller only)
         self.relay = Relay(self.outputs.store)
 
 

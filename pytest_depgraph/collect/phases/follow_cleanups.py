@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 from pytest_depgraph.collect import problems
 from pytest_depgraph.collect.context import Context, Source
@@ -34,24 +33,28 @@ from pytest_depgraph.core.graph.toposort import kahn_order
 _Resolved = tuple[Source, list[tuple[object, Sequence[int]]]]
 
 
-@dataclass
 class Reaching:
     """The declarations that reach past their targets, resolved for their tests."""
 
-    #: position of each declaring test -> its declarations
-    declared: dict[int, list[_Resolved]] = field(default_factory=dict)
-    #: position of a target -> the declaring tests it pulls into the run
-    pulls: dict[int, list[int]] = field(default_factory=dict)
+    __slots__ = ("declared", "pulls")
+
+    def __init__(self) -> None:
+        #: position of each declaring test -> its declarations
+        self.declared: dict[int, list[_Resolved]] = {}
+        #: position of a target -> the declaring tests it pulls into the run
+        self.pulls: dict[int, list[int]] = {}
 
 
-@dataclass
 class Followed:
     """What :func:`follow` found for each declaring test of the run (by position)."""
 
-    #: its targets in the run
-    targets: dict[int, list[int]] = field(default_factory=dict)
-    #: the node ids of its targets outside the run
-    absent: dict[int, list[str]] = field(default_factory=dict)
+    __slots__ = ("absent", "targets")
+
+    def __init__(self) -> None:
+        #: its targets in the run
+        self.targets: dict[int, list[int]] = {}
+        #: the node ids of its targets outside the run
+        self.absent: dict[int, list[str]] = {}
 
 
 def find(context: Context, declarations: Declarations) -> Reaching:

@@ -14,7 +14,6 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 
 from pytest_depgraph.collect import problems, safe
@@ -26,31 +25,35 @@ from pytest_depgraph.collect.targets import TargetIndex
 from pytest_depgraph.core.graph.storage import Kind, Origin
 
 
-@dataclass
 class Resolved:
     """The run's edges over collection positions, as parallel columns (no tuple per edge)."""
 
-    #: the selected positions, in the order pytest and the other plugins left them
-    selected: list[int]
-    #: positions pulled into the run as dependencies of the selected tests, in order found
-    added: list[int]
-    #: positions of dependencies left out of the run (``--depgraph-no-deps``)
-    external: list[int]
-    #: every position in the run
-    in_run: set[int]
-    dependents: array[int]
-    dependencies: array[int]
-    kinds: bytearray
-    #: the index of each edge's origin in :attr:`table`
-    origin_of: array[int]
-    #: one origin per declaration resolved in one scope
-    table: list[Origin]
-    #: position of a test of the run -> the tests it pulled into the run because they name it
-    #: (``cleanup_of``: :mod:`.follow_cleanups`)
-    pulled: dict[int, list[int]] = field(default_factory=dict)
-    #: the edges from this index on order the tests of the run without placing a pulled-in
-    #: one (a cleanup's edges to the dependents of its targets); -1: every edge places
-    placing: int = -1
+    __slots__ = ("added", "dependencies", "dependents", "external", "in_run", "kinds",
+                 "origin_of", "placing", "pulled", "selected", "table")
+
+    def __init__(self, selected: list[int]) -> None:
+        #: the selected positions, in the order pytest and the other plugins left them
+        self.selected = selected
+        #: positions pulled into the run as dependencies of the selected tests, in order found
+        self.added: list[int] = []
+        #: positions of dependencies left out of the run (``--depgraph-no-deps``)
+        self.external: list[int] = []
+        #: every position in the run
+        self.in_run = set(selected)
+        self.dependents = array("i")
+        self.dependencies = array("i")
+        self.kinds = bytearray()
+        #: the index of each edge's origin in :attr:`table`
+        self.origin_of = array("i")
+        #: one origin per declaration resolved in one scope
+        self.table: list[Origin] = []
+        #: position of a test of the run -> the tests it pulled into the run because they
+        #: name it (``cleanup_of``: :mod:`.follow_cleanups`)
+        self.pulled: dict[int, list[int]] = {}
+        #: the edges from this index on order the tests of the run without placing a
+        #: pulled-in one (a cleanup's edges to the dependents of its targets); -1: every edge
+        #: places
+        self.placing = -1
 
 
 def resolve(
@@ -67,8 +70,7 @@ def resolve(
 
     ``pulls``: the tests each position pulls into the run when it is in the run (the
     cleanups that name it), when dependencies are pulled in."""
-    found = Resolved(list(selected), [], [], set(selected), array("i"), array("i"), bytearray(),
-                     array("i"), [])
+    found = Resolved(list(selected))
     nodeids = context.nodeids
     queue = deque(selected)
     named = pulls if pulls and pull_dependencies else None

@@ -19,8 +19,7 @@ import ast
 import inspect
 import textwrap
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import pytest
 
@@ -247,8 +246,7 @@ def _depends_names(value: object) -> list[str] | None:
     return None
 
 
-@dataclass(frozen=True)
-class _RuntimeCall:
+class _RuntimeCall(NamedTuple):
     """A ``depends(request, [literal names], scope=...)`` call found in a function's source."""
 
     names: tuple[str, ...]

@@ -13,9 +13,8 @@ from __future__ import annotations
 import enum
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import compress
-from typing import Callable, TypeVar
+from typing import Callable, NamedTuple, TypeVar
 
 
 class Kind(enum.IntEnum):
@@ -77,8 +76,7 @@ class Origin:
         return f"Origin(kind={self.kind!r}, where={self.where!r}, name={self.name!r})"
 
 
-@dataclass(frozen=True)
-class Edge:
+class Edge(NamedTuple):
     """One declared dependency: ``dependent`` waits for ``dependency``."""
 
     dependent: int
