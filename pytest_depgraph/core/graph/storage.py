@@ -14,7 +14,7 @@ import enum
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import compress
-from typing import Callable, NamedTuple, TypeVar
+from typing import Any, Callable, NamedTuple, TypeVar
 
 
 class Kind(enum.IntEnum):
@@ -31,34 +31,37 @@ class Origin:
 
     ``kind`` is opaque here: the layers above name the kinds and word them (the core only
     keeps, counts and compares origins). ``where`` may be given as a callable, called with
-    ``args``: finding the ``file:line`` of a marker reads the source, and only error messages,
-    cycle reports and the DOT file ever show it, so it is computed on first use. (A function
-    and its arguments rather than a ``partial``: the plan keeps an origin per declaration for
-    the whole run, and a partial is three objects more. Measured: peak RSS of a rand100k
-    ``--collect-only`` 500 -> 465 MiB, markers only 368; what a real10k plan keeps, traced,
-    3.3 -> 2.0 MiB.)
+    ``node`` and ``what`` (the declaring node and what it declared, e.g. a marker): finding the
+    ``file:line`` of a marker reads the source, and only error messages, cycle reports and the
+    DOT file ever show it, so it is computed on first use. (A function shared by the origins
+    and their two arguments, rather than a ``partial`` or an argument tuple: the plan keeps
+    an origin per declaration for the whole run. Measured: a partial -> a function and an
+    argument tuple, peak RSS of a rand100k ``--collect-only`` 500 -> 465 MiB, markers only
+    368; an argument tuple -> two arguments, see :func:`~pytest_depgraph.collect.locate.
+    marker_origin`.)
     """
 
-    __slots__ = ("_args", "_where", "kind", "name")
+    __slots__ = ("_node", "_what", "_where", "kind", "name")
 
     def __init__(
-        self, kind: str, where: str | Callable[..., str] = "", name: str = "",
-        args: tuple[object, ...] = (),
+        self, kind: str, where: str | Callable[[Any, Any], str] = "", name: str = "",
+        node: object = None, what: object = None,
     ) -> None:
         #: what declared the edge, in the words of the layer that made it
         self.kind = kind
         #: a name that ``kind`` gives a meaning to (a fixture's, for a fixture's edges)
         self.name = name
         self._where = where
-        self._args = args
+        self._node = node
+        self._what = what
 
     @property
     def where(self) -> str:
         """``tests/test_net.py:14`` (file:line), a text that says why, or "" when unknown."""
         where = self._where
         if not isinstance(where, str):
-            where = self._where = where(*self._args)
-            self._args = ()
+            where = self._where = where(self._node, self._what)
+            self._node = self._what = None
         return where
 
     def _key(self) -> tuple[str, str, str]:
