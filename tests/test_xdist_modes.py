@@ -491,7 +491,7 @@ def test_loadgroup_keeps_its_groups_on_one_worker_without_any_edge(
             time.sleep(0.05)
         """
     )
-    result = pytester.runpytest("-n", "3", "-p", "xdist", "--dist", "loadgroup", "-v")
+    result = pytester.runpytest("-n", "2", "-p", "xdist", "--dist", "loadgroup", "-v")
     result.assert_outcomes(passed=12)
     ran_on: dict[str, set[str]] = {}
     for line in result.stdout.lines:
