@@ -399,8 +399,15 @@ def _dependency_suite(pytester: pytest.Pytester) -> dict[str, str]:
 
 @MODES
 def test_dependency_documented_examples(pytester: pytest.Pytester, mode: str) -> None:
+    """On -n 2 the suite of globals that raise (test_globals_that_raise_...) shares the run, in
+    a folder of its own: one command line, one run on two workers."""
     expected = _dependency_suite(pytester)
+    shared = mode == "xdist" and HAS_FLASK
+    if shared:
+        _raising_globals_suite(pytester, FLASK_FOLDER)
     result = run(pytester, mode, *NO_DEPENDENCY)
+    if shared:
+        _check_raising_globals(pytester, result, FLASK_FOLDER)
     expect(pytester, expected)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*from pytest-dependency/pytest-order markers*"])
@@ -782,18 +789,37 @@ def test_no_request():
 """
 
 
-@MODES
+HAS_FLASK = importlib.util.find_spec("flask") is not None
+
+#: where the suite of globals that raise is written when it shares a run
+FLASK_FOLDER = "raising_globals/"
+
+
+def _raising_globals_suite(pytester: pytest.Pytester, folder: str = "") -> None:
+    if folder:
+        (pytester.path / folder).mkdir()
+    (pytester.path / folder / "test_flask.py").write_text(FLASK_SESSION)
+
+
+def _check_raising_globals(
+    pytester: pytest.Pytester, result: pytest.RunResult, folder: str = ""
+) -> None:
+    """The run went on (exit code 0) and the suite's three tests passed."""
+    assert result.ret == pytest.ExitCode.OK
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    expect(pytester, {f"{folder}test_flask.py::{name}": "passed"
+                      for name in ("test_login", "test_profile", "test_no_request")})
+
+
 def test_globals_that_raise_on_any_attribute_do_not_stop_collection(
-    pytester: pytest.Pytester, mode: str
+    pytester: pytest.Pytester,
 ) -> None:
     """``flask.session`` (a werkzeug LocalProxy) raises RuntimeError on any attribute outside a
     request; the runtime-``depends()`` scan reads every global a test names, and used to end
-    the run with an INTERNALERROR ("no tests ran", exit 3)."""
+    the run with an INTERNALERROR ("no tests ran", exit 3). On -n 2 the suite shares the run
+    of test_dependency_documented_examples (the same command line)."""
     pytest.importorskip("flask")
-    pytester.makepyfile(test_flask=FLASK_SESSION)
-    result = run(pytester, mode, *NO_DEPENDENCY)
-    assert result.ret == pytest.ExitCode.OK
+    _raising_globals_suite(pytester)
+    result = run(pytester, "serial", *NO_DEPENDENCY)
     result.assert_outcomes(passed=3)
-    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
-    expect(pytester, {f"test_flask.py::{name}": "passed"
-                      for name in ("test_login", "test_profile", "test_no_request")})
+    _check_raising_globals(pytester, result)

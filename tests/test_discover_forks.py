@@ -267,10 +267,21 @@ def test_a_slot_forks_its_lists_after_collection_or_else_before(
 def test_a_list_in_a_session_of_its_own_collects_the_files_its_tests_declare_on(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without fork each list's session collects the files of its tests, and those of the
-    tests their declarations name: test_t runs after test_a.py::test_s through a target
-    built at run time (which no scan of the source sees), and a list holding test_t without
-    test_s stopped the discovery ("test_a.py is not a collected file or folder", exit 4)."""
+    """A list's session of its own (here forked before its session starts, the slot's
+    collecting session failing: the same files as a session started where the system does
+    not fork, without a process and its imports a list) collects the files of its tests, and
+    those of the tests their declarations name: test_t runs after test_a.py::test_s through
+    a target built at run time (which no scan of the source sees), and a list holding test_t
+    without test_s stopped the discovery ("test_a.py is not a collected file or folder",
+    exit 4)."""
+    pytester.makeconftest(f"""
+import os
+
+
+def pytest_collection_finish(session):
+    if os.getpid() != {os.getpid()} and not session.config.getoption("depgraph_discover_child"):
+        raise RuntimeError("collected only once per list")
+""")
     pytester.makepyfile(test_a="""
         def test_s():
             pass
@@ -290,10 +301,11 @@ def test_a_list_in_a_session_of_its_own_collects_the_files_its_tests_declare_on(
         def test_w():
             assert os.environ.get("DISCOVER_T") == "1"
     """)
-    monkeypatch.delattr(os, "fork", raising=False)
     monkeypatch.delenv("DISCOVER_T", raising=False)
     result = pytester.runpytest("--depgraph-discover", "--depgraph-discover-verify", "1",
                                 "--depgraph-discover-json", "found.json", "-p", "no:randomly")
     assert result.ret == 1, result.stdout.str() + result.stderr.str()
     assert _found(pytester.path / "found.json") == [
         ("needs", "test_w", "test_t")]
+    result.stdout.fnmatch_lines(["lists collected their tests afresh, each in a session of its "
+                                 "own *"])

@@ -352,7 +352,7 @@ def _summary_path(result: pytest.RunResult) -> tuple[list[str], str]:
     return [name.rsplit("::", 1)[-1] for name in names], head.rsplit("(", 1)[1]
 
 
-@pytest.mark.parametrize("args", [(), ("-p", "xdist", "-n", "2")], ids=["serial", "n2"])
+@pytest.mark.parametrize("args", [(), ("-p", "xdist", "-n", "1")], ids=["serial", "xdist"])
 def test_after_a_failure_the_critical_path_names_tests_that_ran(
     pytester: pytest.Pytester, args: tuple[str, ...]
 ) -> None:
