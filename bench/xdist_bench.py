@@ -29,10 +29,14 @@
     durations file, which must walk as well as the warm cache does.
 
 Run: ``python bench/xdist_bench.py [--quick] [--stress] [--repeat N] [--only ROW ...] [--code DIR
-...]`` (prints Markdown tables; ROW: ``sleeping``, ``flat``, ``dag``, ``skew``; ``--code DIR``: the
-no-op rows run the plugin's modes of that checkout too, its package first on the path,
+...] [--phases]`` (prints Markdown tables; ROW: ``sleeping``, ``flat``, ``dag``, ``skew``; ``--code
+DIR``: the no-op rows run the plugin's modes of that checkout too, its package first on the path,
 interleaved with this one's: before and after from one run). The no-op rows also count the
-``runtests`` commands the controller sent (xdist's ``--dist load`` sends a few large ones).
+``runtests`` commands the controller sent (xdist's ``--dist load`` sends a few large ones); with
+``--phases`` they show, per mode, the CPU of the controller and of a worker by phase (median):
+the start (interpreter and imports), the controller's start-up and its run loop by the kind of
+worker event it handles (collections, completions, reports) beside execnet's thread that
+receives them, a worker's collection, plan and tests, and the session's end.
 """
 
 from __future__ import annotations
@@ -49,8 +53,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 PYTHON = sys.executable
 CONFTEST = '''
@@ -107,6 +112,91 @@ def pytest_unconfigure(config):
         with open(out, "w") as f:
             f.write(f"{time.process_time()} {SENT[0]}")
 '''
+# Written by every process with ``--phases`` (``BENCH_PHASES`` names the file; one JSON line a
+# process): its CPU by phase. On the controller the run loop's main thread is split by the kind
+# of worker event xdist's session hands on (thread CPU), the rest of the loop is execnet's
+# receiver thread reading the events; on a worker the collection is split at the end of the
+# other plugins' ``pytest_collection_modifyitems`` (the plan is built after it, in the
+# outermost wrapper) and at ``pytest_collection_finish`` (the plan and the collection sent).
+PHASES = '''
+import json as _json
+import os
+import time as _time
+
+import pytest as _pytest
+
+_MARKS = {}
+_SPENT = {}
+
+
+def _timed(cls, name, key):
+    original = getattr(cls, name)
+
+    def timed(*args, **kwargs):
+        start = _time.thread_time()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _SPENT[key] = _SPENT.get(key, 0.0) + _time.thread_time() - start
+
+    setattr(cls, name, timed)
+
+
+@_pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    if not os.environ.get("BENCH_PHASES"):
+        return
+    _MARKS["configure"] = _time.process_time()
+    if hasattr(config, "workerinput"):
+        return
+    from xdist import dsession
+
+    for name, key in (("worker_testreport", "reports"), ("worker_logstart", "reports"),
+                      ("worker_logfinish", "reports"),
+                      ("worker_runtest_protocol_complete", "completions"),
+                      ("worker_collectionfinish", "collections")):
+        _timed(dsession.DSession, name, key)
+
+
+def _mark(name):
+    if "configure" in _MARKS:
+        _MARKS[name] = _time.process_time()
+        _MARKS[name + " (thread)"] = _time.thread_time()
+
+
+@_pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems():
+    result = yield
+    _mark("modifyitems")
+    return result
+
+
+@_pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection_finish():
+    _mark("plan built")
+    result = yield
+    _mark("collection sent")
+    return result
+
+
+@_pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtestloop():
+    _mark("loop start")
+    result = yield
+    _mark("loop end")
+    return result
+
+
+@_pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    out = os.environ.get("BENCH_PHASES")
+    if not out or "configure" not in _MARKS:
+        return
+    _mark("end")
+    with open(out, "a") as f:
+        f.write(_json.dumps({"worker": hasattr(config, "workerinput"), "marks": _MARKS,
+                             "spent": _SPENT}) + "\\n")
+'''
 #: byte code written and read, whatever the machine sets: with PYTHONDONTWRITEBYTECODE=1, a
 #: plugin module edited since its last cached byte code is compiled again by every process
 #: (the controller and each worker), a cost no user pays twice
@@ -125,10 +215,16 @@ class Sample:
     output: str
     #: ``runtests`` commands the controller sent to its workers (nan without the conftest)
     messages: float = float("nan")
+    #: with ``--phases``: each process's CPU by phase (the controller's first)
+    phases: list[dict[str, float]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.rc == 0
+
+
+#: with ``--phases``: every no-op run records its processes' CPU by phase
+RECORD_PHASES = [False]
 
 
 def timed_run(root: Path, *args: str, env: dict[str, str] | None = None,
@@ -136,6 +232,10 @@ def timed_run(root: Path, *args: str, env: dict[str, str] | None = None,
     """One pytest run in root; a failure or a timeout is a Sample with rc != 0, not an error."""
     fd, cpu_file = tempfile.mkstemp(prefix="ctl-cpu-")
     os.close(fd)
+    fd, phases_file = tempfile.mkstemp(prefix="phases-")
+    os.close(fd)
+    if RECORD_PHASES[0]:
+        env = {**(env or {}), "BENCH_PHASES": phases_file}
     fd, time_file = tempfile.mkstemp(prefix="time-")
     os.close(fd)
     full_env = {**os.environ, **BYTECODE, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
@@ -161,9 +261,64 @@ def timed_run(root: Path, *args: str, env: dict[str, str] | None = None,
         controller, messages = map(float, Path(cpu_file).read_text().split())
     except ValueError:
         controller = messages = float("nan")
+    phases = [_phases(json.loads(line))
+              for line in Path(phases_file).read_text().splitlines() if line.strip()]
+    phases.sort(key=lambda found: found.get("worker", 0.0))  # the controller first
     os.unlink(cpu_file)
     os.unlink(time_file)
-    return Sample(wall, cpu, controller, rc, output, messages)
+    os.unlink(phases_file)
+    return Sample(wall, cpu, controller, rc, output, messages, phases)
+
+
+def _phases(record: dict[str, Any]) -> dict[str, float]:
+    """One process's CPU seconds by phase, from what :data:`PHASES` wrote."""
+    marks: dict[str, float] = record["marks"]
+    spent: dict[str, float] = record["spent"]
+    loop_start = marks.get("loop start", marks["end"])
+    loop_end = marks.get("loop end", marks["end"])
+    found = {"worker": float(bool(record["worker"])),
+             "start (interpreter, imports)": marks["configure"],
+             "session end": marks["end"] - loop_end}
+    if record["worker"]:
+        found.update({
+            "collection": marks.get("modifyitems", loop_start) - marks["configure"],
+            "the plan built": marks.get("plan built", loop_start) - marks.get("modifyitems",
+                                                                              loop_start),
+            "plan and collection sent": marks.get("collection sent", loop_start)
+            - marks.get("plan built", loop_start),
+            "tests (run loop)": loop_end - loop_start,
+        })
+        return found
+    main = marks.get("loop end (thread)", 0.0) - marks.get("loop start (thread)", 0.0)
+    events = sum(spent.values())
+    found.update({
+        "start-up to the run loop (workers started)": loop_start - marks["configure"],
+        "loop: collections (plans agreed, walk started)": spent.get("collections", 0.0),
+        "loop: completions (dispatch, messages)": spent.get("completions", 0.0),
+        "loop: reports (logstart, testreport, logfinish)": spent.get("reports", 0.0),
+        "loop: the rest of the main thread": main - events,
+        "loop: other threads (receiving events)": (loop_end - loop_start) - main,
+    })
+    return found
+
+
+def print_phases(samples: dict[str, list[Sample]]) -> None:
+    """Per mode, the median CPU milliseconds of each phase of the controller and of a worker
+    (``--phases``)."""
+    for worker, who in ((False, "controller"), (True, "a worker (median of all workers)")):
+        table: dict[str, dict[str, float]] = {}
+        for mode, runs in samples.items():
+            records = [p for r in runs if r.ok for p in r.phases if bool(p["worker"]) is worker]
+            names = [k for k in (records[0] if records else {}) if k != "worker"]
+            table[mode] = {k: med([p[k] for p in records]) for k in names}
+        names = list(dict.fromkeys(k for found in table.values() for k in found))
+        print(f"\nCPU by phase, {who} (ms, median):\n")
+        print("| phase | " + " | ".join(table) + " |")
+        print("|---|" + "---:|" * len(table))
+        for name in [*names, "total"]:
+            cells = [sum(found.values()) if name == "total" else found.get(name, float("nan"))
+                     for found in table.values()]
+            print(f"| {name} | " + " | ".join(f"{c * 1000:.0f}" for c in cells) + " |")
 
 
 PER_MODULE = 10
@@ -346,8 +501,15 @@ DAG_MODES = {
 }
 
 
+def write_conftest(root: Path) -> None:
+    """The no-op suites' conftest: the controller's CPU and messages, and (its own plugin
+    module, whose hooks have the same names) the processes' CPU by phase."""
+    (root / "conftest.py").write_text(CONTROLLER_CPU + 'pytest_plugins = ["bench_phases"]\n')
+    (root / "bench_phases.py").write_text(PHASES)
+
+
 def write_flat_suite(root: Path, count: int) -> None:
-    (root / "conftest.py").write_text(CONTROLLER_CPU)
+    write_conftest(root)
     (root / "test_flat.py").write_text(
         "import pytest\n\n"
         f"@pytest.mark.parametrize('n', range({count}))\ndef test_noop(n):\n    pass\n"
@@ -362,7 +524,7 @@ def write_random_dag(root: Path, count: int, markers: bool, seed: int = 2) -> in
     order = shuffled(count, rng)
     per_module = 50
     module = {i: pos // per_module for pos, i in enumerate(order)}
-    (root / "conftest.py").write_text(CONTROLLER_CPU)
+    write_conftest(root)
     for start in range(0, count, per_module):
         lines = ["import pytest", ""]
         for i in order[start:start + per_module]:
@@ -568,8 +730,12 @@ def main() -> None:
     parser.add_argument("--only", action="append", choices=ROWS,
                         help="run only these rows (repeatable): sleeping DAGs, no-op tests "
                              "without edges, no-op random DAG; default all")
+    parser.add_argument("--phases", action="store_true",
+                        help="the no-op rows also show the CPU of the controller and of a "
+                             "worker by phase")
     options = parser.parse_args()
     rows = options.only or ROWS
+    RECORD_PHASES[0] = options.phases
 
     if "sleeping" in rows:
         # cold rows only in full runs: what the cache buys, not the scheduler's quality
@@ -583,12 +749,17 @@ def main() -> None:
     if "flat" in rows:
         print(f"\n{count} no-op tests without edges, -n 4, median of {repeats}, "
               "interleaved:\n")
-        print_samples(bench_flat(count, repeats, options.code), count, "--dist load (no plugin)")
+        flat = bench_flat(count, repeats, options.code)
+        print_samples(flat, count, "--dist load (no plugin)")
+        if options.phases:
+            print_phases(flat)
     if "dag" in rows:
         edges, dag = bench_random_dag(count, repeats, options.code)
         print(f"\n{count} no-op tests in a random DAG ({edges:,} edges, 40 modules), -n 4, "
               f"median of {repeats}, interleaved:\n")
         print_samples(dag, count, "--dist load, no markers (no plugin)")
+        if options.phases:
+            print_phases(dag)
 
     if "skew" in rows:
         bench_skew(repeats)
