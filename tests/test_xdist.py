@@ -580,7 +580,7 @@ def test_workers_leave_out_where_edges_were_declared_unless_the_controller_shows
     only when it shows it (the DOT file, the run report, --dist unit errors), and a plan
     sent without it is the same plan but for the empty places."""
 
-    def unread() -> str:
+    def unread(node: object, what: object) -> str:
         raise AssertionError("read a place the controller does not show")
 
     graph = Graph(3)
