@@ -26,11 +26,6 @@ from pytest_depgraph.run.state import session_state
 if TYPE_CHECKING:
     from pytest_depgraph.collect.build import Result
 
-# the build (collect/build.py and its phases, 7 modules) is imported by session_plan, in the
-# processes that collect: an xdist controller never does, and it imports the plugin before it
-# starts its workers (measured, callgrind: the plugin's import 111.7 -> 100.7 M instructions,
-# two runs each within 0.1 M)
-
 
 def widen(config: pytest.Config) -> None:
     """Before collection: node-id arguments widened to their files, and the files their
@@ -65,6 +60,10 @@ def session_plan(
     ``xdist_group`` names in the plan. Resource blocks that wait for each other are
     collection errors too.
     """
+    # the build (collect/build.py and its phases, 7 modules) is imported here, in the
+    # processes that collect: an xdist controller never does, and it imports the plugin before
+    # it starts its workers (measured, callgrind: the plugin's import 111.7 -> 100.7 M
+    # instructions, two runs each within 0.1 M)
     from pytest_depgraph.collect.build import build
 
     state = session_state(config)
