@@ -89,3 +89,46 @@ def test_walked_workers_record_and_import_nothing_unused_every_result_reaches_su
     # (not installed here)
     imported = [p.read_text() for p in pytester.path.glob("imported-gw*.log")]
     assert imported and set(imported) == {""}
+
+
+#: at the very end of the process, after every plugin's ``pytest_unconfigure``, how many origins
+#: of edges (one per declaration) are still alive
+ORIGINS_CONFTEST = """
+import gc, os
+
+def pytest_configure(config):
+    def count():
+        from pytest_depgraph.core.graph.storage import Origin
+        alive = sum(1 for o in gc.get_objects() if type(o) is Origin)
+        with open(os.path.join(os.path.dirname(__file__), "origins.log"), "w") as f:
+            f.write(str(alive))
+    config.add_cleanup(count)
+"""
+
+
+@pytest.mark.parametrize("args", [(), ("--collect-only",)], ids=["run", "collect-only"])
+def test_the_plan_is_let_go_when_the_session_ends(
+    pytester: pytest.Pytester, args: tuple[str, ...]
+) -> None:
+    # pytest's own cleanup then collects garbage, walking every object still alive
+    pytester.makeconftest(ORIGINS_CONFTEST)
+    pytester.makepyfile(test_chain="""
+        import pytest
+
+        def test_a():
+            pass
+
+        @pytest.mark.depends_on("test_a")
+        def test_b():
+            pass
+
+        @pytest.mark.depends_on("test_a", "test_b")
+        def test_c():
+            pass
+    """)
+    # a process of its own: this suite's session holds origins of its own
+    result = pytester.runpytest_subprocess("-p", "depgraph", "-n", "0", *args)
+    assert result.ret == pytest.ExitCode.OK
+    if not args:
+        result.assert_outcomes(passed=3)
+    assert (pytester.path / "origins.log").read_text() == "0"

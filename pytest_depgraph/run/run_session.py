@@ -90,7 +90,7 @@ def walk_serially(config: pytest.Config, state: SessionState) -> None:
         return
     from pytest_depgraph.run.serial import SerialWalk  # only a run with dependencies needs it
 
-    walk = SerialWalk(plan, state.recorder, state.skips, strict=not this.is_worker)
+    walk = SerialWalk(state, plan, strict=not this.is_worker)
     config.pluginmanager.register(walk, "depgraph-serial")
 
 
@@ -102,3 +102,14 @@ def finish(session: pytest.Session) -> None:
         from pytest_depgraph.run import sharding
 
         sharding.exit_status(session, state.plan)
+
+
+def release(config: pytest.Config) -> None:
+    """At the session's end (``pytest_unconfigure``): the plan let go, as nothing reads it
+    after. pytest then collects garbage (its check for unraisable exceptions: five full
+    collections on pytest 9.0, one on 9.2), which walks every object still alive: the plan's
+    origins, one per declaration, among them. Measured, callgrind, pytest 9.0.3: onefile10k's
+    ``--collect-only``, the end of the process 650 -> 601 M instructions (markers only 587)."""
+    state = find_session_state(config)
+    if state is not None:
+        state.plan = None

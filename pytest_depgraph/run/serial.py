@@ -7,7 +7,8 @@ import pytest
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.core.walk.walker import Walker
 from pytest_depgraph.hosts.pytest import skip_at_test
-from pytest_depgraph.run.outcomes import OutcomeRecorder, cause_of, skip_reason
+from pytest_depgraph.run.outcomes import cause_of, skip_reason
+from pytest_depgraph.run.state import SessionState
 
 
 class SerialWalk:
@@ -24,27 +25,27 @@ class SerialWalk:
     test that ran here and was unsatisfied are still skipped.
     """
 
-    def __init__(
-        self, plan: Plan, recorder: OutcomeRecorder, skips: dict[str, str], strict: bool = True
-    ) -> None:
+    def __init__(self, state: SessionState, plan: Plan, strict: bool = True) -> None:
         self.strict = strict
-        self.plan = plan
-        self.recorder = recorder
-        self.skips = skips
-        nodeids = plan.nodeids
+        # the plan is read through the state, which lets it go at the session's end
+        # (run_session.release); what every test's hook reads is kept here
+        self._state = state
+        self.recorder = recorder = state.recorder
+        self.skips = state.skips
+        self._nodeids = nodeids = plan.nodeids
         self.walker = Walker(
             plan.graph, unsatisfied=[*plan.broken, *plan.external],
             cleanups={n: cleanup.targets for n, cleanup in plan.cleanups.items()},
             ran=lambda node: recorder.ran(nodeids[node]),
         )
         #: node id -> node of each test of the plan
-        self._node_of = {nodeid: n for n, nodeid in enumerate(plan.nodeids[: plan.item_count])}
+        self._node_of = {nodeid: n for n, nodeid in enumerate(nodeids[: plan.item_count])}
         #: the node that started last; its outcome is told to the walker when the next starts
         self._running = -1
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        nodeids = self.plan.nodeids
+        nodeids = self._nodeids
         nodeid = item.nodeid
         running = self._running
         if running >= 0:
@@ -66,7 +67,8 @@ class SerialWalk:
 
     def _hold_back(self, item: pytest.Item, node: int) -> None:
         """Fail or skip a test that may not start: broken, skipped, or not ready."""
-        plan = self.plan
+        plan = self._state.plan
+        assert plan is not None  # (let go only once the session ended)
         if node in plan.broken:
             pytest.fail(plan.broken[node], pytrace=False)
         root = self.walker.root_cause(node)
