@@ -21,32 +21,32 @@ def warn_imported_targets(plan: Plan, items: list[pytest.Item]) -> None:
     """A test function imported into another module to be named as a target is collected
     there as well and runs twice; warn at the importing module, once per copy.
 
-    O(targets) attribute reads: each module's namespace is read once for the functions it
-    imported (usually none), and a test that is a dependency is a copy when its name there is
-    one of them; the edges are looked at only when a module holds such a copy."""
+    O(tests): each module's namespace is read once for the functions it imported (usually
+    none); a test that is a dependency is a copy when its name there is one of them; the edges
+    are looked at only when a module holds such a copy."""
     if not plan.graph.edge_count:
         return
-    copies: set[int] = set()
-    # id(parent) -> the functions its module imported; none for a class: a method inherited
-    # from a class of another module is usual and harmless (the test of a class is never a
-    # copy). Each parent is looked at once (measured: real10k, 10,000 tests, a read of each
-    # dependency's function and its module -> one read of each module's names: 0.210 ->
-    # 0.085 s profiled; onefile10k, pytest's isinstance check of each dependency's parent ->
-    # of each parent, 56.5 -> 41.5 M instructions, callgrind)
+    # the modules that imported a function, by id(parent) of their tests, each looked at once
+    # through one of its tests; none for a class: a method inherited from a class of another
+    # module is usual and harmless (the test of a class is never a copy). The dependencies are
+    # looked at only when a module imported one, usually none (measured, callgrind:
+    # onefile10k's --collect-only, each dependency's parent looked up -> each parent of the
+    # run's tests: pytest_collection_modifyitems 2,047 -> 2,027 M instructions; earlier,
+    # real10k, a read of each dependency's function and module -> of each module's names
+    # once: 0.210 -> 0.085 s profiled)
     imported_of: dict[int, frozenset[str]] = {}
-    for n in set(plan.graph.columns()[1]):
-        if n >= len(items):
-            continue  # a dependency outside the run
-        item = items[n]
-        parent = item.parent
-        imported = imported_of.get(id(parent))
-        if imported is None:
-            imported = imported_of[id(parent)] = (
-                frozenset() if isinstance(parent, pytest.Class)
-                else _imported_functions(getattr(item, "module", None))
-            )
-        if imported and getattr(item, "originalname", None) in imported:
-            copies.add(n)
+    for key, item in {id(item.parent): item for item in items}.items():
+        if not isinstance(item.parent, pytest.Class):
+            imported = _imported_functions(getattr(item, "module", None))
+            if imported:
+                imported_of[key] = imported
+    if not imported_of:
+        return
+    copies = {
+        n for n in set(plan.graph.columns()[1])
+        if n < len(items)  # not a dependency outside the run
+        and getattr(items[n], "originalname", None) in imported_of.get(id(items[n].parent), ())
+    }
     warned: set[int] = set()
     for _dependent, dependency, _kind in plan.graph.triples() if copies else ():
         if dependency not in copies or dependency in warned:
