@@ -39,7 +39,7 @@ import pytest
 
 from pytest_depgraph.collect.context import Context
 from pytest_depgraph.collect.declarations import Declarations
-from pytest_depgraph.collect.peer_plugins import Settings
+from pytest_depgraph.collect.peer_plugins import Marks, Settings
 from pytest_depgraph.collect.phases import follow_cleanups
 from pytest_depgraph.collect.phases.assemble_resources import resources
 from pytest_depgraph.collect.phases.follow_cleanups import Followed
@@ -100,10 +100,12 @@ def build(
     ignored_files: Collection[str] = (),
     settings: Settings | None = None,
     capacity: Mapping[str, int] | None = None,
+    marks: Marks | None = None,
 ) -> Result:
     """Resolve every declaration of the selected items (and of the dependencies pulled in),
     validate the graph, order the items and reduce the graph. ``capacity``: the shared
-    resources ``depgraph_resources`` lists (None: not set).
+    resources ``depgraph_resources`` lists (None: not set); ``marks``: :func:`~pytest_depgraph.
+    collect.peer_plugins.marks_of` the collected items, when the caller has it.
 
     O(V + E) plus the reduction; targets resolve through a prefix index. The cyclic garbage
     collector is paused meanwhile: the build makes many small objects and no cycles, and each
@@ -115,7 +117,7 @@ def build(
     gc.disable()
     try:
         return _build(collected, selected, rootpath, pull_dependencies, keep_unreduced,
-                      verbosity, ignore_unselected, ignored_files, settings, capacity)
+                      verbosity, ignore_unselected, ignored_files, settings, capacity, marks)
     finally:
         if enabled:
             gc.enable()
@@ -132,11 +134,12 @@ def _build(
     ignored_files: Collection[str],
     settings: Settings | None,
     capacity: Mapping[str, int] | None,
+    marks: Marks | None,
 ) -> Result:
     """:func:`build`, its garbage collector paused."""
     clock = _Clock()
     context = Context(collected, rootpath, verbosity, settings, ignored_files, capacity)
-    declarations = Declarations(context)
+    declarations = Declarations(context, marks)
     position = context.position
     chosen = [position[item] for item in selected if item in position]
     if not keep_unreduced and declarations.nothing() and len(set(chosen)) == len(chosen):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_depgraph.collect.context import Context, Source
-from pytest_depgraph.collect.peer_plugins import marks_of
+from pytest_depgraph.collect.peer_plugins import Marks, marks_of
 from pytest_depgraph.collect.readers import READERS
 from pytest_depgraph.collect.readers.base import Claim, Found, Ordered, Reader
 
@@ -23,9 +23,11 @@ _NONE: Sequence[Source] = ()
 class Declarations:
     """The readers that may declare in one session, and what tests declare through them."""
 
-    def __init__(self, context: Context) -> None:
+    def __init__(self, context: Context, marks: Marks | None = None) -> None:
+        """``marks``: :func:`marks_of` the collected tests, when the caller has it."""
         self.context = context
-        marks = marks_of(context.collected)
+        if marks is None:
+            marks = marks_of(context.collected)
         readers = [reader_class(context) for reader_class in READERS]
         declaring = [reader for reader in readers if reader.declares(marks)]
         self._readers = [r for r in declaring if not r.reaches_dependents()]

@@ -76,6 +76,13 @@ class Marks:
         return name in self.own or name in self.inherited
 
 
+#: :func:`marks_of` every collected test of the session, taken before the other plugins select
+#: (``run/plan_producer.py``): pytest-order's index sort and the build ask it, each would scan
+#: every test (measured, callgrind: onefile10k's --collect-only, the whole process 8,748 -> 8,737
+#: M instructions: each scan about 11 M)
+COLLECTED_MARKS = pytest.StashKey[Marks]()
+
+
 def marks_of(items: Sequence[pytest.Item]) -> Marks:
     """The names of every mark on ``items`` and on their parents, each node looked at once.
     O(items + parents)."""
@@ -145,8 +152,13 @@ class OrderIndex:
     contradict it."""
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        if ORDER in marks_of(items):
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        # the marks of every collected test, when taken (a selected test has fewer: then the
+        # sort keeps the order it has)
+        marks = config.stash.get(COLLECTED_MARKS, None)
+        if ORDER in (marks_of(items) if marks is None else marks):
             sort_by_index(items)
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_depgraph.collect import file_warnings
+from pytest_depgraph.collect.peer_plugins import COLLECTED_MARKS, marks_of
 from pytest_depgraph.collect.selection import widen_node_id_args
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.hosts import pytest as host
@@ -44,6 +45,7 @@ def collected(config: pytest.Config, items: list[pytest.Item]) -> list[pytest.It
     chosen = session_state(config).selection
     if chosen is not None:
         chosen.check_found(found)
+    config.stash[COLLECTED_MARKS] = marks_of(found)
     return found
 
 
@@ -84,6 +86,7 @@ def session_plan(
         ignored_files=chosen.ignored if chosen is not None else (),
         settings=state.peers,
         capacity=settings.resources,
+        marks=config.stash.get(COLLECTED_MARKS, None),
     )
     if settings.timings:
         _print_timings(config, result)
