@@ -365,6 +365,17 @@ class Dispatcher:
             group = self._group
             self._chain[worker] = [v for v in step.ready if group[v] == last]
 
+    def nothing_to_decide(self, first: Hashable = None) -> bool:
+        """Whether the event of worker ``first`` (it finished a test) leaves nothing to
+        decide: it still holds more than :data:`REFILL_AT` tests, and every worker holds
+        something or gets nothing more. Then :meth:`assign` hands out nothing, and
+        :meth:`teardowns`, :meth:`scope_teardowns` and :meth:`ends`, which only ever name a
+        worker that holds nothing, name none (most events of a run of short tests)."""
+        workers = self._workers
+        return first is not None and len(workers.get(first, ())) > REFILL_AT and all(
+            held or w in self._retired for w, held in workers.items()
+        )
+
     def assign(self, first: Hashable = None) -> list[tuple[Hashable, list[int]]]:
         """Hand out ready tests to the workers (``first`` first); return, per worker given
         any, the tests it was given, in the order it runs them. They count as started.
@@ -376,13 +387,10 @@ class Dispatcher:
         tests are ready than there are workers, a worker may queue more behind the test it
         runs, up to ``hold`` tests (:mod:`~pytest_depgraph.core.walk.queueing` says which).
 
-        After ``first`` finished a test and still holds more than that while every worker
-        holds something, there is nothing to decide (most events of a run of short tests).
+        After ``first`` finished a test there may be nothing to decide
+        (:meth:`nothing_to_decide`).
         """
-        workers = self._workers
-        if first is not None and len(workers.get(first, ())) > REFILL_AT and all(
-            held or w in self._retired for w, held in workers.items()
-        ):
+        if self.nothing_to_decide(first):
             return []
         self._place_woken()
         order = [w for w in self._workers if w not in self._retired]

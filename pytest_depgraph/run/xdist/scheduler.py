@@ -117,6 +117,12 @@ class DepGraphScheduling:
     @property
     def tests_finished(self) -> bool:
         """Nothing in flight and nothing left to send."""
+        dispatcher = self.dispatcher
+        if dispatcher is not None and not self.aborted:
+            # the walk runs (so the collection completed): xdist asks after every event, six
+            # a test, so this comes first (callgrind of bench/controller_drive.py, the random
+            # 2,000-test DAG: 884.4 -> 874.4 M instructions a walk, spread 0.6 M)
+            return dispatcher.finished
         if not self.collection_is_completed:
             return False
         if self.aborted:
@@ -366,6 +372,12 @@ class DepGraphScheduling:
         """Send the tests the dispatcher hands out (``first`` worker first)."""
         dispatcher, plan = self.dispatcher, self.plan
         assert dispatcher is not None and plan is not None
+        if dispatcher.nothing_to_decide(first):
+            # no test to hand out, no teardown to ask for, no worker to end (most completions
+            # of short tests); a worker that shuts down is retired at the next event that
+            # decides something (callgrind of bench/controller_drive.py, the random 2,000-test
+            # DAG: 897.1 -> 884.4 M instructions a walk, spread 0.6 M)
+            return
         for known in self.workers:
             if known.shutting_down:
                 dispatcher.retire(known)
