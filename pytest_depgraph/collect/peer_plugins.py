@@ -76,13 +76,6 @@ class Marks:
         return name in self.own or name in self.inherited
 
 
-#: :func:`marks_of` every collected test of the session, taken before the other plugins select
-#: (``run/plan_producer.py``): pytest-order's index sort and the build ask it, each would scan
-#: every test (measured, callgrind: onefile10k's --collect-only, the whole process 8,748 -> 8,737
-#: M instructions: each scan about 11 M)
-COLLECTED_MARKS = pytest.StashKey[Marks]()
-
-
 def marks_of(items: Sequence[pytest.Item]) -> Marks:
     """The names of every mark on ``items`` and on their parents, each node looked at once.
     O(items + parents)."""
@@ -107,10 +100,14 @@ def loaded_plugin(config: pytest.Config, module: str) -> Any:
     return None
 
 
-def register(config: pytest.Config, strict: bool = False) -> Settings:
+def register(
+    config: pytest.Config, strict: bool = False,
+    collected_marks: Callable[[], Marks | None] = lambda: None,
+) -> Settings:
     """Register the other plugins' markers when they are absent, and return the
     :class:`Settings` (the session's state keeps them); ``strict``: names that match no test
-    are errors (``--depgraph-strict``).
+    are errors (``--depgraph-strict``); ``collected_marks``: :func:`marks_of` every collected
+    test, once the session has taken it (None before), for pytest-order's index sort.
     """
     dependency = loaded_plugin(config, "pytest_dependency")
     if dependency is None:
@@ -126,7 +123,7 @@ def register(config: pytest.Config, strict: bool = False) -> Settings:
         )
     if loaded_plugin(config, "pytest_order") is None:
         config.addinivalue_line("markers", ORDER_HELP)
-        config.pluginmanager.register(OrderIndex(), "depgraph-order-index")
+        config.pluginmanager.register(OrderIndex(collected_marks), "depgraph-order-index")
     else:
         # (pytest-order's own options: without pytest-order they do not exist)
         level = _option(lambda: config.getoption("order_scope_level"))
@@ -149,15 +146,16 @@ def _option(read: Callable[[], object]) -> object:
 class OrderIndex:
     """pytest-order's ``order(index)`` sorting, for suites run without pytest-order
     (:func:`sort_by_index`). It runs before the graph is built, so edges win where they
-    contradict it."""
+    contradict it. ``collected_marks``: as :func:`register` takes it."""
+
+    def __init__(self, collected_marks: Callable[[], Marks | None]) -> None:
+        self._collected_marks = collected_marks
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(
-        self, config: pytest.Config, items: list[pytest.Item]
-    ) -> None:
-        # the marks of every collected test, when taken (a selected test has fewer: then the
-        # sort keeps the order it has)
-        marks = config.stash.get(COLLECTED_MARKS, None)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        # the marks of every collected test, when taken (the selected tests may have fewer:
+        # then the sort keeps the order they have)
+        marks = self._collected_marks()
         if ORDER in (marks_of(items) if marks is None else marks):
             sort_by_index(items)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_depgraph.collect import file_warnings
-from pytest_depgraph.collect.peer_plugins import COLLECTED_MARKS, marks_of
+from pytest_depgraph.collect.peer_plugins import marks_of
 from pytest_depgraph.collect.selection import widen_node_id_args
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.hosts import pytest as host
@@ -42,10 +42,11 @@ def collected(config: pytest.Config, items: list[pytest.Item]) -> list[pytest.It
     ``--deselect``): targets resolve against all of them. A node id given as an argument that
     names no test is an error, as in plain pytest."""
     found = list(items)
-    chosen = session_state(config).selection
+    state = session_state(config)
+    chosen = state.selection
     if chosen is not None:
         chosen.check_found(found)
-    config.stash[COLLECTED_MARKS] = marks_of(found)
+    state.marks = marks_of(found)
     return found
 
 
@@ -86,7 +87,7 @@ def session_plan(
         ignored_files=chosen.ignored if chosen is not None else (),
         settings=state.peers,
         capacity=settings.resources,
-        marks=config.stash.get(COLLECTED_MARKS, None),
+        marks=state.marks,
     )
     if settings.timings:
         _print_timings(config, result)

@@ -12,6 +12,7 @@ import importlib.util
 import pytest
 
 from pytest_depgraph.collect import peer_plugins
+from pytest_depgraph.collect.peer_plugins import Marks
 from pytest_depgraph.hosts.pytest import collect_all_for_last_failed
 from pytest_depgraph.options import read_settings
 from pytest_depgraph.run.recording import Recording, RunningTest
@@ -23,7 +24,12 @@ def configure(config: pytest.Config) -> SessionState:
     """Read the options and make the session's state; on a walked xdist worker, have
     pytest-dependency's own check see what passed on other workers."""
     settings = read_settings(config)
-    peers = peer_plugins.register(config, strict=settings.strict)
+
+    def collected_marks() -> Marks | None:
+        found = find_session_state(config)
+        return None if found is None else found.marks
+
+    peers = peer_plugins.register(config, strict=settings.strict, collected_marks=collected_marks)
     state = start_session_state(config, settings, peers)
     if (
         role(config) is Role.WALKED_WORKER
