@@ -157,33 +157,42 @@ def _durations(plan: Plan, seed: int) -> dict[str, float]:
     }
 
 
-@pytest.mark.parametrize("count", [2, 3, 5])
-def test_every_shard_of_n_together_is_the_run(pytester: pytest.Pytester, count: int) -> None:
+def test_every_shard_of_n_together_is_the_run(pytester: pytest.Pytester) -> None:
+    """For 2, 3 and 5 shards: each test of the run is in one shard, the shards together are
+    the run, no edge crosses shards and a pinned group stays in one (one run of the whole
+    suite for the three counts, where each count ran its own: 13 -> 11 sessions)."""
     pytester.makepyfile(**SUITE)
     whole, plan = _run(pytester)
     selection = _passed(whole)
     assert len(selection) == 34
     assert plan.pinned, "the suite has pinned groups"
     edges = [(plan.nodeids[e.dependent], plan.nodeids[e.dependency]) for e in plan.graph.edges()]
-    Path(pytester.path, "durations.json").write_text(json.dumps(_durations(plan, count)))
+    for count in (2, 3, 5):
+        _shards_are_the_run(pytester, plan, selection, edges, count)
 
+
+def _shards_are_the_run(
+    pytester: pytest.Pytester, plan: Plan, selection: list[str], edges: list[tuple[str, str]],
+    count: int,
+) -> None:
+    Path(pytester.path, "durations.json").write_text(json.dumps(_durations(plan, count)))
     owner: dict[str, int] = {}
     for index in range(1, count + 1):
         result, part = _run(pytester, f"--depgraph-shard={index}/{count}",
                             "--depgraph-durations=durations.json")
         ran = _passed(result)
-        assert part.shard is not None and part.shard.tests == len(ran)
+        assert part.shard is not None and part.shard.tests == len(ran), f"{index}/{count}"
         # the tests of the other shards are reported deselected
-        assert sorted(_deselected(result)) == sorted(set(selection) - set(ran))
+        assert sorted(_deselected(result)) == sorted(set(selection) - set(ran)), f"{index}/{count}"
         for nodeid in ran:
-            assert nodeid not in owner, f"{nodeid} ran in shards {owner[nodeid]} and {index}"
+            assert nodeid not in owner, f"{nodeid}: shards {owner[nodeid]} and {index} of {count}"
             owner[nodeid] = index
         result.stdout.fnmatch_lines([f"shard {index}/{count}: * tests in * group*, expected *"])
-    assert sorted(owner) == sorted(selection)
+    assert sorted(owner) == sorted(selection), f"{count} shards"
     crossing = [(a, b) for a, b in edges if owner[a] != owner[b]]
-    assert not crossing
+    assert not crossing, f"{count} shards"
     for group in plan.pinned:
-        assert len({owner[plan.nodeids[n]] for n in group}) == 1
+        assert len({owner[plan.nodeids[n]] for n in group}) == 1, f"{count} shards"
 
 
 def test_selection_and_pull_in_come_before_the_split(pytester: pytest.Pytester) -> None:
