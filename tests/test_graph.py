@@ -2,8 +2,8 @@
 
 Every algorithm also runs once here on empty, edgeless and 100,000-node graphs. Small graphs
 are drawn edge by edge (they shrink to minimal examples); large ones, up to a few hundred
-nodes in the shapes of :mod:`tests.graph_strategies`, run ``PROPERTIES.max_examples`` (500)
-examples per property.
+nodes in the shapes of :mod:`tests.graph_strategies`, run ``PROPERTIES.max_examples`` (200;
+``DEPGRAPH_PROPERTY_EXAMPLES``: 500 in CI's oldest and newest environments) examples per property.
 """
 
 from __future__ import annotations
