@@ -37,6 +37,9 @@ class ShardInfo:
     """What ``--depgraph-shard K/N`` kept of the selected tests (for the summary). A plain
     class, as :class:`Plan` says why."""
 
+    __slots__ = ("count", "expected", "groups", "index", "known", "oversized", "selected",
+                 "source", "tests", "total")
+
     def __init__(
         self,
         index: int,
@@ -128,6 +131,8 @@ class Resources:
     ``--depgraph-parallelism``, the whole run. Empty unless a test declares any; a serial walk
     ignores it (it changes nothing there), the parallel walk's dispatcher obeys it. A plain
     class, as :class:`Plan` says why; compared by value."""
+
+    __slots__ = ("blocks", "capacity", "claims", "exclusive", "slots")
 
     def __init__(
         self,
@@ -234,6 +239,10 @@ class Plan:
     2.5 M instructions, two runs within 0.1 M). No plan is compared; :meth:`replace` is the
     one copy the plugin makes of one."""
 
+    __slots__ = ("added", "broken", "cleanups", "edge_counts", "errors", "graph", "group",
+                 "item_count", "nodeids", "pinned", "removed_edges", "resources", "shard",
+                 "warnings", "xdist_groups")
+
     def __init__(
         self,
         nodeids: list[str],
@@ -289,11 +298,12 @@ class Plan:
     def replace(self, **changes: Any) -> Plan:
         """A copy of this plan with the fields named in ``changes`` set to their values (the
         others shared, as ``dataclasses.replace`` would)."""
-        unknown = changes.keys() - vars(self).keys()
+        unknown = changes.keys() - set(Plan.__slots__)
         if unknown:
             raise TypeError(f"Plan has no field {', '.join(sorted(unknown))}")
         copy = Plan.__new__(Plan)
-        vars(copy).update(vars(self), **changes)
+        for name in Plan.__slots__:
+            setattr(copy, name, changes[name] if name in changes else getattr(self, name))
         return copy
 
     @property
