@@ -293,6 +293,15 @@ def test_a_removed_edge_declared_again_comes_back_last() -> None:
     _check_adjacency(graph)
 
 
+def test_a_plans_copy_changes_the_fields_named_and_refuses_others() -> None:
+    plan = Plan(nodeids=["t.py::a"], graph=Graph(1), group=[0], item_count=1)
+    copy = plan.replace(errors=["boom"])
+    assert (copy.errors, plan.errors) == (["boom"], [])
+    assert copy.graph is plan.graph and copy.nodeids is plan.nodeids
+    with pytest.raises(TypeError, match="Plan has no field shards"):
+        plan.replace(shards=None)
+
+
 @settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 5))
 @given(dags(max_size=60))
 def test_plan_json_round_trip_keeps_edges_kinds_and_origins(drawn: Drawn) -> None:

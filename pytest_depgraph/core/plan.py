@@ -18,7 +18,6 @@ import json
 from array import array
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 from pytest_depgraph.core.graph.storage import Graph, Origin
@@ -34,34 +33,64 @@ _KIND_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
 _DIGIT_KINDS = bytes.maketrans(b"01", b"\x00\x01")
 
 
-@dataclass(frozen=True)
 class ShardInfo:
-    """What ``--depgraph-shard K/N`` kept of the selected tests (for the summary)."""
+    """What ``--depgraph-shard K/N`` kept of the selected tests (for the summary). A plain
+    class, as :class:`Plan` says why."""
 
-    #: K (1-based) and N
-    index: int
-    count: int
-    #: tests and components (groups) in this shard
-    tests: int
-    groups: int
-    #: expected seconds of this shard and of every selected test
-    expected: float
-    total: float
-    #: selected tests in all shards together
-    selected: int
-    #: (first test, tests, expected seconds) of each group of this shard that is heavier
-    #: than the ideal share ``total / count``
-    oversized: tuple[tuple[str, int, float], ...] = ()
-    #: where the durations came from (a path, or "pytest's cache"), and how many of the
-    #: selected tests had one
-    source: str = ""
-    known: int = 0
+    __slots__ = ("count", "expected", "groups", "index", "known", "oversized", "selected",
+                 "source", "tests", "total")
+
+    def __init__(
+        self,
+        index: int,
+        count: int,
+        tests: int,
+        groups: int,
+        expected: float,
+        total: float,
+        selected: int,
+        oversized: tuple[tuple[str, int, float], ...] = (),
+        source: str = "",
+        known: int = 0,
+    ) -> None:
+        #: K (1-based) and N
+        self.index = index
+        self.count = count
+        #: tests and components (groups) in this shard
+        self.tests = tests
+        self.groups = groups
+        #: expected seconds of this shard and of every selected test
+        self.expected = expected
+        self.total = total
+        #: selected tests in all shards together
+        self.selected = selected
+        #: (first test, tests, expected seconds) of each group of this shard that is heavier
+        #: than the ideal share ``total / count``
+        self.oversized = oversized
+        #: where the durations came from (a path, or "pytest's cache"), and how many of the
+        #: selected tests had one
+        self.source = source
+        self.known = known
+
+    def with_durations(self, source: str, known: int) -> ShardInfo:
+        """A copy that says where the durations came from and how many tests had one."""
+        return ShardInfo(self.index, self.count, self.tests, self.groups, self.expected,
+                         self.total, self.selected, self.oversized, source, known)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields by name, for JSON."""
-        fields = asdict(self)
-        fields["oversized"] = [list(group) for group in self.oversized]
-        return fields
+        return {
+            "index": self.index,
+            "count": self.count,
+            "tests": self.tests,
+            "groups": self.groups,
+            "expected": self.expected,
+            "total": self.total,
+            "selected": self.selected,
+            "oversized": [list(group) for group in self.oversized],
+            "source": self.source,
+            "known": self.known,
+        }
 
     @classmethod
     def from_dict(cls, fields: dict[str, Any] | None) -> ShardInfo | None:
@@ -97,22 +126,47 @@ class Block(NamedTuple):
     scope: str = ""
 
 
-@dataclass
 class Resources:
     """What the tests of a plan hold besides a worker: named resources, slots of
     ``--depgraph-parallelism``, the whole run. Empty unless a test declares any; a serial walk
-    ignores it (it changes nothing there), the parallel walk's dispatcher obeys it."""
+    ignores it (it changes nothing there), the parallel walk's dispatcher obeys it. A plain
+    class, as :class:`Plan` says why; compared by value."""
 
-    #: every resource name a claim or block uses -> its capacity (most writers at once, >= 1)
-    capacity: dict[str, int] = field(default_factory=dict)
-    #: node -> the claims it holds while it runs: resource name -> mode (WRITE or READ)
-    claims: dict[int, dict[str, str]] = field(default_factory=dict)
-    #: node -> the slots of the bound it counts (``weight(k)``, k >= 2; absent: 1)
-    slots: dict[int, int] = field(default_factory=dict)
-    #: nodes that run with no other test running (ascending)
-    exclusive: list[int] = field(default_factory=list)
-    #: tests that hold resources as one (blocks that share a test are one block in the walk)
-    blocks: list[Block] = field(default_factory=list)
+    __slots__ = ("blocks", "capacity", "claims", "exclusive", "slots")
+
+    def __init__(
+        self,
+        capacity: dict[str, int] | None = None,
+        claims: dict[int, dict[str, str]] | None = None,
+        slots: dict[int, int] | None = None,
+        exclusive: list[int] | None = None,
+        blocks: list[Block] | None = None,
+    ) -> None:
+        #: every resource name a claim or block uses -> its capacity (most writers at once,
+        #: >= 1)
+        self.capacity: dict[str, int] = {} if capacity is None else capacity
+        #: node -> the claims it holds while it runs: resource name -> mode (WRITE or READ)
+        self.claims: dict[int, dict[str, str]] = {} if claims is None else claims
+        #: node -> the slots of the bound it counts (``weight(k)``, k >= 2; absent: 1)
+        self.slots: dict[int, int] = {} if slots is None else slots
+        #: nodes that run with no other test running (ascending)
+        self.exclusive: list[int] = [] if exclusive is None else exclusive
+        #: tests that hold resources as one (blocks that share a test are one block in the
+        #: walk)
+        self.blocks: list[Block] = [] if blocks is None else blocks
+
+    def _fields(self) -> tuple[object, ...]:
+        return self.capacity, self.claims, self.slots, self.exclusive, self.blocks
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Resources):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __repr__(self) -> str:
+        return (f"Resources(capacity={self.capacity!r}, claims={self.claims!r}, "
+                f"slots={self.slots!r}, exclusive={self.exclusive!r}, "
+                f"blocks={self.blocks!r})")
 
     def __bool__(self) -> bool:
         return bool(self.claims or self.slots or self.exclusive or self.blocks)
@@ -176,42 +230,81 @@ class Cleanup(NamedTuple):
         return [list(self.targets), list(self.absent)]
 
 
-@dataclass
 class Plan:
-    """Everything the walk needs to know about one session's tests."""
+    """Everything the walk needs to know about one session's tests.
 
-    #: node id of every node (items first, then external nodes).
-    nodeids: list[str]
-    #: the reduced graph, over the same node numbers.
-    graph: Graph
-    #: an int per node naming its innermost scope, class or module (fixture affinity).
-    group: list[int]
-    #: number of nodes that are collected items; the rest are external.
-    item_count: int
-    #: errors that stop the run (cycles, bad targets), each a message for a person.
-    errors: list[str] = field(default_factory=list)
-    #: items that cannot run because of an error (``--continue-on-collection-errors``):
-    #: node -> message. They are reported as errors; their REQUIRES-dependents too.
-    broken: dict[int, str] = field(default_factory=dict)
-    #: edges before reduction, by origin kind ("marker", "fixture", ...).
-    edge_counts: dict[str, int] = field(default_factory=dict)
-    #: edges removed by the transitive reduction.
-    removed_edges: int = 0
-    #: items pulled into the run because a selected test depends on them.
-    added: list[int] = field(default_factory=list)
-    #: pinned groups: items that run on one worker, one at a time, in plan order (the graph
-    #: chains each group with AFTER edges); see :mod:`pytest_depgraph.collect.pinning`.
-    pinned: list[list[int]] = field(default_factory=list)
-    #: warnings for a parallel run (the controller shows each once; serial runs do not).
-    warnings: list[str] = field(default_factory=list)
-    #: the shard this plan is (``--depgraph-shard``), None when the run is not sharded
-    shard: ShardInfo | None = None
-    #: ``--dist loadgroup``: the ``xdist_group`` name of each item that has one (node -> name)
-    xdist_groups: dict[int, str] = field(default_factory=dict)
-    #: shared resources, exclusive tests and weights (:class:`Resources`); empty: none
-    resources: Resources = field(default_factory=Resources)
-    #: the cleanups (``cleanup_of``): node -> what it cleans up after (:class:`Cleanup`)
-    cleanups: dict[int, Cleanup] = field(default_factory=dict)
+    A plain class, as :class:`Resources` and :class:`ShardInfo` are: every pytest process
+    imports this module, and the three as dataclasses had their methods written and compiled
+    there each time (measured, callgrind, ``PYTHONHASHSEED=0``: this module's import 15.5 ->
+    2.5 M instructions, two runs within 0.1 M). No plan is compared; :meth:`replace` is the
+    one copy the plugin makes of one."""
+
+    __slots__ = ("added", "broken", "cleanups", "edge_counts", "errors", "graph", "group",
+                 "item_count", "nodeids", "pinned", "removed_edges", "resources", "shard",
+                 "warnings", "xdist_groups")
+
+    def __init__(
+        self,
+        nodeids: list[str],
+        graph: Graph,
+        group: list[int],
+        item_count: int,
+        errors: list[str] | None = None,
+        broken: dict[int, str] | None = None,
+        edge_counts: dict[str, int] | None = None,
+        removed_edges: int = 0,
+        added: list[int] | None = None,
+        pinned: list[list[int]] | None = None,
+        warnings: list[str] | None = None,
+        shard: ShardInfo | None = None,
+        xdist_groups: dict[int, str] | None = None,
+        resources: Resources | None = None,
+        cleanups: dict[int, Cleanup] | None = None,
+    ) -> None:
+        #: node id of every node (items first, then external nodes).
+        self.nodeids = nodeids
+        #: the reduced graph, over the same node numbers.
+        self.graph = graph
+        #: an int per node naming its innermost scope, class or module (fixture affinity).
+        self.group = group
+        #: number of nodes that are collected items; the rest are external.
+        self.item_count = item_count
+        #: errors that stop the run (cycles, bad targets), each a message for a person.
+        self.errors: list[str] = [] if errors is None else errors
+        #: items that cannot run because of an error (``--continue-on-collection-errors``):
+        #: node -> message. They are reported as errors; their REQUIRES-dependents too.
+        self.broken: dict[int, str] = {} if broken is None else broken
+        #: edges before reduction, by origin kind ("marker", "fixture", ...).
+        self.edge_counts: dict[str, int] = {} if edge_counts is None else edge_counts
+        #: edges removed by the transitive reduction.
+        self.removed_edges = removed_edges
+        #: items pulled into the run because a selected test depends on them.
+        self.added: list[int] = [] if added is None else added
+        #: pinned groups: items that run on one worker, one at a time, in plan order (the
+        #: graph chains each group with AFTER edges); see :mod:`pytest_depgraph.collect.pinning`.
+        self.pinned: list[list[int]] = [] if pinned is None else pinned
+        #: warnings for a parallel run (the controller shows each once; serial runs do not).
+        self.warnings: list[str] = [] if warnings is None else warnings
+        #: the shard this plan is (``--depgraph-shard``), None when the run is not sharded
+        self.shard = shard
+        #: ``--dist loadgroup``: the ``xdist_group`` name of each item that has one (node ->
+        #: name)
+        self.xdist_groups: dict[int, str] = {} if xdist_groups is None else xdist_groups
+        #: shared resources, exclusive tests and weights (:class:`Resources`); empty: none
+        self.resources = Resources() if resources is None else resources
+        #: the cleanups (``cleanup_of``): node -> what it cleans up after (:class:`Cleanup`)
+        self.cleanups: dict[int, Cleanup] = {} if cleanups is None else cleanups
+
+    def replace(self, **changes: Any) -> Plan:
+        """A copy of this plan with the fields named in ``changes`` set to their values (the
+        others shared, as ``dataclasses.replace`` would)."""
+        unknown = changes.keys() - set(Plan.__slots__)
+        if unknown:
+            raise TypeError(f"Plan has no field {', '.join(sorted(unknown))}")
+        copy = Plan.__new__(Plan)
+        for name in Plan.__slots__:
+            setattr(copy, name, changes[name] if name in changes else getattr(self, name))
+        return copy
 
     @property
     def needs_walk(self) -> bool:

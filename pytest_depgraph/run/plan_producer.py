@@ -10,7 +10,6 @@ it again. (The xdist controller collects nothing: its plan is the workers',
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
 import pytest
@@ -102,7 +101,7 @@ def session_plan(
         if others:
             config.hook.pytest_deselected(items=others)
     if role(config).sends_plan and config.getoption("loadgroup", False):
-        plan = dataclasses.replace(plan, xdist_groups=xdist_groups(kept))
+        plan = plan.replace(xdist_groups=xdist_groups(kept))
     items[:] = kept
     found = [(problem.report_nodeid, problem.message) for problem in result.problems]
     if plan.resources.blocks and not plan.errors:
@@ -110,7 +109,7 @@ def session_plan(
         from pytest_depgraph.run.xdist.units import block_cycles  # only a run with blocks
 
         cycles = block_cycles(plan)
-        plan = dataclasses.replace(plan, errors=[message for _, message in cycles])
+        plan = plan.replace(errors=[message for _, message in cycles])
         found += cycles
     for nodeid, message in found:
         config.hook.pytest_collectreport(

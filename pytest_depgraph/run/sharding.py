@@ -8,7 +8,6 @@ xdist workers in ``workerinput`` -- a remote worker has neither the file nor the
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from typing import Any
 
@@ -104,17 +103,16 @@ def apply(
     if previous is not None and all(item.nodeid in previous[0] for item in items):
         # the hook ran again (some plugins call it) on this shard's own items: splitting them
         # again would drop tests that no shard runs
-        return dataclasses.replace(plan, shard=previous[1]), items, []
+        return plan.replace(shard=previous[1]), items, []
     weights = shard.weigh(plan.nodeids[: plan.item_count], known_durations(config))
     # pytest-order's positions order the tests of a shard, they do not join them
     chosen = shard.split(plan, weights, index, count, loose={OriginKind.ORDINAL})
     known = known_durations(config)
-    info = dataclasses.replace(
-        chosen.info,
+    info = chosen.info.with_durations(
         source=state.settings.durations or "pytest's cache",
         known=sum(1 for nodeid in plan.nodeids[: plan.item_count] if nodeid in known),
     )
-    kept_plan = dataclasses.replace(shard.restrict(plan, chosen.nodes, unreduced), shard=info)
+    kept_plan = shard.restrict(plan, chosen.nodes, unreduced).replace(shard=info)
     keep = set(chosen.nodes)
     kept = [item for n, item in enumerate(items) if n in keep]
     others = [item for n, item in enumerate(items) if n not in keep]

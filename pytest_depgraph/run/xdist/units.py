@@ -19,7 +19,6 @@ way: each such cycle is returned as an error naming the tests and edges that tie
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -153,7 +152,7 @@ def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
     ]
     if errors:
         return (
-            dataclasses.replace(plan, errors=[*plan.errors, *(m for _, m in errors)]),
+            plan.replace(errors=[*plan.errors, *(m for _, m in errors)]),
             errors,
         )
     edge_counts, warnings = dict(plan.edge_counts), list(plan.warnings)
@@ -165,9 +164,8 @@ def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
     if whole.added:
         edge_counts[OriginKind.UNIT if units else BLOCK_EDGES] = whole.added
     return (
-        dataclasses.replace(
-            plan, graph=whole.graph, pinned=whole.pinned, edge_counts=edge_counts,
-            warnings=warnings,
+        plan.replace(
+            graph=whole.graph, pinned=whole.pinned, edge_counts=edge_counts, warnings=warnings
         ),
         [],
     )
