@@ -175,9 +175,12 @@ def test_the_same_pair_twice_in_arrays_merges_as_add_edges_does() -> None:
         array("i", [0, 0, 1]), [first, second],
     )
     assert graph.edges() == [Edge(1, 0, R, second), Edge(2, 0, A, first)]
-    with pytest.raises(ValueError, match="outside a graph of 3 nodes"):
-        Graph.from_arrays(3, array("i", [3]), array("i", [0]), bytearray(1), array("i", [0]),
-                          [first])
+    # either end outside, on either side: the range is checked on the dependencies and on
+    # the pairs
+    for dependent, dependency in [(3, 0), (-1, 2), (2, 3), (0, -1), (3, 2)]:
+        with pytest.raises(ValueError, match="outside a graph of 3 nodes"):
+            Graph.from_arrays(3, array("i", [1, dependent]), array("i", [0, dependency]),
+                              bytearray(2), array("i", [0, 0]), [first])
 
 
 def _by_add_edges(

@@ -146,6 +146,10 @@ class Problems:
         """Put the problems found since there were ``start`` in the order of the first of
         ``positions`` (tests read and resolved together) each is for, those of one test in
         the order found: as if each test had been read and resolved alone, in turn."""
+        if len(self._order) - start < 2:
+            # nothing to sort, the usual batch: no table of its ranks (measured, callgrind:
+            # real10k's resolve phase 382.8 -> 376.2 M instructions)
+            return
         rank = {position: n for n, position in enumerate(positions)}
         last = len(positions)
 
@@ -153,8 +157,7 @@ class Problems:
             items = entry.problem.items if isinstance(entry, _Group) else entry.items
             return min((rank[p] for p in items if p in rank), default=last)
 
-        if len(self._order) - start > 1:
-            self._order[start:] = sorted(self._order[start:], key=first)
+        self._order[start:] = sorted(self._order[start:], key=first)
 
     def finished(self) -> list[Problem]:
         """Every problem with its final message."""

@@ -30,10 +30,10 @@ def _closure_readers(graph: Graph, order: Sequence[int]) -> list[int]:
     against each other) or when its own closure is read. On a chain nobody reads anything,
     which keeps the reduction of a 100,000-node chain linear instead of quadratic.
     """
-    dependencies = graph.dependencies_of
+    dependencies = graph.dependencies_by_node()
     readers = [0] * graph.size
     for u in reversed(order):
-        ds = dependencies(u)
+        ds = dependencies[u]
         if len(ds) > 1 or (ds and readers[u]):
             for d in ds:
                 readers[d] += 1
@@ -47,11 +47,11 @@ def _live_from(graph: Graph, order: Sequence[int], position: list[int]) -> list[
     dependent the bit is dead. Dead bits gather at the low end of the order, so closures can
     drop them and stay as short as the window of live nodes instead of growing with the graph.
     """
-    dependencies = graph.dependencies_of
+    dependencies = graph.dependencies_by_node()
     size = len(order)
     last_use = list(range(size))
     for t, v in enumerate(order):
-        for d in dependencies(v):
+        for d in dependencies[v]:
             last_use[position[d]] = t
     live_from = [0] * size
     low = 0
@@ -113,10 +113,8 @@ def reduce_by_search(
         return []
     position = positions_in(order)
     # each node's dependencies as positions, latest first (nodes are positions from here on)
-    deps = [
-        sorted(map(position.__getitem__, graph.dependencies_of(v)), reverse=True)
-        for v in order
-    ]
+    dependencies, dependents = graph.dependencies_by_node(), graph.dependents_by_node()
+    deps = [sorted(map(position.__getitem__, dependencies[v]), reverse=True) for v in order]
     # the AFTER edges (few), keyed ``dependent * size + dependency``
     after = {
         position[key // size] * size + position[key % size] for key in _after_keys(graph)
@@ -126,7 +124,7 @@ def reduce_by_search(
     for t, v in enumerate(order):
         if count == filter_bits:
             break
-        if graph.dependents_of(v):
+        if dependents[v]:
             bit[t] = 1 << count
             count += 1
     # every filtered node: far enough into a layered graph every filter equals it, and one
@@ -183,7 +181,7 @@ def reduce_by_search(
                     return None
             if found:
                 removed.append(order[t] * size + order[b])
-        if graph.dependents_of(v):  # (the filter of a node nothing depends on is never read)
+        if dependents[v]:  # (the filter of a node nothing depends on is never read)
             if bit[t]:
                 reach |= bit[t]
             hub[t] = full if reach == full else reach
@@ -201,7 +199,7 @@ def reduce_by_closures(graph: Graph, order: Sequence[int]) -> list[int]:
     :func:`_live_from`), so on graphs whose edges are local in the order it stays short.
     """
     size = graph.size
-    dependencies = graph.dependencies_of
+    dependencies = graph.dependencies_by_node()
     position = positions_in(order)
     # edges are keyed ``dependent * size + dependency`` here; the AFTER ones are few
     after = _after_keys(graph)
@@ -216,7 +214,7 @@ def reduce_by_closures(graph: Graph, order: Sequence[int]) -> list[int]:
     pure = bytearray(size)
     removed: list[int] = []
     for t, v in enumerate(order):
-        ds = dependencies(v)
+        ds = dependencies[v]
         if not ds or (len(ds) == 1 and not readers[v]):
             if readers[v]:
                 offset[v] = live_from[t]

