@@ -140,8 +140,7 @@ def _build(
     clock = _Clock()
     context = Context(collected, rootpath, verbosity, settings, ignored_files, capacity)
     declarations = Declarations(context, marks)
-    position = context.position
-    chosen = [position[item] for item in selected if item in position]
+    chosen = context.positions_of(selected)
     if not keep_unreduced and declarations.nothing() and len(set(chosen)) == len(chosen):
         result = _without_declarations(context, chosen)
         clock.lap("resolve")

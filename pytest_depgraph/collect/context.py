@@ -8,7 +8,7 @@ The build (:mod:`~pytest_depgraph.collect.build`) makes one per session; the rea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -69,7 +69,6 @@ class Context:
         #: order of the tests once they are read (:meth:`warn_in_order`)
         self.warnings: list[tuple[int, Callable[[], None]]] = []
         self.nodeids = [item.nodeid for item in self.collected]
-        self._position: dict[pytest.Item, int] | None = None
         self._files: set[str] | None = None
         self._objects = _Objects(self.collected)
         self._index: TargetIndex | None = None
@@ -85,12 +84,12 @@ class Context:
 
     # the tables below are made when first read: a session without declarations reads none
 
-    @property
-    def position(self) -> dict[pytest.Item, int]:
-        """Item -> its position in :attr:`collected`."""
-        if self._position is None:
-            self._position = dict(zip(self.collected, range(len(self.collected))))
-        return self._position
+    def positions_of(self, items: Iterable[pytest.Item]) -> list[int]:
+        """The positions in :attr:`collected` of those of ``items`` that were collected, in
+        the order of ``items``. Items are told apart by identity, so the table is keyed by
+        ``id()``: an item's own hash is a Python call (its node id's hash)."""
+        position = dict(zip(map(id, self.collected), range(len(self.collected))))
+        return [position[key] for key in map(id, items) if key in position]
 
     @property
     def functions(self) -> list[object | None]:
@@ -153,10 +152,9 @@ class Context:
         return self.problems.add(message, report_nodeid)
 
     def release(self) -> None:
-        """Let go of what only reading and resolving the declarations needed: the items'
-        positions, the targets' index (kept when a problem was found: its hints may ask it
-        again). The graph's phases that follow are the build's peak of memory."""
-        self._position = None
+        """Let go of what only reading and resolving the declarations needed: the targets'
+        index (kept when a problem was found: its hints may ask it again). The graph's phases
+        that follow are the build's peak of memory."""
         if not self.problems:
             self._index = None
 
