@@ -22,6 +22,7 @@ def strongly_connected_components(graph: Graph) -> list[list[int]]:
     stack: list[int] = []
     components: list[list[int]] = []
     counter = 0
+    dependencies = graph.dependencies_by_node()
     for root in range(size):
         if index[root]:
             continue
@@ -30,7 +31,7 @@ def strongly_connected_components(graph: Graph) -> list[list[int]]:
         stack.append(root)
         on_stack[root] = 1
         # the depth-first path: each node with the iterator over its dependencies
-        work = [(root, iter(graph.dependencies_of(root)))]
+        work = [(root, iter(dependencies[root]))]
         while work:
             v, successors = work[-1]
             for w in successors:
@@ -39,7 +40,7 @@ def strongly_connected_components(graph: Graph) -> list[list[int]]:
                     index[w] = low[w] = counter
                     stack.append(w)
                     on_stack[w] = 1
-                    work.append((w, iter(graph.dependencies_of(w))))
+                    work.append((w, iter(dependencies[w])))
                     break
                 if on_stack[w]:
                     low[v] = min(low[v], index[w])

@@ -192,13 +192,13 @@ def chain_cover(graph: Graph, order: Sequence[int], leave_out: Container[int] = 
     first; ``leave_out``: nodes that will not run. Greedy, so not always the least cover (the
     true bound, Dilworth's, needs a matching), but never below it.
     """
-    dependencies = graph.dependencies_of
+    dependencies = graph.dependencies_by_node()
     tail = bytearray(graph.size)  # 1: a chain ends at this node and may go on
     chains = 0
     for v in order:
         if v in leave_out:
             continue
-        for d in dependencies(v):
+        for d in dependencies[v]:
             if tail[d]:
                 tail[d] = 0
                 break
