@@ -60,15 +60,22 @@ class Declarations:
         """What the tests at ``positions`` declare through ``readers``, in the readers' order."""
         if not readers:
             return [_NONE] * len(positions)
-        parts: dict[int, list[Found]] = {}
+        # one Found a test: the usual reader gives each test at most one, taken as it is;
+        # a second part joins the first (measured, callgrind: the declarations read of
+        # rand10k and onefile10k, 10,000 tests with a mark each, 224.8 -> 209.3 M
+        # instructions; real10k, four readers, 339.8 -> 326.5 M: a list of parts a test ->
+        # this)
+        parts: dict[int, Found] = {}
         for reader in readers:
             columns = reader.read_tests(positions)
+            if not parts:
+                parts = dict(zip(columns.positions, columns.found))
+                if len(parts) == len(columns.positions):
+                    continue
+                parts = {}
             for position, part in zip(columns.positions, columns.found):
                 known = parts.get(position)
-                if known is None:
-                    parts[position] = [part]
-                else:
-                    known.append(part)
+                parts[position] = part if known is None else _joined(known, part)
         self.context.warn_in_order(positions)
         found: list[Sequence[Source]] = []
         for position in positions:
@@ -76,13 +83,11 @@ class Declarations:
             if mine is None:
                 found.append(_NONE)
                 continue
-            for part in mine:
-                for problem in part.problems:
-                    problem.items.add(position)
-                if part.claims:
-                    self.claims.setdefault(position, []).extend(part.claims)
-            found.append(mine[0].sources if len(mine) == 1
-                         else [source for part in mine for source in part.sources])
+            for problem in mine.problems:
+                problem.items.add(position)
+            if mine.claims:
+                self.claims.setdefault(position, []).extend(mine.claims)
+            found.append(mine.sources)
         return found
 
     def order_edges(self, ordered: Ordered) -> dict[str, int]:
@@ -98,3 +103,9 @@ class Declarations:
         the graph's phases that follow are the build's peak of memory."""
         for reader in [*self._readers, *self._reaching]:
             reader.release()
+
+
+def _joined(first: Found, then: Found) -> Found:
+    """What one test declares in two places, in that order."""
+    return Found([*first.sources, *then.sources], [*first.problems, *then.problems],
+                 [*first.claims, *then.claims])

@@ -95,6 +95,10 @@ def resolve(
     in_run = found.in_run
     add_dependent, add_dependency = found.dependents.append, found.dependencies.append
     add_kind, add_origin = found.kinds.append, found.origin_of.append
+    # every collected test runs (the usual case): no match is outside the run (measured,
+    # callgrind: the resolve phase of rand10k, onefile10k and real10k, 30,000 edges each, 9 M
+    # instructions less of 303-376 M: looked up -> this)
+    everything = len(in_run) == len(nodeids)
     while queue:
         # the tests reached so far, read together (each reader's columns for all of them),
         # resolved in the order reached: those they pull in are the next batch
@@ -124,7 +128,7 @@ def resolve(
                         self_reference(context, source, target, position)
                     else:
                         for match in matches:
-                            if match not in in_run:
+                            if not everything and match not in in_run:
                                 if ignore_unselected:
                                     continue  # ordering against a test that does not run
                                 if kind == Kind.AFTER:
