@@ -159,7 +159,7 @@ def bench(size: int, edges: Edges, repeat: int) -> tuple[list[float], Graph, Gra
     t_cycles, cycles = median_time(lambda: find_cycles(graph), repeat)
     assert cycles == []
     # as the build orders: classes and modules kept together
-    scopes = scope_chains(size).__getitem__
+    scopes = scope_chains(size)
     t_order, order = median_time(lambda: stable_topological_order(graph, scopes), repeat)
     t_plain, _ = median_time(lambda: stable_topological_order(graph), repeat)
     t_reduce, reduced = median_time(lambda: transitive_reduction(graph, order), repeat)

@@ -176,6 +176,34 @@ def test_module_fixture_not_set_up_twice_by_reordering(pytester: pytest.Pytester
     assert names(result) == ["test_b", "test_c", "test_a", "test_d"]
 
 
+def test_modules_kept_together_when_another_plugin_splits_one(
+    pytester: pytest.Pytester, run: Run
+) -> None:
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_collection_modifyitems(items):
+            items.append(items.pop(1))  # as --ff may: test_m1.py::test_d goes last
+        """
+    )
+    pytester.makepyfile(
+        test_m1="""
+        import pytest
+
+        @pytest.mark.depends_on("test_m2.py::test_b")
+        def test_a(): pass
+        def test_d(): pass
+        """,
+        test_m2="def test_b(): pass\ndef test_c(): pass\n",
+    )
+    result = run()
+    result.assert_outcomes(passed=4)
+    # the first and the last test share a module: test_a still waits for test_m2.py to finish
+    assert names(result) == ["test_b", "test_c", "test_a", "test_d"]
+
+
 def test_decorator_form_on_tests_and_classes(pytester: pytest.Pytester, run: Run) -> None:
     pytester.makepyfile(
         """

@@ -11,7 +11,6 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Container, Hashable, Sequence
-from typing import Callable
 
 from pytest_depgraph.core.graph.storage import Graph
 
@@ -53,7 +52,7 @@ def topological_order(graph: Graph) -> list[int]:
 
 
 def stable_topological_order(
-    graph: Graph, scopes: Callable[[int], Sequence[Hashable]] | None = None
+    graph: Graph, scopes: Sequence[Sequence[Hashable]] | None = None
 ) -> list[int]:
     """The serial run order: Kahn's algorithm over the id order, keeping scopes together.
 
@@ -64,13 +63,13 @@ def stable_topological_order(
     needs an edge to a larger id up its dependencies (without ``scopes``: from the node to a
     dependency larger than itself, directly or through others). With no edges the result is
     ``range(size)``. Without ``scopes`` the smallest candidate goes first. With ``scopes``
-    (``scopes(n)``: keys of the scopes that hold node n, outermost first, e.g. a package, a
+    (``scopes[n]``: keys of the scopes that hold node n, outermost first, e.g. a package, a
     module, a class; the nodes of one innermost scope may share one sequence), the candidate
     sharing the most scopes with the node placed last goes first, the smallest among equals:
     a late node waits until the scopes it would split are done, and a scope whose nodes are
     consecutive ids and need no node outside it is never split. ValueError on a cycle.
     O(V + E + k d log k) for the k late nodes, d scopes deep: only late nodes go through
-    heaps, and ``scopes`` is asked only while some wait.
+    heaps.
     """
     size = graph.size
     if not graph.edge_count:
@@ -109,7 +108,7 @@ def stable_topological_order(
 def _keeping_scopes(
     dependents: Sequence[Sequence[int]],
     waiting: list[int],
-    scopes: Callable[[int], Sequence[Hashable]],
+    scopes: Sequence[Sequence[Hashable]],
 ) -> list[int]:
     """:func:`stable_topological_order` with ``scopes``, on its dependents and in-degrees."""
     size = len(waiting)
@@ -120,30 +119,22 @@ def _keeping_scopes(
     by_scope: dict[Hashable, list[int]] = {}
     placed = bytearray(size)
     count = 0
-    chains: list[Sequence[Hashable] | None] = [None] * size  # ``scopes``, asked once a node
     cursor = 0
     while True:
         while cursor < size and waiting[cursor]:
             cursor += 1
+        if cursor == size:
+            break
         if not count:
-            if cursor == size:
-                break
             v = cursor
             cursor += 1
         else:
-            v = order[-1]
-            chain = chains[v]
-            if chain is None:
-                chain = chains[v] = scopes(v)
+            chain = scopes[order[-1]]
             shared = 0
-            if cursor < size:
-                other = chains[cursor]
-                if other is None:
-                    other = chains[cursor] = scopes(cursor)
-                for key, other_key in zip(chain, other):
-                    if key != other_key:
-                        break
-                    shared += 1
+            for key, other_key in zip(chain, scopes[cursor]):
+                if key != other_key:
+                    break
+                shared += 1
             # the deepest scope of the node placed last that holds a late node, down to the
             # depth it shares with the cursor's node (a tie goes to the late node: it is smaller)
             v = -1
@@ -172,16 +163,58 @@ def _keeping_scopes(
             if not waiting[u] and u < cursor:
                 count += 1
                 heapq.heappush(late, u)
-                chain = chains[u]
-                if chain is None:
-                    chain = chains[u] = scopes(u)
-                for key in chain:
+                for key in scopes[u]:
                     heap = by_scope.get(key)
                     if heap is None:
                         by_scope[key] = [u]
                     else:
                         heapq.heappush(heap, u)
+    if count:
+        _late_ones(dependents, waiting, scopes, order, late, by_scope, placed)
     return order
+
+
+def _late_ones(
+    dependents: Sequence[Sequence[int]],
+    waiting: list[int],
+    scopes: Sequence[Sequence[Hashable]],
+    order: list[int],
+    late: list[int],
+    by_scope: dict[Hashable, list[int]],
+    placed: bytearray,
+) -> None:
+    """:func:`_keeping_scopes` once its cursor is at the end: the candidates are the late
+    nodes alone, every node made ready is late, and the heaps drop what they hand out."""
+    # measured, callgrind of the order alone on the inputs of real builds: real10k 132.3 ->
+    # 91.7 M instructions, rand100k 1,278.6 -> 866.1 M: the loop above to the end -> this one
+    v = order[-1]
+    while True:
+        for key in reversed(scopes[v]):
+            heap = by_scope.get(key)
+            while heap and placed[heap[0]]:
+                heapq.heappop(heap)
+            if heap:
+                v = heapq.heappop(heap)
+                break
+        else:
+            while late:
+                v = heapq.heappop(late)
+                if not placed[v]:
+                    break
+            else:
+                return
+        placed[v] = 1
+        order.append(v)
+        for u in dependents[v]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                heapq.heappush(late, u)
+                for key in scopes[u]:
+                    heap = by_scope.get(key)
+                    if heap is None:
+                        by_scope[key] = [u]
+                    else:
+                        heapq.heappush(heap, u)
 
 
 def chain_cover(graph: Graph, order: Sequence[int], leave_out: Container[int] = ()) -> int:
