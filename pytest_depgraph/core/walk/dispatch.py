@@ -363,7 +363,7 @@ class Dispatcher:
         last = self._last_group.get(worker)
         if last is not None and self._group is not None:
             group = self._group
-            self._chain[worker] = [v for v in step.ready if group[v] == last]
+            self._chain[worker] = [v for v in step.ready if group[v] == last] if step.ready else []
 
     def nothing_to_decide(self, first: Hashable = None) -> bool:
         """Whether the event of worker ``first`` (it finished a test) leaves nothing to
@@ -372,7 +372,11 @@ class Dispatcher:
         :meth:`teardowns`, :meth:`scope_teardowns` and :meth:`ends`, which only ever name a
         worker that holds nothing, name none (most events of a run of short tests)."""
         workers = self._workers
-        return first is not None and len(workers.get(first, ())) > REFILL_AT and all(
+        if first is None or len(workers.get(first, ())) <= REFILL_AT:
+            return False
+        # every worker busy (``_busy`` counts those that hold a test) is the usual answer;
+        # the retired ones are looked at only when some worker holds nothing
+        return self._busy == len(workers) or all(
             held or w in self._retired for w, held in workers.items()
         )
 
@@ -563,13 +567,16 @@ class Dispatcher:
     def _resolve(self, node: int, satisfied: bool) -> Step:
         """Tell the walk how ``node`` went; place what became ready."""
         step = self._walk.finish(node, satisfied)
-        for v in [node, *(skip.node for skip in step.skipped)]:
-            self._ready.unpin(v)
-            if self._books is not None:
-                self._books.resolve(v)
+        ready, books = self._ready, self._books
+        if ready.pins or books is not None:
+            for v in (node, *(skip.node for skip in step.skipped)):
+                ready.unpin(v)
+                if books is not None:
+                    books.resolve(v)
         for v in step.ready:
-            self._ready.place(v)
-        step.ready.sort(key=self._ready.order_key)
+            ready.place(v)
+        if len(step.ready) > 1:
+            step.ready.sort(key=ready.order_key)
         return step
 
     # -- internals -------------------------------------------------------------------------
@@ -596,7 +603,8 @@ class Dispatcher:
         held.append(node)
         if self._group is not None:
             self._last_group[worker] = self._group[node]
-        self._ready.bind(node, worker)
+        if self._ready.pins:
+            self._ready.bind(node, worker)
 
 
 

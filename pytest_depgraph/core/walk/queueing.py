@@ -54,6 +54,8 @@ REFILL_AT = 2
 #: expected to take less than this together (seconds): then a round trip per test would cost
 #: a noticeable share of the run, and committing the tests early costs little
 QUEUE_SECONDS = 0.05
+#: below every priority: the bar of tests that can make nothing ready
+_LOWEST = float("-inf")
 
 
 class Queued(NamedTuple):
@@ -165,7 +167,7 @@ class Queueing:
         if tally is None:
             tally = self._tallies[worker] = _Tally()
         last = held[-1]
-        group = self._ready.pinned_group(last)
+        group = self._ready.pinned_group(last) if self._ready.pins else None
         follower = None if group is None else self._next_of_pinned_group(worker, last, group)
         if follower is not None:
             self._early.add(follower)
@@ -177,13 +179,15 @@ class Queueing:
         if not self._may_queue_more(held, short=seconds < QUEUE_SECONDS):
             return None
         node = self._candidate(worker, last, group, chain, last_group)
-        if node is None or not self._resources_allow(node, held, worker):
+        if node is None or (
+            self._books is not None and not self._resources_allow(node, held, worker)
+        ):
             return None
         if not self._urgent_enough(node, held, tally):
             return None
         expected = self._expected(node)
         tally.seconds = QUEUE_SECONDS if expected is None else seconds + expected
-        tally.bar = max(tally.bar if tally.bar is not None else float("-inf"), self._after[node])
+        tally.bar = max(tally.bar if tally.bar is not None else _LOWEST, self._after[node])
         return Queued(node)
 
     # -- the rules -----------------------------------------------------------------------------
@@ -253,7 +257,7 @@ class Queueing:
     def _bar(self, held: Sequence[int]) -> float:
         """The most urgent priority the tests ``held`` can make ready once they finished (a
         test whose follower is queued behind it already made its chain's way)."""
-        bar = float("-inf")
+        bar = _LOWEST
         following = None
         for v in reversed(held):
             if following not in self._early:

@@ -50,6 +50,8 @@ class ReadyTests:
                     raise ValueError(f"pinned node {v} outside the graph or in two groups")
                 self._pin[v] = g
             self._pin_left.append(len(members))
+        #: whether any node is pinned (without, every node is free for every worker)
+        self.pins = bool(self._pin)
 
     def order_key(self, node: int) -> _Entry:
         """Best first: the highest priority, then the lowest node id."""
@@ -76,12 +78,12 @@ class ReadyTests:
         """Whether ``worker`` may start ``node`` now (the bound and resources aside): it is
         ready and not set aside, and its pinned group, if any, is free or bound to
         ``worker``."""
-        return self._is_ready(node) and self.free_for(node, worker)
+        return self._is_ready(node) and (not self.pins or self.free_for(node, worker))
 
     def place(self, node: int) -> None:
         """``node`` became ready: into the heaps, or reserved for the worker its pinned group
         is bound to."""
-        entry = self.order_key(node)
+        entry = (self._key[node], node)  # order_key's
         group = self._pin.get(node)
         if group is not None and group in self._bound:
             self._reserve(entry)
@@ -100,12 +102,12 @@ class ReadyTests:
                 heapq.heappop(reserved)
             if reserved:
                 return reserved[0][1]
-        heap = self._heap
+        heap, pinned = self._heap, self.pins
         while heap:
             node = heap[0][1]
             if not self._is_ready(node):
                 heapq.heappop(heap)
-            elif not self.free_for(node, worker):
+            elif pinned and not self.free_for(node, worker):
                 # bound to another worker since it was queued: it waits for that one
                 self._reserve(heapq.heappop(heap))
             else:
@@ -114,7 +116,9 @@ class ReadyTests:
             return None
         if prefer_group is not None and not plain:
             top = self._group_top(prefer_group)
-            if top is not None and top[0] == heap[0][0] and self.free_for(top[1], worker):
+            if top is not None and top[0] == heap[0][0] and (
+                not pinned or self.free_for(top[1], worker)
+            ):
                 return top[1]
         return heap[0][1]
 
