@@ -603,8 +603,7 @@ class Dispatcher:
         held.append(node)
         if self._group is not None:
             self._last_group[worker] = self._group[node]
-        if self._ready.pins:
-            self._ready.bind(node, worker)
+        self._ready.bind(node, worker)
 
 
 

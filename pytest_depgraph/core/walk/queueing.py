@@ -167,7 +167,7 @@ class Queueing:
         if tally is None:
             tally = self._tallies[worker] = _Tally()
         last = held[-1]
-        group = self._ready.pinned_group(last) if self._ready.pins else None
+        group = self._ready.pinned_group(last)
         follower = None if group is None else self._next_of_pinned_group(worker, last, group)
         if follower is not None:
             self._early.add(follower)
@@ -179,9 +179,7 @@ class Queueing:
         if not self._may_queue_more(held, short=seconds < QUEUE_SECONDS):
             return None
         node = self._candidate(worker, last, group, chain, last_group)
-        if node is None or (
-            self._books is not None and not self._resources_allow(node, held, worker)
-        ):
+        if node is None or not self._resources_allow(node, held, worker):
             return None
         if not self._urgent_enough(node, held, tally):
             return None

@@ -83,7 +83,7 @@ class ReadyTests:
     def place(self, node: int) -> None:
         """``node`` became ready: into the heaps, or reserved for the worker its pinned group
         is bound to."""
-        entry = (self._key[node], node)  # order_key's
+        entry = self.order_key(node)
         group = self._pin.get(node)
         if group is not None and group in self._bound:
             self._reserve(entry)
