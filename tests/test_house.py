@@ -159,15 +159,17 @@ def test_the_public_surface_is_typed_and_patches_nothing_on_import() -> None:
 
 def test_loading_the_plugin_imports_only_what_every_session_needs() -> None:
     """Every pytest process loads the plugin: what only some runs need (values between tests,
-    pickling, close-name suggestions, pinning, the walk's timeline, the installed version) is
-    imported when first used, and still there when asked for."""
+    pickling, close-name suggestions, pinning, the walk's timeline, the installed version, the
+    declarations' readers, which an xdist controller never uses) is imported when first used,
+    and still there when asked for."""
     # what pytest imports is not the plugin's doing (pytest 8 imports unittest, and so difflib)
     code = (
         "import sys, pytest\n"
         "before = set(sys.modules)\n"
         "import pytest_depgraph.plugin\n"
         "late = ['pytest_depgraph.values', 'pickle', 'difflib', 'pytest_depgraph.collect.pinning',"
-        " 'pytest_depgraph.core.timeline']\n"
+        " 'pytest_depgraph.core.timeline', 'pytest_depgraph.collect.readers',"
+        " 'pytest_depgraph.collect.selection']\n"
         "early = [m for m in late if m in sys.modules and m not in before]\n"
         "assert not early, early\n"
         "import pytest_depgraph as p\n"

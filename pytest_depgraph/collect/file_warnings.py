@@ -12,7 +12,6 @@ from types import FunctionType
 import pytest
 
 from pytest_depgraph.collect import problems, safe
-from pytest_depgraph.collect.readers.fixtures import FIXTURE_MARKS
 from pytest_depgraph.core.plan import Plan
 from pytest_depgraph.hosts.pytest import rejects_marked_fixture
 
@@ -102,6 +101,10 @@ def explain_marked_fixture(collector: pytest.Collector, report: object) -> None:
 
 def _mentioned_marker(collector: pytest.Collector) -> str | None:
     """The first of this plugin's marks that the collector's file mentions (None: none)."""
+    # the readers are imported by the processes that read declarations, not by every one
+    # (an xdist controller reads none)
+    from pytest_depgraph.collect.readers.fixtures import FIXTURE_MARKS
+
     path = getattr(collector, "path", None)
     try:
         text = "" if path is None else path.read_text(encoding="utf-8")

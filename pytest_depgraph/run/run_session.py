@@ -15,7 +15,7 @@ from pytest_depgraph.collect import peer_plugins
 from pytest_depgraph.collect.peer_plugins import Marks
 from pytest_depgraph.hosts.pytest import collect_all_for_last_failed
 from pytest_depgraph.options import read_settings
-from pytest_depgraph.run.recording import Recording, RunningTest
+from pytest_depgraph.run.recording import Recording
 from pytest_depgraph.run.role import Role, role
 from pytest_depgraph.run.state import SessionState, find_session_state, start_session_state
 
@@ -60,10 +60,10 @@ def register(config: pytest.Config, state: SessionState) -> None:
         sharding.configure(config, settings)
         if settings.store_durations:
             durations.install(config)
-    # a walked worker's outcomes nobody reads (recording.RunningTest says why)
-    walked = role(config) is Role.WALKED_WORKER
-    recording = RunningTest(state) if walked else Recording(state, config)
-    config.pluginmanager.register(recording, "depgraph-recorder")
+    # a walked worker's outcomes nobody reads, and its loop names the running test itself
+    # (recording.Recording says why)
+    if role(config) is not Role.WALKED_WORKER:
+        config.pluginmanager.register(Recording(state, config), "depgraph-recorder")
     config.pluginmanager.register(state.outputs, "depgraph-outputs")
     # pytest-xdist is a dependency, but a broken or partial install must not break serial runs
     if importlib.util.find_spec("xdist") is not None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +36,14 @@ from pytest_depgraph.run.xdist import units
 from pytest_depgraph.run.xdist.locations import Location, from_source
 
 
-@dataclass(frozen=True)
 class _Sent:
     """What one worker sent beside its tests: its plan, and the items' locations if asked."""
 
-    plan: str | None
-    locations: object = None
+    __slots__ = ("locations", "plan")
+
+    def __init__(self, plan: str | None, locations: object = None) -> None:
+        self.plan = plan
+        self.locations = locations
 
 
 class Controller:

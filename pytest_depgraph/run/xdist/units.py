@@ -20,14 +20,12 @@ way: each such cycle is returned as an error naming the tests and edges that tie
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import pytest
 
 from pytest_depgraph.collect.origins import BLOCK_EDGES, OriginKind, describe
 from pytest_depgraph.core.graph.storage import Edge, Origin
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.walk.whole_groups import make_whole
 from pytest_depgraph.hosts.pytest import given_on_command_line
 
 
@@ -49,17 +47,25 @@ def _group(nodeid: str) -> str:
     return nodeid
 
 
-@dataclass(frozen=True)
 class Mode:
-    """What the plugin does under one ``--dist`` mode."""
+    """What the plugin does under one ``--dist`` mode. (A plain class: every xdist controller
+    imports this module, and a frozen dataclass is written and compiled at import, 0.37 ms.)"""
 
-    #: xdist's own scheduler for the mode (a class of ``xdist.scheduler``): it runs a session
-    #: with nothing to walk
-    xdist_scheduler: str
-    #: the unit a node id belongs to, as xdist defines it; None: tests go out one by one
-    unit: Callable[[str], str] | None = None
-    #: what a unit is, in a user's words: (one, many)
-    words: tuple[str, str] = ("test", "tests")
+    __slots__ = ("unit", "words", "xdist_scheduler")
+
+    def __init__(
+        self,
+        xdist_scheduler: str,
+        unit: Callable[[str], str] | None = None,
+        words: tuple[str, str] = ("test", "tests"),
+    ) -> None:
+        #: xdist's own scheduler for the mode (a class of ``xdist.scheduler``): it runs a
+        #: session with nothing to walk
+        self.xdist_scheduler = xdist_scheduler
+        #: the unit a node id belongs to, as xdist defines it; None: tests go out one by one
+        self.unit = unit
+        #: what a unit is, in a user's words: (one, many)
+        self.words = words
 
 
 #: the ``--dist`` modes the depgraph scheduler runs
@@ -121,6 +127,10 @@ def bind_units(plan: Plan, dist: str) -> tuple[Plan, list[tuple[str, str]]]:
     the errors added to its ``errors`` (its graph stays: the summary and the DOT file read
     it). ``plan`` itself is left as it is. O(V + E).
     """
+    # the walk's groups, imported by a controller that binds units or blocks: a plan with
+    # nothing to walk is handed over without them
+    from pytest_depgraph.core.walk.whole_groups import make_whole
+
     units = has_units(dist)
     groups: list[tuple[str, list[int]]] = []
     if units:

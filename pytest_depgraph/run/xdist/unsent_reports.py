@@ -9,12 +9,15 @@ make them: a start, a setup report with the outcome, a passed teardown, a finish
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_depgraph.core.plan import Plan
-from pytest_depgraph.core.walk.walker import Skip
 from pytest_depgraph.run.outcomes import SYNTHETIC, OutcomeRecorder, cause_of, skip_reason
+
+if TYPE_CHECKING:
+    from pytest_depgraph.core.walk.walker import Skip
 
 #: where a test is reported: (relative file, 0-based line or None, domain)
 Locate = Callable[[int], "tuple[str, int | None, str]"]
