@@ -118,6 +118,10 @@ def _check_adjacency(graph: Graph) -> None:
     assert list(graph.triples()) == [(e.dependent, e.dependency, e.kind) for e in edges]
     table, origin_of = graph.origin_indexes()
     assert [table[o] for o in origin_of] == [e.origin for e in edges]
+    assert list(graph.origins()) == table
+    assert graph.after_keys() == {
+        e.dependent * graph.size + e.dependency for e in edges if e.kind is Kind.AFTER
+    }
     assert graph.edge_count == len(edges)
     for e in edges:
         assert graph.edge(e.dependent, e.dependency) == e
@@ -127,6 +131,11 @@ def _check_adjacency(graph: Graph) -> None:
     assert graph.edges_keyed(
         e.dependent * graph.size + e.dependency for e in graph.edges()
     ) == list(range(graph.edge_count))
+    # every other edge, among keys of no edge (the graphs here have no self loop)
+    assert graph.edges_keyed([
+        *(e.dependent * graph.size + e.dependency for e in edges[::2]),
+        *(k * graph.size + k for k in range(graph.size)),
+    ]) == list(range(0, graph.edge_count, 2))
 
 
 @settings(PROPERTIES, max_examples=max(1, PROPERTIES.max_examples // 5))

@@ -8,7 +8,7 @@ The build (:mod:`~pytest_depgraph.collect.build`) makes one per session; the rea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -84,11 +84,18 @@ class Context:
 
     # the tables below are made when first read: a session without declarations reads none
 
-    def positions_of(self, items: Iterable[pytest.Item]) -> list[int]:
+    def positions_of(self, items: Sequence[pytest.Item]) -> list[int]:
         """The positions in :attr:`collected` of those of ``items`` that were collected, in
         the order of ``items``. Items are told apart by identity, so the table is keyed by
         ``id()``: an item's own hash is a Python call (its node id's hash)."""
-        position = dict(zip(map(id, self.collected), range(len(self.collected))))
+        collected = self.collected
+        # the usual run, every collected test in collection order, needs no table (measured:
+        # 100,000 items, 26.6 -> 6.3 ms CPU, median of 7 in one process)
+        if len(items) == len(collected) and all(
+            item is known for item, known in zip(items, collected)
+        ):
+            return list(range(len(collected)))
+        position = dict(zip(map(id, collected), range(len(collected))))
         return [position[key] for key in map(id, items) if key in position]
 
     @property

@@ -194,12 +194,15 @@ def _computed_modules(
 def _peer_edges_in_modules(builder: Context, run: Sequence[int], graph: Graph, union: Any) -> None:
     """Join the two tests of every pytest-dependency or pytest-order edge inside one module.
     O(E)."""
-    table, origin_index = graph.origin_indexes()
     # (an enum member read once: each read costs 0.15 us, twice per origin of the table)
     peers = (OriginKind.DEPENDENCY, OriginKind.ORDER)
-    kinds = {i: origin.kind for i, origin in enumerate(table) if origin.kind in peers}
+    kinds = {i: origin.kind for i, origin in enumerate(graph.origins()) if origin.kind in peers}
     if not kinds:
         return
+    # the edges' origins only when a peer declared some (measured, callgrind: layer100k,
+    # 296,000 edges and none of a peer, the order phase but the serial order 274.2 -> 227.6 M
+    # instructions: taken before the origins were looked at -> after)
+    _, origin_index = graph.origin_indexes()
     count = len(run)
     collected = builder.collected
     modules: dict[int, str] = {}

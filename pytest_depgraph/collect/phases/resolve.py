@@ -194,7 +194,7 @@ def _resolve_source(
     origin in ``table`` (an entry shared by the edges of all of them), its kind, and each
     target with the positions it matches."""
     table.append(source.origin)
-    kind = int(source.declaration.kind)
+    kind = source.declaration.kind  # an int already (int() of it: a call, 0.11 us more)
     if source.resolved is not None:
         return len(table) - 1, kind, [(None, source.resolved)]
     return len(table) - 1, kind, index.resolve_all(source.declaration.targets, nodeid, outward)

@@ -9,18 +9,9 @@ edges implies it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import compress
 
 from pytest_depgraph.core.graph.storage import Graph
 from pytest_depgraph.core.graph.toposort import positions_in, topological_order
-
-
-def _after_keys(graph: Graph) -> set[int]:
-    """The AFTER edges (few), keyed ``dependent * size + dependency``. O(E), in C but for
-    the AFTER edges."""
-    size = graph.size
-    dependents, dependencies, kinds = graph.columns()  # kinds: 1 for AFTER
-    return {u * size + d for u, d in compress(zip(dependents, dependencies), kinds)}
 
 
 def _closure_readers(graph: Graph, order: Sequence[int]) -> list[int]:
@@ -117,7 +108,7 @@ def reduce_by_search(
     deps = [sorted(map(position.__getitem__, dependencies[v]), reverse=True) for v in order]
     # the AFTER edges (few), keyed ``dependent * size + dependency``
     after = {
-        position[key // size] * size + position[key % size] for key in _after_keys(graph)
+        position[key // size] * size + position[key % size] for key in graph.after_keys()
     }
     bit = [0] * size
     count = 0
@@ -202,7 +193,7 @@ def reduce_by_closures(graph: Graph, order: Sequence[int]) -> list[int]:
     dependencies = graph.dependencies_by_node()
     position = positions_in(order)
     # edges are keyed ``dependent * size + dependency`` here; the AFTER ones are few
-    after = _after_keys(graph)
+    after = graph.after_keys()
     readers = _closure_readers(graph, order)
     live_from = _live_from(graph, order, position)
     # closure[v]: v and every node reachable from it, as bits ``position - offset[v]``;

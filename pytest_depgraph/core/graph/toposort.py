@@ -9,7 +9,6 @@ classes: opaque keys here) together.
 from __future__ import annotations
 
 import heapq
-from collections import deque
 from collections.abc import Container, Hashable, Sequence
 
 from pytest_depgraph.core.graph.storage import Graph
@@ -30,15 +29,16 @@ def kahn_order(graph: Graph) -> tuple[list[int], list[int]]:
     """
     waiting = graph.dependency_counts()
     dependents = graph.dependents_by_node()
-    ready = deque(v for v in range(graph.size) if not waiting[v])
-    order = []
-    while ready:
-        v = ready.popleft()
-        order.append(v)
+    # the order is its own queue: the loop reads the nodes appended as it goes (measured:
+    # the captured graphs of layer100k and rand100k, 101 -> 87 and 128 -> 109 ms CPU, median
+    # of 7 in one process: a deque, then the order -> this)
+    order = [v for v, count in enumerate(waiting) if not count]
+    for v in order:
         for u in dependents[v]:
-            waiting[u] -= 1
-            if not waiting[u]:
-                ready.append(u)
+            left = waiting[u] - 1
+            waiting[u] = left
+            if not left:
+                order.append(u)
     unplaced = [v for v in range(graph.size) if waiting[v]] if len(order) < graph.size else []
     return order, unplaced
 
