@@ -363,7 +363,7 @@ class Dispatcher:
         last = self._last_group.get(worker)
         if last is not None and self._group is not None:
             group = self._group
-            self._chain[worker] = [v for v in step.ready if group[v] == last] if step.ready else []
+            self._chain[worker] = [v for v in step.ready if group[v] == last]
 
     def nothing_to_decide(self, first: Hashable = None) -> bool:
         """Whether the event of worker ``first`` (it finished a test) leaves nothing to
