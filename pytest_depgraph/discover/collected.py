@@ -26,6 +26,7 @@ cost.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -38,6 +39,7 @@ from typing import IO
 import pytest
 
 from pytest_depgraph.discover.child import OrderKeeper
+from pytest_depgraph.discover.zygote import freeze_before_forks
 from pytest_depgraph.hosts.pytest import fresh_basetemp
 
 
@@ -74,6 +76,7 @@ class ListServer:
         self._answer({"ready": True})
         self.ready = True
         by_id = {item.nodeid: item for item in self.collected}
+        freeze_before_forks()
         for line in self.requests:
             request = json.loads(line)
             with open(request["order"], encoding="utf-8") as given:
@@ -92,6 +95,7 @@ class ListServer:
             _, status = os.waitpid(pid, 0)
             _copy_log(self.log, request["log"])
             self._answer({"code": _exit_code(status)})
+        gc.unfreeze()  # this session's own end collects them again
         return True
 
     def _child(self, session: pytest.Session, request: dict[str, str]) -> None:
