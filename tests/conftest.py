@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+import _pytest.unraisableexception
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -32,6 +33,10 @@ _BYTECODE = "PYTHONDONTWRITEBYTECODE"
 #: this checkout: pytest puts it on sys.path, since tests/ is a package
 _CHECKOUT = Path(__file__).resolve().parent.parent
 
+#: pytest 8.4 and later collect garbage when a config is unconfigured, unless this stash key
+#: says how many times (pytester's in-process runs set it to 0; pytest 8.0 has neither)
+_GC_ROUNDS = getattr(_pytest.unraisableexception, "gc_collect_iterations_key", None)
+
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto`` (pyproject.toml's addopts): one worker more than the cores. Most of this
@@ -43,9 +48,27 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 @pytest.fixture
 def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """pytest's ``pytester``, with the plugins the generated suites never need turned off,
-    bytecode kept, and this checkout off sys.path."""
+    bytecode kept, this checkout off sys.path, and no garbage collection when a config of
+    ``parseconfig`` is unconfigured."""
     monkeypatch.setenv("PYTEST_ADDOPTS", GENERATED_RUN_ADDOPTS)
     monkeypatch.delenv(_BYTECODE, raising=False)
+    # in this process too: each in-process run imports again the modules the one before
+    # imported (pytester restores sys.modules), which, without a rewritten .pyc to read, pytest
+    # rewrites again
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    if _GC_ROUNDS is not None:
+        # pytester turns that collection off for its in-process runs, but not for the configs
+        # of parseconfig and parseconfigure, which it unconfigures at the test's teardown: two
+        # full collections of this worker's heap each, 12.7% of the CPU of this suite's
+        # workers (py-spy, the README's test command)
+        parseconfig = pytester.parseconfig
+
+        def parseconfig_without_gc(*args: str | os.PathLike[str]) -> pytest.Config:
+            config = parseconfig(*args)
+            config.stash[_GC_ROUNDS] = 0
+            return config
+
+        monkeypatch.setattr(pytester, "parseconfig", parseconfig_without_gc)
     # pytest 8 marks for assertion rewriting each package that a pytest plugin's metadata
     # lists, and warns about one already imported: a build in the checkout (pip install .)
     # leaves there pytest_depgraph.egg-info, which lists this package, "tests".
