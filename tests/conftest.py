@@ -48,14 +48,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 @pytest.fixture
 def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """pytest's ``pytester``, with the plugins the generated suites never need turned off,
-    bytecode kept, this checkout off sys.path, and no garbage collection when a config of
-    ``parseconfig`` is unconfigured."""
+    bytecode kept (as this process keeps it: ``tests/__init__.py``), this checkout off
+    sys.path, and no garbage collection when a config of ``parseconfig`` is unconfigured."""
     monkeypatch.setenv("PYTEST_ADDOPTS", GENERATED_RUN_ADDOPTS)
     monkeypatch.delenv(_BYTECODE, raising=False)
-    # in this process too: each in-process run imports again the modules the one before
-    # imported (pytester restores sys.modules), which, without a rewritten .pyc to read, pytest
-    # rewrites again
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
     if _GC_ROUNDS is not None:
         # pytester turns that collection off for its in-process runs, but not for the configs
         # of parseconfig and parseconfigure, which it unconfigures at the test's teardown: two
