@@ -108,6 +108,11 @@ def _events(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def _processes(result: pytest.RunResult) -> int:
+    """How many processes the discovery's summary says its lists ran in."""
+    return int(re.search(r"in (\d+) processes", result.stdout.str())[1])  # type: ignore[index]
+
+
 def _found(path: Path) -> list[tuple[str, str, str | None]]:
     return [(e["kind"], e["test"].split("::")[1], e["other"] and e["other"].split("::")[1])
             for e in json.loads(path.read_text())]
@@ -145,7 +150,7 @@ def test_each_list_is_forked_after_one_collection_and_starts_fresh(
     lists = [events for events in by_process.values()
              if any(e["event"] == "test" for e in events)]
     assert len(imports) == slots  # once a slot
-    processes = int(re.search(r"in (\d+) processes", result.stdout.str())[1])  # type: ignore[index]
+    processes = _processes(result)
     assert len(lists) == processes > 10  # each list a process of its own, none importing it
     assert not set(imports) & set(by_process)  # no list ran where the module was imported
     draws = []
@@ -182,7 +187,7 @@ def test_without_fork_each_list_is_a_process_of_its_own_and_finds_the_same(
                and e["module"] == "test_later"}
     ran = {e["pid"] for e in events if e["event"] == "test"
            and e["test"] in ("test_later_mode_default", "test_set_mode")}
-    processes = int(re.search(r"in (\d+) processes", result.stdout.str())[1])  # type: ignore[index]
+    processes = _processes(result)
     assert ran <= imports and len(ran) == processes > 3  # each list imported the module itself
 
 
